@@ -1,0 +1,3 @@
+module github.com/kmirror/kmirror/sdk
+
+go 1.26
