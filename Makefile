@@ -1,0 +1,43 @@
+# kmirror build, test and lint entry points. `make test` is the README's test
+# command and what CI runs (.ci/run): it installs what it needs first.
+SHELL := /bin/bash
+GO ?= go
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+LDFLAGS := -X github.com/kmirror/kmirror/core/version.Version=$(VERSION) -X github.com/kmirror/kmirror/core/version.Commit=$(COMMIT)
+PKGS := ./... github.com/kmirror/kmirror/sdk/...
+UNIT_PKGS = $(shell $(GO) list $(PKGS) | grep -v '/e2e')
+E2E_TIMEOUT ?= 30m
+
+.PHONY: all build deps test unit e2e lint bench demo docs clean
+
+all: build
+
+build:
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/kmirror ./cmd/kmirror
+
+deps:
+	scripts/install-deps.sh
+
+## test: unit tests, then the e2e suite against real Apache Kafka brokers.
+test: deps lint unit e2e
+
+unit:
+	$(GO) test -count=1 -race -timeout 10m $(UNIT_PKGS)
+
+e2e:
+	$(GO) test -count=1 -timeout $(E2E_TIMEOUT) -v ./e2e/...
+
+lint:
+	$(GO) vet $(PKGS)
+	$(GO) tool staticcheck $(PKGS)
+	@fmt=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$fmt" ]; then echo "gofmt needed on:"; echo "$$fmt"; exit 1; fi
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem $(UNIT_PKGS)
+
+docs:
+	$(GO) run ./core/config/gen
+
+clean:
+	rm -rf bin

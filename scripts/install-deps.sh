@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs what kmirror's build and tests need on a fresh Debian machine:
+# Go modules, a Java 17+ runtime and Maven (for the real Apache Kafka brokers of
+# the e2e tests), and the Kafka jars themselves (through Maven Central).
+# Idempotent: it only installs what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+command -v java >/dev/null 2>&1 || need_apt+=(openjdk-17-jre-headless)
+command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
+command -v git >/dev/null 2>&1 || need_apt+=(git)
+if [ "${#need_apt[@]}" -gt 0 ]; then
+  echo "install-deps: installing Debian packages: ${need_apt[*]}"
+  if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}"
+fi
+
+if ! command -v go >/dev/null 2>&1; then
+  echo "install-deps: Go is required (go 1.26 or newer) and was not found on PATH" >&2
+  exit 1
+fi
+
+echo "install-deps: downloading Go modules"
+go mod download
+(cd sdk && go mod download)
+
+if [ -x scripts/kafka/fetch.sh ]; then
+  echo "install-deps: resolving Apache Kafka jars from Maven Central"
+  scripts/kafka/fetch.sh >/dev/null
+fi
