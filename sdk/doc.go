@@ -1,0 +1,13 @@
+// Package sdk is the public, stable surface shared by kmirror and its plugins.
+//
+// It is its own Go module (github.com/kmirror/kmirror/sdk) and imports nothing
+// else from kmirror, so a third party can build a plugin against it without
+// pulling in the daemon. Each plugin kind has its own package:
+//
+//   - statestore: a versioned key-value store with compare-and-set, holding
+//     partition state, offset maps and last mirrored offsets, plus the key
+//     layout every store and tool agrees on.
+//
+// Packages below sdk document the contract a plugin must meet; conformance
+// suites (for example statestore/storetest) let an implementation prove it.
+package sdk
