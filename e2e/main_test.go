@@ -1,0 +1,85 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kmirror/kmirror/e2e/kafkatest"
+)
+
+// Clusters shared by every test of the package, started by TestMain.
+var (
+	// source is a three-broker cluster with a PLAINTEXT listener only.
+	source *kafkatest.Cluster
+	// destination is a one-broker cluster with a PLAINTEXT listener only.
+	destination *kafkatest.Cluster
+	// secured is a one-broker cluster with every listener (PLAINTEXT,
+	// SASL_PLAINTEXT, SSL with client certificates required, SASL_SSL), the
+	// StandardAuthorizer and alice as a super user.
+	secured *kafkatest.Cluster
+)
+
+// Users of the secured cluster. alice is a super user; bob and carol have no
+// ACLs until a test grants them some.
+var securedUsers = map[string]string{
+	"alice": "alice-secret",
+	"bob":   "bob-secret",
+	"carol": "carol-secret",
+}
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+
+	began := time.Now()
+	specs := []struct {
+		into **kafkatest.Cluster
+		opts kafkatest.Options
+	}{
+		{&source, kafkatest.Options{Name: "source", Brokers: 3}},
+		{&destination, kafkatest.Options{Name: "destination", Brokers: 1}},
+		{&secured, kafkatest.Options{
+			Name:       "secured",
+			Brokers:    1,
+			SASL:       &kafkatest.SASLOptions{Users: securedUsers},
+			TLS:        &kafkatest.TLSOptions{ClientAuth: true, ClientCerts: []string{"alice", "bob"}},
+			Authorizer: true,
+			SuperUsers: []string{"User:alice"},
+		}},
+	}
+	errs := make([]error, len(specs))
+	var wg sync.WaitGroup
+	for i, s := range specs {
+		wg.Go(func() {
+			c, err := kafkatest.Start(ctx, s.opts)
+			*s.into, errs[i] = c, err
+		})
+	}
+	wg.Wait()
+	defer func() {
+		for _, s := range specs {
+			if c := *s.into; c != nil {
+				if err := c.Close(); err != nil {
+					log.Printf("e2e: %v", err)
+				}
+			}
+		}
+	}()
+	if err := errors.Join(errs...); err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: starting the test clusters failed: %v\n", err)
+		return 1
+	}
+	log.Printf("e2e: Apache Kafka %s: clusters source (3 brokers), destination (1), secured (1) up in %s",
+		source.Version(), time.Since(began).Round(100*time.Millisecond))
+	return m.Run()
+}
