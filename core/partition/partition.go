@@ -477,7 +477,11 @@ func (p *Partition) apply(ctx context.Context, op string, change func(*Record) e
 		if errors.Is(err, statestore.ErrVersionMismatch) {
 			hint = " (the record was written by someone else, possibly another kmirror instance owning this partition; reload it before deciding again)"
 		}
-		return fmt.Errorf("%v: %s %v -> %v not persisted%s: %w", p, op, p.rec.State, next.State, hint, err)
+		what := op
+		if p.rec.State != next.State {
+			what = fmt.Sprintf("%s %v -> %v", op, p.rec.State, next.State)
+		}
+		return fmt.Errorf("%v: %s not persisted, state unchanged%s: %w", p, what, hint, err)
 	}
 	from := p.rec.State
 	p.rec, p.version = next, v

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/kmirror/kmirror/sdk/statestore"
@@ -366,4 +367,48 @@ func TestFileNames(t *testing.T) {
 	if n := fileName(key); len(n) > 255 {
 		t.Errorf("file name for a maximal partition key is %d bytes", len(n))
 	}
+}
+
+// BenchmarkPut measures a durable partition-record-sized write (fsync of
+// the file and of the directory), sequentially and from parallel writers on
+// distinct keys.
+func BenchmarkPut(b *testing.B) {
+	value := []byte(strings.Repeat("x", 300))
+	run := func(b *testing.B, s *Store, key string) {
+		var v int64
+		for b.Loop() {
+			var err error
+			if v, err = s.Put(b.Context(), key, value, v); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.Run("Sequential", func(b *testing.B) {
+		s, err := Open(b.TempDir())
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		run(b, s, "mirrors/m/partitions/t/0")
+	})
+	b.Run("Parallel", func(b *testing.B) {
+		s, err := Open(b.TempDir())
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		var n atomic.Int64
+		b.SetParallelism(16) // many partitions transition at once; fsyncs overlap
+		b.RunParallel(func(pb *testing.PB) {
+			key := statestore.PartitionKey("m", "t", int32(n.Add(1)))
+			var v int64
+			for pb.Next() {
+				var err error
+				if v, err = s.Put(b.Context(), key, value, v); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
 }
