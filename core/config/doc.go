@@ -1,0 +1,15 @@
+// Package config owns kmirror's configuration: the declaration of every key
+// (name, scope, type, default, validation and documentation, in one table),
+// loading a YAML or TOML file with koanf, applying KMIRROR_* environment
+// variables and --set overrides, validating the result, and the typed structs
+// the rest of the daemon reads (Config, Cluster, Mirror, State).
+//
+// Key names and defaults are KIP-1279's, verbatim, wherever the KIP defines
+// them; kmirror's own keys are few and marked as such in the generated
+// reference (docs/config.md, produced by GenerateReference).
+//
+// Load collects every problem it finds and returns them together as *Errors,
+// each naming the key path (for example mirrors[dc1-to-dc2].sasl.mechanism)
+// and the reason. Secret values are held in Secret, which never prints its
+// value; no error message, summary or dump contains a secret.
+package config

@@ -1,0 +1,108 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+// Summary describes the configuration in a few lines for a start-up log or
+// `config validate`. It names clusters, users and patterns, never secrets.
+func (c *Config) Summary() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "destination: %s\n", clusterSummary(&c.Destination))
+	fmt.Fprintf(&b, "state: %s store in %s\n", c.State.Type, c.State.Dir)
+	fmt.Fprintf(&b, "mirrors: %d\n", len(c.Mirrors))
+	for i := range c.Mirrors {
+		m := &c.Mirrors[i]
+		fmt.Fprintf(&b, "  %s: source %s; topics %s minus %s; groups %s minus %s; acls %s\n",
+			m.Name, clusterSummary(&m.Source), listOrNone(m.TopicsInclude.String()), listOrNone(m.TopicsExclude.String()),
+			listOrNone(m.GroupsInclude.String()), listOrNone(m.GroupsExclude.String()), listOrNone(m.ACLInclude.String()))
+	}
+	throttle := "unlimited"
+	if c.ReplicationThrottledRate != math.MaxInt64 {
+		throttle = fmt.Sprintf("%d bytes/s", c.ReplicationThrottledRate)
+	}
+	httpAddr := c.HTTPAddress
+	if httpAddr == "" {
+		httpAddr = "off"
+	}
+	fmt.Fprintf(&b, "daemon: %d fetcher(s) per source broker, metadata refresh every %s, throttle %s, http %s, log %s/%s",
+		c.NumReplicaFetchers, c.MetadataRefreshInterval, throttle, httpAddr, c.LogLevel, c.LogFormat)
+	return b.String()
+}
+
+func listOrNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+func clusterSummary(cl *Cluster) string {
+	var sec []string
+	sec = append(sec, cl.SecurityProtocol)
+	if cl.UsesSASL() {
+		auth := cl.SASLMechanism
+		switch {
+		case cl.SASLMechanism == MechanismOAuthBearer:
+			if id := cl.OAuthClientID; id != "" {
+				auth += " client " + id
+			}
+		case cl.SASLUsername != "":
+			auth += " user " + cl.SASLUsername
+		case cl.SASLJAASConfig.IsSet():
+			if j, err := parseJAAS(cl.SASLJAASConfig.Reveal()); err == nil && j.options["username"] != "" {
+				auth += " user " + j.options["username"]
+			}
+		}
+		sec = append(sec, auth)
+	}
+	if cl.UsesTLS() {
+		switch {
+		case cl.TruststoreLocation != "":
+			sec = append(sec, "CA "+cl.TruststoreLocation)
+		case cl.TruststoreCertificates != "":
+			sec = append(sec, "CA inline")
+		default:
+			sec = append(sec, "system CAs")
+		}
+		if cl.KeystoreLocation != "" || cl.KeystoreCertificateChain != "" {
+			sec = append(sec, "client certificate")
+		}
+		if cl.EndpointIdentificationAlgorithm == "" {
+			sec = append(sec, "no hostname verification")
+		}
+	}
+	return fmt.Sprintf("%s (%s)", strings.Join(cl.BootstrapServers, ","), strings.Join(sec, ", "))
+}
+
+// Setting is one key's effective value.
+type Setting struct {
+	Path  string // as in error messages: "mirrors[dc1].mirror.topics.include"
+	Value string // in file syntax; Redacted for a set secret
+}
+
+// Effective lists every key's effective value (defaults included), in
+// declaration order: daemon keys, destination, state, then each mirror.
+// Secrets show as Redacted. It serves `config show` and comparisons.
+func (c *Config) Effective() []Setting {
+	var out []Setting
+	emit := func(prefix string, scope Scope, target any) {
+		for _, k := range Keys {
+			if k.Scope == scope {
+				out = append(out, Setting{Path: keyPath(prefix, k.Name), Value: k.encode(target)})
+			}
+		}
+	}
+	emit("", ScopeDaemon, c)
+	emit(sectionDestination, ScopeCluster, &c.Destination)
+	emit(sectionState, ScopeState, &c.State)
+	for i := range c.Mirrors {
+		m := &c.Mirrors[i]
+		prefix := fmt.Sprintf("mirrors[%s]", m.Name)
+		emit(prefix, ScopeMirror, m)
+		emit(prefix, ScopeCluster, &m.Source)
+	}
+	return out
+}

@@ -1,0 +1,259 @@
+package config
+
+import (
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/kmirror/kmirror/core/aclrule"
+)
+
+// DefaultTopicPropertiesExclude is KIP-1279's default for
+// mirror.topic.properties.exclude, verbatim.
+const DefaultTopicPropertiesExclude = "follower.replication.throttled.replicas, leader.replication.throttled.replicas, message.timestamp.difference.max.ms, log.message.timestamp.before.max.ms, log.message.timestamp.after.max.ms, message.timestamp.type, unclean.leader.election.enable, min.insync.replicas, mirror.name"
+
+const maxInt32 = math.MaxInt32
+
+var maxLong = strconv.FormatInt(math.MaxInt64, 10)
+
+// Field binders, one per scope struct.
+func daemonKey[V any](k Key, f func(*Config) *V, c codec[V]) Key {
+	k.Scope = ScopeDaemon
+	return declare(k, f, c)
+}
+
+func clusterKey[V any](k Key, f func(*Cluster) *V, c codec[V]) Key {
+	k.Scope = ScopeCluster
+	return declare(k, f, c)
+}
+
+func mirrorKey[V any](k Key, f func(*Mirror) *V, c codec[V]) Key {
+	k.Scope = ScopeMirror
+	return declare(k, f, c)
+}
+
+func stateKey[V any](k Key, f func(*State) *V, c codec[V]) Key {
+	k.Scope = ScopeState
+	return declare(k, f, c)
+}
+
+// def marks a key with a default value.
+func def(k Key, value string) Key {
+	k.Default, k.HasDefault = value, true
+	return k
+}
+
+// Keys is the declaration table: every configuration key kmirror reads, in
+// the order the reference lists them. Nothing else defines a key.
+var Keys = []Key{
+	// ---- Daemon: KIP-1279 broker-level keys --------------------------------
+	daemonKey(def(Key{Name: "mirror.num.replica.fetchers", Origin: OriginKIP,
+		Doc: "Number of fetcher threads per mirrored source broker. kmirror runs this many fetch sessions to each source broker of each mirror and spreads that broker's partitions over them."},
+		"1"), func(c *Config) *int { return &c.NumReplicaFetchers }, intCodec(1, maxInt32)),
+	daemonKey(def(Key{Name: "mirror.metadata.refresh.interval.ms", Origin: OriginKIP,
+		Doc: "The interval in milliseconds at which source clusters are polled for metadata: new topics, partition counts, topic configs, group offsets and ACLs (one pass of every sync loop)."},
+		"30000"), func(c *Config) *time.Duration { return &c.MetadataRefreshInterval }, msCodec(1)),
+	daemonKey(def(Key{Name: "mirror.replication.throttled.rate", Origin: OriginKafka,
+		Doc: "Upper bound in bytes/s on replication traffic fetched from source clusters, for the whole daemon. The default, Long.MAX_VALUE (as for Kafka's other `*.replication.throttled.rate` keys), means unlimited. KIP-1279 suggests keeping a limit above 1 MB/s for accurate behaviour."},
+		maxLong), func(c *Config) *int64 { return &c.ReplicationThrottledRate }, longCodec(1)),
+	daemonKey(def(Key{Name: "request.timeout.ms", Origin: OriginKIP,
+		Doc: "Request timeout for source cluster communication (kmirror applies it to destination requests too)."},
+		"30000"), func(c *Config) *time.Duration { return &c.RequestTimeout }, msCodec(1)),
+	daemonKey(def(Key{Name: "socket.connection.setup.timeout.ms", Origin: OriginKIP,
+		Doc: "Socket connection setup timeout."},
+		"10000"), func(c *Config) *time.Duration { return &c.SocketConnectionSetupTimeout }, msCodec(1)),
+	daemonKey(def(Key{Name: "reconnect.backoff.ms", Origin: OriginKIP,
+		Doc: "Backoff time before reconnection attempts."},
+		"50"), func(c *Config) *time.Duration { return &c.ReconnectBackoff }, msCodec(0)),
+	daemonKey(def(Key{Name: "send.buffer.bytes", Origin: OriginKIP,
+		Doc: "TCP send buffer size (SO_SNDBUF). -1 uses the OS default."},
+		"131072"), func(c *Config) *int { return &c.SendBufferBytes }, bufferCodec()),
+	daemonKey(def(Key{Name: "receive.buffer.bytes", Origin: OriginKIP,
+		Doc: "TCP receive buffer size (SO_RCVBUF) for connections other than fetches. -1 uses the OS default."},
+		"65536"), func(c *Config) *int { return &c.ReceiveBufferBytes }, bufferCodec()),
+	daemonKey(def(Key{Name: "replica.fetch.backoff.ms", Origin: OriginKafka,
+		Doc: "Time to wait before retrying fetch requests after failures (e.g., source leader change)."},
+		"1000"), func(c *Config) *time.Duration { return &c.ReplicaFetchBackoff }, msCodec(0)),
+	daemonKey(def(Key{Name: "replica.fetch.max.bytes", Origin: OriginKafka,
+		Doc: "Maximum bytes to fetch per partition in a single request to the source cluster. A record batch larger than this is still returned whole, so progress is always made."},
+		"1048576"), func(c *Config) *int { return &c.ReplicaFetchMaxBytes }, intCodec(1, maxInt32)),
+	daemonKey(def(Key{Name: "replica.fetch.min.bytes", Origin: OriginKafka,
+		Doc: "Minimum bytes that must be available before the source cluster responds to fetch requests (helps reduce cross-datacenter request frequency for low-throughput topics)."},
+		"1"), func(c *Config) *int { return &c.ReplicaFetchMinBytes }, intCodec(1, maxInt32)),
+	daemonKey(def(Key{Name: "replica.fetch.response.max.bytes", Origin: OriginKafka,
+		Doc: "Maximum total bytes across all partitions in a single fetch response from source cluster (important for WAN bandwidth management in cluster mirroring)."},
+		"10485760"), func(c *Config) *int { return &c.ReplicaFetchResponseMaxBytes }, intCodec(1, maxInt32)),
+	daemonKey(def(Key{Name: "replica.fetch.wait.max.ms", Origin: OriginKafka,
+		Doc: "Maximum time the source cluster will wait to accumulate replica.fetch.min.bytes before responding (balances latency vs. efficiency for cross-cluster replication). Must not exceed replica.socket.timeout.ms."},
+		"500"), func(c *Config) *time.Duration { return &c.ReplicaFetchWaitMax }, msCodec(0)),
+	daemonKey(def(Key{Name: "replica.socket.receive.buffer.bytes", Origin: OriginKafka,
+		Doc: "TCP receive buffer size for connections to source cluster brokers (larger values can improve throughput over high-latency WAN links). -1 uses the OS default."},
+		"65536"), func(c *Config) *int { return &c.ReplicaSocketReceiveBuffer }, bufferCodec()),
+	daemonKey(def(Key{Name: "replica.socket.timeout.ms", Origin: OriginKafka,
+		Doc: "Socket timeout for read operations from source cluster (should account for cross-datacenter network latency). Must be at least replica.fetch.wait.max.ms."},
+		"30000"), func(c *Config) *time.Duration { return &c.ReplicaSocketTimeout }, msCodec(1)),
+	daemonKey(def(Key{Name: "mirror.failed.retry.initial.backoff.ms", Origin: OriginKIP,
+		Doc: "First wait before a FAILED partition is retried (retryable failures only). Each further attempt doubles the wait, with full jitter, up to mirror.failed.retry.max.backoff.ms. The KIP prototype's value."},
+		"1000"), func(c *Config) *time.Duration { return &c.FailedRetryInitialBackoff }, msCodec(1)),
+	daemonKey(def(Key{Name: "mirror.failed.retry.max.backoff.ms", Origin: OriginKIP,
+		Doc: "Longest wait between retries of a FAILED partition. Must be at least mirror.failed.retry.initial.backoff.ms."},
+		"300000"), func(c *Config) *time.Duration { return &c.FailedRetryMaxBackoff }, msCodec(1)),
+	daemonKey(def(Key{Name: "mirror.failed.retry.max.attempts", Origin: OriginKIP,
+		Doc: "Automatic retries of a FAILED partition before it waits for an operator (who restarts it with `kmirror` start commands). **0 means no automatic retries**: every failure waits for an operator."},
+		"10"), func(c *Config) *int { return &c.FailedRetryMaxAttempts }, intCodec(0, maxInt32)),
+
+	// ---- Daemon: kmirror's own keys ----------------------------------------
+	daemonKey(def(Key{Name: "mirror.offset.alignment.max.records", Origin: OriginKmirror,
+		Doc: "Filler budget. When a source partition's log does not start at offset 0, kmirror appends up to this many filler records to the empty destination partition and then deletes them (DeleteRecords), so that offsets line up (`preserve` mode). A partition whose source log start offset exceeds the budget runs in `map` mode instead. 0 disables filler: every such partition runs in `map` mode. One million small filler records cost roughly tens of MB of transient destination writes."},
+		"1000000"), func(c *Config) *int64 { return &c.OffsetAlignmentMaxRecords }, longCodec(0)),
+	daemonKey(def(Key{Name: "log.level", Origin: OriginKmirror,
+		Doc: "Lowest level that is logged."},
+		"info"), func(c *Config) *string { return &c.LogLevel }, enumCodec([]string{"trace", "debug", "info", "warn", "error"}, nil)),
+	daemonKey(def(Key{Name: "log.format", Origin: OriginKmirror,
+		Doc: "Log line format: human-readable text, or one JSON object per line."},
+		"text"), func(c *Config) *string { return &c.LogFormat }, enumCodec([]string{"text", "json"}, nil)),
+	daemonKey(def(Key{Name: "http.address", Origin: OriginKmirror, Constraint: `host:port, or "" to disable`,
+		Doc: "Listen address of the HTTP endpoints `/healthz`, `/readyz` and `/metrics` (Prometheus). An empty host listens on all interfaces; `\"\"` disables the listener."},
+		"127.0.0.1:9644"), func(c *Config) *string { return &c.HTTPAddress }, stringCodec("address", checkListenAddress)),
+	daemonKey(def(Key{Name: "shutdown.timeout.ms", Origin: OriginKmirror,
+		Doc: "Deadline for the ordered shutdown after SIGTERM or SIGINT (stop fetchers, finish or abort in-flight appends, flush state). When it passes, the daemon exits anyway; the next start resumes from the destination, so no data is lost."},
+		"30000"), func(c *Config) *time.Duration { return &c.ShutdownTimeout }, msCodec(1)),
+
+	// ---- Cluster (client) keys: destination and every mirror's source -------
+	clusterKey(Key{Name: "bootstrap.servers", Origin: OriginKIP, Required: true,
+		Doc: "A list of host/port pairs to use for establishing the initial connection to the cluster (for a mirror: the source cluster)."},
+		func(c *Cluster) *[]string { return &c.BootstrapServers }, stringListCodec("host:port list", checkHostPort)),
+	clusterKey(def(Key{Name: "client.id", Origin: OriginKafka,
+		Doc: "Client id sent with every request (used by brokers for logs and quotas)."},
+		"kmirror"), func(c *Cluster) *string { return &c.ClientID }, stringCodec("string", nil)),
+	clusterKey(def(Key{Name: "security.protocol", Origin: OriginKIP,
+		Doc: "Protocol for cluster communication."},
+		ProtocolPlaintext), func(c *Cluster) *string { return &c.SecurityProtocol },
+		enumCodec([]string{ProtocolPlaintext, ProtocolSSL, ProtocolSASLPlaintext, ProtocolSASLSSL}, nil)),
+	clusterKey(def(Key{Name: "sasl.mechanism", Origin: OriginKIP,
+		Doc: "SASL mechanism, used when security.protocol is SASL_PLAINTEXT or SASL_SSL. GSSAPI (Kerberos), which the KIP lists, is not supported."},
+		MechanismPlain), func(c *Cluster) *string { return &c.SASLMechanism },
+		enumCodec([]string{MechanismPlain, MechanismSCRAMSHA256, MechanismSCRAMSHA512, MechanismOAuthBearer},
+			map[string]string{"GSSAPI": "kmirror has no Kerberos client; use PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER"})),
+	clusterKey(Key{Name: "sasl.username", Origin: OriginKmirror,
+		Doc: "User name for PLAIN and SCRAM. Alternative to sasl.jaas.config."},
+		func(c *Cluster) *string { return &c.SASLUsername }, stringCodec("string", nil)),
+	clusterKey(Key{Name: "sasl.password", Origin: OriginKmirror, Secret: true,
+		Doc: "Password for PLAIN and SCRAM. Prefer the environment variable or sasl.password.file over writing it in the file."},
+		func(c *Cluster) *Secret { return &c.SASLPassword }, secretCodec()),
+	clusterKey(Key{Name: "sasl.password.file", Origin: OriginKmirror,
+		Doc: "File holding the password for PLAIN and SCRAM (one trailing newline is ignored). Read at load time to validate it and again at every connection, so a rotated password is picked up without a restart."},
+		func(c *Cluster) *string { return &c.SASLPasswordFile }, stringCodec("path", nil)),
+	clusterKey(Key{Name: "sasl.jaas.config", Origin: OriginKIP, Secret: true,
+		Doc: "JAAS login context parameters for authentication, in Java's form, e.g. `org.apache.kafka.common.security.scram.ScramLoginModule required username=\"u\" password=\"p\";`. kmirror reads `username` and `password` from PlainLoginModule and ScramLoginModule, and `clientId`, `clientSecret` and `scope` from OAuthBearerLoginModule. Alternative to sasl.username/sasl.password."},
+		func(c *Cluster) *Secret { return &c.SASLJAASConfig }, secretCodec()),
+	clusterKey(Key{Name: "sasl.oauthbearer.token.endpoint.url", Origin: OriginKIP,
+		Doc: "OAuth token endpoint URL (when using OAUTHBEARER); kmirror's auth plugin runs the client-credentials flow against it."},
+		func(c *Cluster) *string { return &c.OAuthTokenEndpointURL }, stringCodec("URL", checkURL)),
+	clusterKey(Key{Name: "sasl.oauthbearer.client.id", Origin: OriginKmirror,
+		Doc: "OAuth client id for the client-credentials flow."},
+		func(c *Cluster) *string { return &c.OAuthClientID }, stringCodec("string", nil)),
+	clusterKey(Key{Name: "sasl.oauthbearer.client.secret", Origin: OriginKmirror, Secret: true,
+		Doc: "OAuth client secret for the client-credentials flow."},
+		func(c *Cluster) *Secret { return &c.OAuthClientSecret }, secretCodec()),
+	clusterKey(Key{Name: "sasl.oauthbearer.scope", Origin: OriginKafka,
+		Doc: "OAuth scope requested with the token (optional)."},
+		func(c *Cluster) *string { return &c.OAuthScope }, stringCodec("string", nil)),
+	clusterKey(Key{Name: "ssl.truststore.location", Origin: OriginKIP,
+		Doc: "PEM file of CA certificates for verifying the cluster's broker certificates. Without it (and without ssl.truststore.certificates) the system roots are used."},
+		func(c *Cluster) *string { return &c.TruststoreLocation }, stringCodec("path", nil)),
+	clusterKey(def(Key{Name: "ssl.truststore.type", Origin: OriginKIP,
+		Doc: "Truststore file format. Only PEM is supported (Kafka's default is JKS): convert a JKS or PKCS12 truststore to PEM, see docs/configuration.md."},
+		"PEM"), func(c *Cluster) *string { return &c.TruststoreType }, enumCodec([]string{"PEM"}, storeTypeRejections)),
+	clusterKey(Key{Name: "ssl.truststore.certificates", Origin: OriginKIP,
+		Doc: "Trusted certificates in PEM format (alternative to ssl.truststore.location)."},
+		func(c *Cluster) *string { return &c.TruststoreCertificates }, stringCodec("PEM", nil)),
+	clusterKey(Key{Name: "ssl.keystore.location", Origin: OriginKIP,
+		Doc: "PEM file holding the client certificate chain and its unencrypted private key, for mutual TLS."},
+		func(c *Cluster) *string { return &c.KeystoreLocation }, stringCodec("path", nil)),
+	clusterKey(def(Key{Name: "ssl.keystore.type", Origin: OriginKIP,
+		Doc: "Keystore file format. Only PEM is supported."},
+		"PEM"), func(c *Cluster) *string { return &c.KeystoreType }, enumCodec([]string{"PEM"}, storeTypeRejections)),
+	clusterKey(Key{Name: "ssl.keystore.certificate.chain", Origin: OriginKIP,
+		Doc: "Client certificate chain in PEM format (alternative to ssl.keystore.location; needs ssl.keystore.key)."},
+		func(c *Cluster) *string { return &c.KeystoreCertificateChain }, stringCodec("PEM", nil)),
+	clusterKey(Key{Name: "ssl.keystore.key", Origin: OriginKIP, Secret: true,
+		Doc: "Client private key in PEM format (alternative to ssl.keystore.location; needs ssl.keystore.certificate.chain)."},
+		func(c *Cluster) *Secret { return &c.KeystoreKey }, secretCodec()),
+	clusterKey(Key{Name: "ssl.key.password", Origin: OriginKIP, Secret: true,
+		Doc: "Password of an encrypted private key. kmirror does not support encrypted PEM keys (Go has no safe decoder for them), so setting this is an error that says how to decrypt the key; protect the key file with file permissions instead."},
+		func(c *Cluster) *Secret { return &c.KeyPassword }, secretCodec()),
+	clusterKey(def(Key{Name: "ssl.endpoint.identification.algorithm", Origin: OriginKIP,
+		Doc: "Endpoint identification algorithm for hostname verification (https or empty to disable). With \"\" the certificate chain is still verified against the truststore; only the host name check is skipped."},
+		"https"), func(c *Cluster) *string { return &c.EndpointIdentificationAlgorithm }, enumCodec([]string{"https", ""}, nil)),
+	clusterKey(def(Key{Name: "ssl.enabled.protocols", Origin: OriginKafka,
+		Doc: "List of enabled SSL/TLS protocol versions."},
+		"TLSv1.2,TLSv1.3"), func(c *Cluster) *[]string { return &c.EnabledProtocols }, stringListCodec("list", checkTLSVersion)),
+
+	// ---- Mirror keys --------------------------------------------------------
+	mirrorKey(Key{Name: "name", Origin: OriginKmirror, Required: true, Constraint: "[A-Za-z0-9_-]+, unique",
+		Doc: "Name of the mirror. It identifies the mirror in state, metrics, logs and the command line, so renaming a mirror starts it afresh."},
+		func(m *Mirror) *string { return &m.Name }, stringCodec("string", checkMirrorName)),
+	mirrorKey(Key{Name: "mirror.topics.include", Origin: OriginKIP,
+		Doc: "A comma-separated list of regex patterns for topic names to include in mirroring. Topics on the source cluster whose names match at least one of the patterns will be automatically discovered and mirrored. Empty: no topic is discovered automatically; only topics started explicitly are mirrored."},
+		func(m *Mirror) *RegexList { return &m.TopicsInclude }, regexListCodec()),
+	mirrorKey(def(Key{Name: "mirror.topics.exclude", Origin: OriginKIP,
+		Doc: "A comma-separated list of regex patterns for topic names to exclude from mirroring. Topics matching the exclude pattern are not mirrored even if they match mirror.topics.include. Internal topics are always excluded. Exclude always wins over include. By default internal topics (starting with __ ) are excluded."},
+		"__.*"), func(m *Mirror) *RegexList { return &m.TopicsExclude }, regexListCodec()),
+	mirrorKey(def(Key{Name: "mirror.groups.include", Origin: OriginKIP,
+		Doc: "A comma-separated list of regex patterns for consumer group IDs to include in offset synchronization. Only consumer groups whose IDs match at least one of the patterns will have their offsets replicated from the source cluster."},
+		".*"), func(m *Mirror) *RegexList { return &m.GroupsInclude }, regexListCodec()),
+	mirrorKey(Key{Name: "mirror.groups.exclude", Origin: OriginKIP,
+		Doc: "A comma-separated list of regex patterns for consumer group IDs to exclude from offset synchronization. Groups matching the exclude pattern are not replicated even if they match mirror.groups.include."},
+		func(m *Mirror) *RegexList { return &m.GroupsExclude }, regexListCodec()),
+	mirrorKey(def(Key{Name: "mirror.acl.include", Origin: OriginKIP,
+		Doc: "A comma-separated list of ACL include rules. Each rule uses semicolon-separated fields: resourceType;resourceName;operation;permissionType;principal. Use '*' as wildcard for any field. The resourceName and principal fields are regexes that must match the whole value. Trailing wildcard fields can be omitted. Examples: `TOPIC;orders.*`, `*;*;*;*;User:alice`, `TOPIC;*;READ;ALLOW`, `GROUP;consumer-.*;READ;ALLOW;User:bob`. Empty: no ACL is mirrored."},
+		aclrule.Wildcard), func(m *Mirror) *aclrule.Rules { return &m.ACLInclude }, aclCodec()),
+	mirrorKey(def(Key{Name: "mirror.topic.properties.exclude", Origin: OriginKIP,
+		Doc: "A comma-separated list of topic config property names to exclude from synchronization. Properties in this list will not be replicated from the source cluster. The mirror.name property is always excluded regardless of this setting. Entries are regexes matched against the whole name (e.g. `.*throttled.*`)."},
+		DefaultTopicPropertiesExclude), func(m *Mirror) *RegexList { return &m.TopicPropertiesExclude }, regexListCodec()),
+
+	// ---- State store --------------------------------------------------------
+	stateKey(def(Key{Name: "type", Origin: OriginKmirror,
+		Doc: "State store implementation. `file` is the embedded store (one directory on local disk); other stores arrive as plugins."},
+		StateTypeFile), func(s *State) *string { return &s.Type }, enumCodec([]string{StateTypeFile}, nil)),
+	stateKey(Key{Name: "dir", Origin: OriginKmirror,
+		Doc: "Directory of the file state store (required when type is file). Created if missing; it must not be shared by two daemons."},
+		func(s *State) *string { return &s.Dir }, stringCodec("path", nil)),
+}
+
+var storeTypeRejections = map[string]string{
+	"JKS":    "kmirror reads PEM only; convert the store to PEM (keytool -importkeystore -srcstoretype JKS -deststoretype PKCS12, then openssl pkcs12 -nodes) and set the type to PEM",
+	"PKCS12": "kmirror reads PEM only; convert it with `openssl pkcs12 -in store.p12 -nodes -out store.pem` and set the type to PEM",
+}
+
+// Unsupported lists keys of the KIP-1279 mirror tables (and Kafka's client
+// configuration) that kmirror recognises but does not implement.
+var Unsupported = []UnsupportedKey{
+	{"mirror.topic.num.partitions", ScopeDaemon, "kmirror keeps mirror state in its state store (state.type), not in a __mirror_state topic"},
+	{"mirror.topic.replication.factor", ScopeDaemon, "kmirror keeps mirror state in its state store (state.type), not in a __mirror_state topic"},
+	{"mirror.state.topic.num.partitions", ScopeDaemon, "kmirror keeps mirror state in its state store (state.type), not in a __mirror_state topic"},
+	{"mirror.state.topic.replication.factor", ScopeDaemon, "kmirror keeps mirror state in its state store (state.type), not in a __mirror_state topic"},
+	{"sasl.client.callback.handler.class", ScopeCluster, "Java classes cannot be loaded; credentials come from the sasl.* keys or an auth plugin"},
+	{"sasl.login.callback.handler.class", ScopeCluster, "Java classes cannot be loaded; credentials come from the sasl.* keys or an auth plugin"},
+	{"sasl.login.class", ScopeCluster, "Java classes cannot be loaded; credentials come from the sasl.* keys or an auth plugin"},
+	{"sasl.kerberos.service.name", ScopeCluster, "GSSAPI (Kerberos) is not supported"},
+	{"sasl.kerberos.ticket.renew.jitter", ScopeCluster, "GSSAPI (Kerberos) is not supported"},
+	{"sasl.kerberos.ticket.renew.window.factor", ScopeCluster, "GSSAPI (Kerberos) is not supported"},
+	{"sasl.kerberos.min.time.before.relogin", ScopeCluster, "GSSAPI (Kerberos) is not supported"},
+	{"sasl.login.refresh.window.factor", ScopeCluster, "the auth plugin refreshes OAUTHBEARER tokens before they expire; there is nothing to tune"},
+	{"sasl.login.refresh.window.jitter", ScopeCluster, "the auth plugin refreshes OAUTHBEARER tokens before they expire; there is nothing to tune"},
+	{"sasl.login.refresh.min.period.seconds", ScopeCluster, "the auth plugin refreshes OAUTHBEARER tokens before they expire; there is nothing to tune"},
+	{"sasl.login.refresh.buffer.seconds", ScopeCluster, "the auth plugin refreshes OAUTHBEARER tokens before they expire; there is nothing to tune"},
+	{"sasl.oauthbearer.scope.claim.name", ScopeCluster, "kmirror does not validate token claims; the broker does"},
+	{"sasl.oauthbearer.sub.claim.name", ScopeCluster, "kmirror does not validate token claims; the broker does"},
+	{"ssl.protocol", ScopeCluster, "use ssl.enabled.protocols to choose TLS versions"},
+	{"ssl.provider", ScopeCluster, "Java security providers have no equivalent in Go's TLS stack"},
+	{"ssl.cipher.suites", ScopeCluster, "Go's TLS stack chooses secure cipher suites itself (TLS 1.3 suites are not configurable)"},
+	{"ssl.keymanager.algorithm", ScopeCluster, "Java security providers have no equivalent in Go's TLS stack"},
+	{"ssl.trustmanager.algorithm", ScopeCluster, "Java security providers have no equivalent in Go's TLS stack"},
+	{"ssl.secure.random.implementation", ScopeCluster, "Java security providers have no equivalent in Go's TLS stack"},
+	{"ssl.engine.factory.class", ScopeCluster, "Java classes cannot be loaded"},
+	{"ssl.keystore.password", ScopeCluster, "PEM keystores have no store password; convert the keystore to PEM (see docs/configuration.md)"},
+	{"ssl.truststore.password", ScopeCluster, "PEM truststores have no password; convert the truststore to PEM (see docs/configuration.md)"},
+}

@@ -1,0 +1,192 @@
+package config
+
+import (
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/kmirror/kmirror/core/aclrule"
+)
+
+// Security protocols accepted by security.protocol.
+const (
+	ProtocolPlaintext     = "PLAINTEXT"
+	ProtocolSSL           = "SSL"
+	ProtocolSASLPlaintext = "SASL_PLAINTEXT"
+	ProtocolSASLSSL       = "SASL_SSL"
+)
+
+// SASL mechanisms accepted by sasl.mechanism.
+const (
+	MechanismPlain       = "PLAIN"
+	MechanismSCRAMSHA256 = "SCRAM-SHA-256"
+	MechanismSCRAMSHA512 = "SCRAM-SHA-512"
+	MechanismOAuthBearer = "OAUTHBEARER"
+)
+
+// StateTypeFile is the embedded file state store, the only state.type known
+// to this version.
+const StateTypeFile = "file"
+
+// Config is a loaded, validated configuration. Durations come from the *.ms
+// keys; every field's key, default and constraints are in the declaration
+// table (see GenerateReference).
+type Config struct {
+	// KIP-1279 broker-level keys, applied daemon-wide.
+	NumReplicaFetchers           int           // mirror.num.replica.fetchers
+	MetadataRefreshInterval      time.Duration // mirror.metadata.refresh.interval.ms
+	ReplicationThrottledRate     int64         // mirror.replication.throttled.rate, bytes/s; math.MaxInt64 = unlimited
+	RequestTimeout               time.Duration // request.timeout.ms
+	SocketConnectionSetupTimeout time.Duration // socket.connection.setup.timeout.ms
+	ReconnectBackoff             time.Duration // reconnect.backoff.ms
+	SendBufferBytes              int           // send.buffer.bytes; -1 = OS default
+	ReceiveBufferBytes           int           // receive.buffer.bytes; -1 = OS default
+	ReplicaFetchBackoff          time.Duration // replica.fetch.backoff.ms
+	ReplicaFetchMaxBytes         int           // replica.fetch.max.bytes
+	ReplicaFetchMinBytes         int           // replica.fetch.min.bytes
+	ReplicaFetchResponseMaxBytes int           // replica.fetch.response.max.bytes
+	ReplicaFetchWaitMax          time.Duration // replica.fetch.wait.max.ms
+	ReplicaSocketReceiveBuffer   int           // replica.socket.receive.buffer.bytes; -1 = OS default
+	ReplicaSocketTimeout         time.Duration // replica.socket.timeout.ms
+	FailedRetryInitialBackoff    time.Duration // mirror.failed.retry.initial.backoff.ms
+	FailedRetryMaxBackoff        time.Duration // mirror.failed.retry.max.backoff.ms
+	FailedRetryMaxAttempts       int           // mirror.failed.retry.max.attempts; 0 = no automatic retries
+
+	// kmirror's own daemon keys.
+	OffsetAlignmentMaxRecords int64         // mirror.offset.alignment.max.records
+	LogLevel                  string        // log.level, lower case
+	LogFormat                 string        // log.format
+	HTTPAddress               string        // http.address; "" = no HTTP listener
+	ShutdownTimeout           time.Duration // shutdown.timeout.ms
+
+	Destination Cluster
+	State       State
+	Mirrors     []Mirror
+}
+
+// Mirror returns the mirror with this name.
+func (c *Config) Mirror(name string) (*Mirror, bool) {
+	for i := range c.Mirrors {
+		if c.Mirrors[i].Name == name {
+			return &c.Mirrors[i], true
+		}
+	}
+	return nil, false
+}
+
+// Cluster holds the client keys of one cluster: the destination, or the
+// source of a mirror. Use TLSConfig, SASL and KgoOpts rather than reading the
+// security fields directly: they resolve files, JAAS and inline PEM.
+type Cluster struct {
+	BootstrapServers []string // bootstrap.servers, host:port each
+	ClientID         string   // client.id
+	SecurityProtocol string   // security.protocol, one of the Protocol* constants
+	SASLMechanism    string   // sasl.mechanism, one of the Mechanism* constants
+
+	SASLUsername     string // sasl.username
+	SASLPassword     Secret // sasl.password
+	SASLPasswordFile string // sasl.password.file
+	SASLJAASConfig   Secret // sasl.jaas.config
+
+	OAuthTokenEndpointURL string // sasl.oauthbearer.token.endpoint.url
+	OAuthClientID         string // sasl.oauthbearer.client.id
+	OAuthClientSecret     Secret // sasl.oauthbearer.client.secret
+	OAuthScope            string // sasl.oauthbearer.scope
+
+	TruststoreLocation              string   // ssl.truststore.location (PEM file)
+	TruststoreType                  string   // ssl.truststore.type (PEM)
+	TruststoreCertificates          string   // ssl.truststore.certificates (inline PEM)
+	KeystoreLocation                string   // ssl.keystore.location (PEM file: chain + key)
+	KeystoreType                    string   // ssl.keystore.type (PEM)
+	KeystoreCertificateChain        string   // ssl.keystore.certificate.chain (inline PEM)
+	KeystoreKey                     Secret   // ssl.keystore.key (inline PEM)
+	KeyPassword                     Secret   // ssl.key.password
+	EndpointIdentificationAlgorithm string   // ssl.endpoint.identification.algorithm: "https" or ""
+	EnabledProtocols                []string // ssl.enabled.protocols
+}
+
+// UsesTLS reports whether connections are encrypted (SSL or SASL_SSL).
+func (c *Cluster) UsesTLS() bool {
+	return c.SecurityProtocol == ProtocolSSL || c.SecurityProtocol == ProtocolSASLSSL
+}
+
+// UsesSASL reports whether connections authenticate with SASL.
+func (c *Cluster) UsesSASL() bool {
+	return c.SecurityProtocol == ProtocolSASLPlaintext || c.SecurityProtocol == ProtocolSASLSSL
+}
+
+// Mirror is one named mirror: a source cluster and what to take from it.
+type Mirror struct {
+	Name   string  // name
+	Source Cluster // the source cluster's client keys
+
+	TopicsInclude          RegexList     // mirror.topics.include
+	TopicsExclude          RegexList     // mirror.topics.exclude
+	GroupsInclude          RegexList     // mirror.groups.include
+	GroupsExclude          RegexList     // mirror.groups.exclude
+	ACLInclude             aclrule.Rules // mirror.acl.include
+	TopicPropertiesExclude RegexList     // mirror.topic.properties.exclude
+}
+
+// State selects and configures the state store.
+type State struct {
+	Type string // state.type
+	Dir  string // state.dir (file store)
+}
+
+// RegexList is a list of regular expressions, each matched against a whole
+// value (KIP-1279 compiles such lists as ^(p1|p2|…)$). The zero value is an
+// empty list, which matches nothing.
+type RegexList struct {
+	patterns []string
+	res      []*regexp.Regexp
+}
+
+// CompileRegexList compiles patterns into a RegexList. It reports the first
+// invalid pattern, quoting it, with Go's error.
+func CompileRegexList(patterns []string) (RegexList, error) {
+	l := RegexList{patterns: append([]string(nil), patterns...)}
+	for _, p := range patterns {
+		// Compile alone first: an expression like "a)|(b" would otherwise
+		// escape the anchors once wrapped.
+		if _, err := regexp.Compile(p); err != nil {
+			return RegexList{}, &regexError{pattern: p, err: err}
+		}
+		re, err := regexp.Compile(`\A(?:` + p + `)\z`)
+		if err != nil {
+			return RegexList{}, &regexError{pattern: p, err: err}
+		}
+		l.res = append(l.res, re)
+	}
+	return l, nil
+}
+
+type regexError struct {
+	pattern string
+	err     error
+}
+
+func (e *regexError) Error() string { return "invalid regex " + quote(e.pattern) + ": " + e.err.Error() }
+func (e *regexError) Unwrap() error { return e.err }
+
+// Match reports whether some pattern matches all of s.
+func (l RegexList) Match(s string) bool {
+	for _, re := range l.res {
+		if re.MatchString(s) {
+			return true
+		}
+	}
+	return false
+}
+
+// Patterns returns the patterns as written.
+func (l RegexList) Patterns() []string { return append([]string(nil), l.patterns...) }
+
+// Len returns the number of patterns.
+func (l RegexList) Len() int { return len(l.patterns) }
+
+// String joins the patterns with commas.
+func (l RegexList) String() string { return strings.Join(l.patterns, ",") }
+
+// MarshalText encodes the list as its comma-joined patterns.
+func (l RegexList) MarshalText() ([]byte, error) { return []byte(l.String()), nil }

@@ -1,0 +1,90 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"strings"
+)
+
+// Checks that involve more than one key. Each runs only when the keys it
+// reads decoded cleanly, so one mistake yields one message.
+
+func validateDaemon(cfg *Config, failed map[string]bool, c *collector) {
+	if !failed["replica.socket.timeout.ms"] && !failed["replica.fetch.wait.max.ms"] &&
+		cfg.ReplicaSocketTimeout < cfg.ReplicaFetchWaitMax {
+		c.add("replica.socket.timeout.ms", fmt.Sprintf("%d is less than replica.fetch.wait.max.ms (%d): a fetch that waits would time out; raise it or lower replica.fetch.wait.max.ms",
+			cfg.ReplicaSocketTimeout.Milliseconds(), cfg.ReplicaFetchWaitMax.Milliseconds()))
+	}
+	if !failed["mirror.failed.retry.max.backoff.ms"] && !failed["mirror.failed.retry.initial.backoff.ms"] &&
+		cfg.FailedRetryMaxBackoff < cfg.FailedRetryInitialBackoff {
+		c.add("mirror.failed.retry.max.backoff.ms", fmt.Sprintf("%d is less than mirror.failed.retry.initial.backoff.ms (%d)",
+			cfg.FailedRetryMaxBackoff.Milliseconds(), cfg.FailedRetryInitialBackoff.Milliseconds()))
+	}
+}
+
+func validateState(s *State, failed map[string]bool, c *collector) {
+	if failed["type"] || failed["dir"] || s.Type != StateTypeFile {
+		return
+	}
+	if strings.TrimSpace(s.Dir) == "" {
+		c.add("state.dir", "required when state.type is file: the directory holding the state store")
+		return
+	}
+	if fi, err := os.Stat(s.Dir); err == nil && !fi.IsDir() {
+		c.add("state.dir", fmt.Sprintf("%s exists and is not a directory", s.Dir))
+	}
+}
+
+// validateCluster checks the security keys of one cluster as a whole:
+// sasl.* and ssl.* only with a protocol that uses them, complete SASL
+// credentials, readable TLS files holding what they should.
+func validateCluster(cl *Cluster, prefix string, sec section, failed map[string]bool, c *collector) {
+	if failed["security.protocol"] {
+		return
+	}
+	report := func(probs []problem) {
+		for _, p := range probs {
+			if !failed[p.key] {
+				c.add(keyPath(prefix, p.key), p.reason)
+			}
+		}
+	}
+	if !cl.UsesSASL() {
+		misplaced(sec, prefix, "sasl.", cl.SecurityProtocol, "SASL_PLAINTEXT or SASL_SSL", c)
+	} else if !failed["sasl.mechanism"] {
+		_, probs := cl.resolveSASL()
+		report(probs)
+	}
+	if !cl.UsesTLS() {
+		misplaced(sec, prefix, "ssl.", cl.SecurityProtocol, "SSL or SASL_SSL", c)
+	} else {
+		_, probs := cl.resolveTLS()
+		report(probs)
+	}
+}
+
+// misplaced reports keys with the given prefix that were set although the
+// security protocol does not use them; Kafka would ignore them silently,
+// which hides a wrong protocol.
+func misplaced(sec section, prefix, keyPrefix, protocol, want string, c *collector) {
+	var set []string
+	for _, k := range sortedKeys(sec.vals) {
+		if strings.HasPrefix(k, keyPrefix) && isKnown(k) {
+			set = append(set, k)
+		}
+	}
+	if len(set) == 0 {
+		return
+	}
+	c.add(keyPath(prefix, set[0]), fmt.Sprintf("%s* set but security.protocol is %s; set security.protocol to %s, or remove %s",
+		keyPrefix, protocol, want, strings.Join(set, ", ")))
+}
+
+func isKnown(name string) bool {
+	for _, k := range Keys {
+		if k.Name == name {
+			return true
+		}
+	}
+	return false
+}
