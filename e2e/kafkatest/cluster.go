@@ -193,7 +193,7 @@ func (c *Cluster) prepare() error {
 // starts the JVMs, then waits until all brokers serve.
 func (c *Cluster) boot(ctx context.Context) error {
 	ls := c.opts.allListeners()
-	ports, err := freePorts(len(ls) * len(c.nodes))
+	ports, err := pickPorts(len(ls) * len(c.nodes))
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,9 @@ import (
 	"sync"
 )
 
+// pickPorts is freePorts; tests replace it to provoke a port clash.
+var pickPorts = freePorts
+
 var (
 	portsMu sync.Mutex
 	// portsUsed holds every port handed out in this process, so two clusters
