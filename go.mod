@@ -64,3 +64,7 @@ require (
 )
 
 tool honnef.co/go/tools/cmd/staticcheck
+
+require github.com/kmirror/kmirror/sdk v0.0.0
+
+replace github.com/kmirror/kmirror/sdk => ./sdk

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/kmirror/kmirror/core/config"
+)
+
+func cmdConfig(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "usage: kmirror config validate --config FILE | kmirror config reference | kmirror config sample")
+		return exitUsage
+	}
+	switch args[0] {
+	case "validate":
+		return cmdConfigValidate(args[1:], stdout, stderr)
+	case "reference":
+		fs := newFlagSet("config reference", stderr)
+		if code, ok := parseFlags(fs, args[1:]); !ok {
+			return code
+		}
+		_, _ = stdout.Write(config.GenerateReference())
+		return exitOK
+	case "sample":
+		fs := newFlagSet("config sample", stderr)
+		if code, ok := parseFlags(fs, args[1:]); !ok {
+			return code
+		}
+		_, _ = io.WriteString(stdout, config.Sample)
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "kmirror config: unknown sub-command %q (validate, reference, sample)\n", args[0])
+	return exitUsage
+}
+
+func cmdConfigValidate(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("config validate", stderr)
+	var cf configFlags
+	cf.register(fs)
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if cf.path == "" {
+		fmt.Fprintln(stderr, "kmirror config validate: --config FILE is required")
+		return exitUsage
+	}
+	cfg, err := config.Load(cf.source())
+	if err != nil {
+		fmt.Fprintf(stderr, "%s is not valid:\n%v\n", cf.path, err)
+		return exitFailure
+	}
+	fmt.Fprintf(stdout, "%s is valid.\n%s", cf.path, cfg.Summary())
+	return exitOK
+}

@@ -1,0 +1,61 @@
+// Command kmirror is the kmirror daemon and its command-line tools. It wires the
+// engine (core/...) and the built-in plugins together; see `kmirror help`.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+// Exit codes, stable and documented in docs/cli.md.
+const (
+	exitOK      = 0
+	exitFailure = 1 // the command ran and failed (invalid config, runtime error)
+	exitUsage   = 2 // the command line itself is wrong
+)
+
+// command is one `kmirror ...` sub-command.
+type command struct {
+	name    string
+	summary string
+	run     func(args []string, stdout, stderr io.Writer) int
+}
+
+func commands() []command {
+	return []command{
+		{"run", "run the mirroring daemon", cmdRun},
+		{"config", "validate a configuration file, print the key reference or a sample", cmdConfig},
+		{"version", "print the version, commit, Go and franz-go versions", cmdVersion},
+	}
+}
+
+func main() {
+	os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func dispatch(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		usage(stdout)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	for _, c := range commands() {
+		if c.name == args[0] {
+			return c.run(args[1:], stdout, stderr)
+		}
+	}
+	fmt.Fprintf(stderr, "kmirror: unknown command %q; run `kmirror help` for the list\n", args[0])
+	return exitUsage
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "kmirror mirrors topics between Kafka clusters with offsets preserved.")
+	fmt.Fprintln(w, "\nUsage: kmirror <command> [flags]\n\nCommands:")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w, "\nRun `kmirror <command> -h` for the flags of a command. Docs: docs/README.md")
+}

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/kmirror/kmirror/core/config"
+	"github.com/kmirror/kmirror/core/daemon"
+	"github.com/kmirror/kmirror/core/logging"
+	"github.com/kmirror/kmirror/core/metrics"
+)
+
+func cmdRun(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("run", stderr)
+	var cf configFlags
+	cf.register(fs)
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if cf.path == "" {
+		fmt.Fprintln(stderr, "kmirror run: --config FILE is required")
+		return exitUsage
+	}
+	// Load once up front so that a bad file fails before any listener starts,
+	// and so that the logger gets its level and format.
+	cfg, err := config.Load(cf.source())
+	if err != nil {
+		fmt.Fprintf(stderr, "kmirror run: %s is not valid:\n%v\n", cf.path, err)
+		return exitFailure
+	}
+	logger, err := logging.New(stderr, cfg.LogLevel, cfg.LogFormat)
+	if err != nil {
+		fmt.Fprintf(stderr, "kmirror run: %v\n", err)
+		return exitFailure
+	}
+	mp, err := metrics.New()
+	if err != nil {
+		logger.Error("cannot start", "error", err)
+		return exitFailure
+	}
+	first := true
+	d, err := daemon.New(daemon.Options{
+		Load: func() (*config.Config, error) {
+			if first {
+				first = false
+				return cfg, nil
+			}
+			return config.Load(cf.source())
+		},
+		Logger:  logger,
+		Metrics: mp,
+	})
+	if err != nil {
+		logger.Error("cannot start", "error", err)
+		return exitFailure
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	reload := make(chan struct{}, 1)
+	go func() { // owned by cmdRun: ends when ctx is done.
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				select {
+				case reload <- struct{}{}:
+				default: // a reload is already pending
+				}
+			}
+		}
+	}()
+
+	if err := d.Run(ctx, reload); err != nil {
+		logger.Error("kmirror stopped with an error", "error", err)
+		return exitFailure
+	}
+	return exitOK
+}

@@ -1,0 +1,25 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/kmirror/kmirror/core/version"
+)
+
+func cmdVersion(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("version", stderr)
+	asJSON := fs.Bool("json", false, "print as JSON")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	info := version.Get()
+	if *asJSON {
+		b, _ := json.MarshalIndent(info, "", "  ")
+		fmt.Fprintln(stdout, string(b))
+		return exitOK
+	}
+	fmt.Fprint(stdout, info.String())
+	return exitOK
+}

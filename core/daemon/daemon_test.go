@@ -1,0 +1,279 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kmirror/kmirror/core/config"
+	"github.com/kmirror/kmirror/core/logging"
+	"github.com/kmirror/kmirror/core/metrics"
+)
+
+// recorder is a Component that records the calls it receives.
+type recorder struct {
+	name      string
+	mu        *sync.Mutex
+	calls     *[]string
+	reloadErr error
+	stopDelay time.Duration
+}
+
+func (r *recorder) Name() string { return r.name }
+func (r *recorder) log(s string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	*r.calls = append(*r.calls, r.name+"."+s)
+}
+func (r *recorder) Start(context.Context, *config.Config) error { r.log("start"); return nil }
+func (r *recorder) Reload(_ context.Context, cfg *config.Config) error {
+	if r.reloadErr != nil {
+		r.log("reload-rejected")
+		return r.reloadErr
+	}
+	r.log("reload:" + cfg.LogLevel)
+	return nil
+}
+func (r *recorder) Stop(ctx context.Context) error {
+	r.log("stop")
+	select {
+	case <-time.After(r.stopDelay):
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// syncBuffer is a goroutine-safe log sink.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func configYAML(level string, shutdownMS int) string {
+	return fmt.Sprintf(`
+log.level: %s
+http.address: 127.0.0.1:0
+shutdown.timeout.ms: %d
+destination:
+  bootstrap.servers: 127.0.0.1:9092
+state:
+  dir: %s
+`, level, shutdownMS, "/tmp/kmirror-daemon-test")
+}
+
+type harness struct {
+	d      *Daemon
+	logs   *syncBuffer
+	calls  *[]string
+	mu     *sync.Mutex
+	yaml   *string
+	cancel context.CancelFunc
+	done   chan struct{} // closed when Run returned; runErr holds its result
+	runErr error
+	reload chan struct{}
+}
+
+func startDaemon(t *testing.T, comps func(mu *sync.Mutex, calls *[]string) []Component, shutdownMS int) *harness {
+	t.Helper()
+	h := &harness{logs: &syncBuffer{}, calls: new([]string), mu: new(sync.Mutex), reload: make(chan struct{})}
+	y := configYAML("info", shutdownMS)
+	h.yaml = &y
+	logger, err := logging.New(h.logs, "info", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mp, err := metrics.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	h.d, err = New(Options{
+		Load: func() (*config.Config, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return config.Parse([]byte(*h.yaml), "yaml", nil, nil)
+		},
+		Logger:     logger,
+		Metrics:    mp,
+		Components: comps(h.mu, h.calls),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel = cancel
+	h.done = make(chan struct{})
+	go func() { h.runErr = h.d.Run(ctx, h.reload); close(h.done) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for h.d.Addr() == "" || !h.d.ready.Load() {
+		if time.Now().After(deadline) {
+			t.Fatalf("daemon did not become ready; logs:\n%s", h.logs)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-h.done:
+		case <-time.After(10 * time.Second):
+		}
+	})
+	return h
+}
+
+func (h *harness) get(t *testing.T, path string) (int, string) {
+	t.Helper()
+	resp, err := http.Get("http://" + h.d.Addr() + path)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func (h *harness) stop(t *testing.T) error {
+	t.Helper()
+	h.cancel()
+	select {
+	case <-h.done:
+		return h.runErr
+	case <-time.After(15 * time.Second):
+		t.Fatal("Run did not return after cancellation")
+		return nil
+	}
+}
+
+func (h *harness) callList() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]string(nil), (*h.calls)...)
+}
+
+func twoComponents(mu *sync.Mutex, calls *[]string) []Component {
+	return []Component{&recorder{name: "a", mu: mu, calls: calls}, &recorder{name: "b", mu: mu, calls: calls}}
+}
+
+func TestEndpointsServeHealthReadinessAndMetrics(t *testing.T) {
+	h := startDaemon(t, twoComponents, 5000)
+	if code, body := h.get(t, "/healthz"); code != 200 || body != "ok\n" {
+		t.Fatalf("/healthz = %d %q", code, body)
+	}
+	if code, body := h.get(t, "/readyz"); code != 200 || body != "ready\n" {
+		t.Fatalf("/readyz = %d %q", code, body)
+	}
+	code, body := h.get(t, "/metrics")
+	if code != 200 {
+		t.Fatalf("/metrics = %d", code)
+	}
+	for _, want := range []string{"kmirror_build_info{", "kmirror_ready 1", "go_goroutines"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q:\n%s", want, body)
+		}
+	}
+}
+
+func TestComponentsStartInOrderAndStopInReverse(t *testing.T) {
+	h := startDaemon(t, twoComponents, 5000)
+	if err := h.stop(t); err != nil {
+		t.Fatalf("Run returned %v", err)
+	}
+	got := strings.Join(h.callList(), " ")
+	if got != "a.start b.start b.stop a.stop" {
+		t.Fatalf("call order = %q, want %q", got, "a.start b.start b.stop a.stop")
+	}
+	if !strings.Contains(h.logs.String(), "kmirror stopped") {
+		t.Fatalf("no stop log line:\n%s", h.logs)
+	}
+}
+
+func TestReloadAppliesValidConfigAndKeepsOldOnInvalid(t *testing.T) {
+	h := startDaemon(t, twoComponents, 5000)
+	// A valid change reaches the components and the logger.
+	*h.yaml = configYAML("debug", 5000)
+	h.reload <- struct{}{}
+	waitFor(t, func() bool { return h.d.Config().LogLevel == "debug" }, "log level to become debug")
+	if got := strings.Join(h.callList(), " "); !strings.Contains(got, "a.reload:debug b.reload:debug") {
+		t.Fatalf("components did not get the reload: %q", got)
+	}
+	// An invalid file is rejected; the running config stays.
+	*h.yaml = configYAML("debug", 5000) + "mirror.num.replica.fetchers: -3\n"
+	h.reload <- struct{}{}
+	waitFor(t, func() bool { return strings.Contains(h.logs.String(), "configuration reload rejected") }, "rejection to be logged")
+	if !strings.Contains(h.logs.String(), "mirror.num.replica.fetchers") {
+		t.Fatalf("rejection log does not name the key:\n%s", h.logs)
+	}
+	if h.d.Config().NumReplicaFetchers != 1 {
+		t.Fatalf("running config changed to %d after a rejected reload", h.d.Config().NumReplicaFetchers)
+	}
+	if v, ok, _ := h.d.opts.Metrics.Value("kmirror_config_reloads_total", map[string]string{"result": "rejected"}); !ok || v != 1 {
+		t.Fatalf("rejected reloads metric = %v (found %v), want 1", v, ok)
+	}
+	if v, ok, _ := h.d.opts.Metrics.Value("kmirror_config_reloads_total", map[string]string{"result": "applied"}); !ok || v != 1 {
+		t.Fatalf("applied reloads metric = %v (found %v), want 1", v, ok)
+	}
+}
+
+func TestReloadRejectedByComponentKeepsOldConfig(t *testing.T) {
+	h := startDaemon(t, func(mu *sync.Mutex, calls *[]string) []Component {
+		return []Component{&recorder{name: "a", mu: mu, calls: calls, reloadErr: errors.New("cannot change that at run time")}}
+	}, 5000)
+	*h.yaml = configYAML("debug", 5000)
+	h.reload <- struct{}{}
+	waitFor(t, func() bool { return strings.Contains(h.logs.String(), "cannot change that at run time") }, "component rejection to be logged")
+	if h.d.Config().LogLevel != "info" {
+		t.Fatalf("log level = %q after a rejected reload, want info", h.d.Config().LogLevel)
+	}
+}
+
+func TestShutdownDeadlineIsEnforced(t *testing.T) {
+	h := startDaemon(t, func(mu *sync.Mutex, calls *[]string) []Component {
+		return []Component{&recorder{name: "slow", mu: mu, calls: calls, stopDelay: time.Hour}}
+	}, 200)
+	start := time.Now()
+	err := h.stop(t)
+	if !errors.Is(err, ErrShutdownTimeout) {
+		t.Fatalf("Run returned %v, want ErrShutdownTimeout", err)
+	}
+	if time.Since(start) > 10*time.Second {
+		t.Fatalf("shutdown took %s despite a 200ms deadline", time.Since(start))
+	}
+}
+
+func TestReadyzReportsNotReadyWhileShuttingDown(t *testing.T) {
+	h := startDaemon(t, twoComponents, 5000)
+	h.d.ready.Store(false)
+	if code, body := h.get(t, "/readyz"); code != http.StatusServiceUnavailable || body != "not ready\n" {
+		t.Fatalf("/readyz = %d %q, want 503", code, body)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool, what string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
