@@ -67,7 +67,9 @@ func (c *Cluster) resolveSASL() (SASL, []problem) {
 		return SASL{}, nil
 	}
 	var probs []problem
-	add := func(key, format string, args ...any) { probs = append(probs, problem{key, fmt.Sprintf(format, args...)}) }
+	add := func(key, format string, args ...any) {
+		probs = append(probs, problem{key, fmt.Sprintf(format, args...)})
+	}
 	s := SASL{Mechanism: c.SASLMechanism}
 
 	var jaas jaasConfig

@@ -166,7 +166,9 @@ type regexError struct {
 	err     error
 }
 
-func (e *regexError) Error() string { return "invalid regex " + quote(e.pattern) + ": " + e.err.Error() }
+func (e *regexError) Error() string {
+	return "invalid regex " + quote(e.pattern) + ": " + e.err.Error()
+}
 func (e *regexError) Unwrap() error { return e.err }
 
 // Match reports whether some pattern matches all of s.
