@@ -49,7 +49,7 @@ the file declares; they do not add mirrors.
 Lists (regex lists, ACL rules, server lists) are either a comma-separated
 string or a YAML/TOML list; a list item is taken whole, so a regex in a list
 may contain a comma. Regexes use Go's RE2 syntax and must match the whole
-name. Keys marked *secret* never appear in errors, logs or ` + "`config show`" + `.
+name. Values of keys marked *secret* never appear in errors, logs or dumps.
 
 **Origin** says where a key comes from: *KIP-1279* (name and default from the
 KIP), *Kafka* (name from the KIP or Kafka's client configuration, default from

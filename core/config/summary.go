@@ -85,7 +85,8 @@ type Setting struct {
 
 // Effective lists every key's effective value (defaults included), in
 // declaration order: daemon keys, destination, state, then each mirror.
-// Secrets show as Redacted. It serves `config show` and comparisons.
+// Secrets show as Redacted. It serves a "show the effective configuration"
+// command and comparisons.
 func (c *Config) Effective() []Setting {
 	var out []Setting
 	emit := func(prefix string, scope Scope, target any) {
