@@ -471,7 +471,7 @@ func aclCodec() codec[aclrule.Rules] {
 					r, err := aclrule.ParseRule(s)
 					if err != nil {
 						var pe *aclrule.ParseError
-						if asParseError(err, &pe) {
+						if errors.As(err, &pe) {
 							pe.Rule = i + 1
 						}
 						return nil, err
@@ -484,14 +484,6 @@ func aclCodec() codec[aclrule.Rules] {
 		},
 		format: func(r aclrule.Rules) string { return r.String() },
 	}
-}
-
-func asParseError(err error, target **aclrule.ParseError) bool {
-	pe, ok := err.(*aclrule.ParseError)
-	if ok {
-		*target = pe
-	}
-	return ok
 }
 
 // checkHostPort validates one bootstrap server.
