@@ -36,6 +36,7 @@ var (
 const (
 	xerialHeaderSize = 16
 	xerialBlockSize  = 32 << 10
+	maxSnappyRatio   = 32
 )
 
 // zstdDecoder is shared: DecodeAll is safe for concurrent use. Its memory
@@ -133,6 +134,11 @@ func decodeSnappyBlock(dst, block []byte) ([]byte, error) {
 	}
 	if n > MaxDecompressedBytes-len(dst) {
 		return nil, ErrDecompressTooLarge
+	}
+	// No snappy element expands more than 22 times (a 3-byte copy of 64
+	// bytes), so a larger claim is false; reject it before allocating.
+	if n > maxSnappyRatio*len(block) {
+		return nil, fmt.Errorf("snappy: block of %d bytes claims to decode to %d, beyond snappy's expansion limit", len(block), n)
 	}
 	at := len(dst)
 	dst = append(dst, make([]byte, n)...)
