@@ -36,7 +36,11 @@ func TestSampleCopyIsCurrent(t *testing.T) {
 func TestReferenceListsEveryKey(t *testing.T) {
 	ref := string(GenerateReference())
 	for _, k := range Keys {
-		if !strings.Contains(ref, "### `"+k.Name+"`") {
+		name := k.Name
+		if k.Scope == ScopeState {
+			name = "state." + name
+		}
+		if !strings.Contains(ref, "### `"+name+"`") {
 			t.Errorf("reference has no section for %s", k.Name)
 		}
 	}

@@ -94,7 +94,11 @@ func hasOrigin(list []Origin, o Origin) bool {
 }
 
 func writeKey(b *strings.Builder, k Key) {
-	fmt.Fprintf(b, "\n### `%s`\n\n%s\n\n", k.Name, k.Doc)
+	heading := k.Name
+	if k.Scope == ScopeState {
+		heading = sectionState + "." + k.Name
+	}
+	fmt.Fprintf(b, "\n### `%s`\n\n%s\n\n", heading, k.Doc)
 	fmt.Fprintf(b, "- Type: %s\n", k.Type)
 	switch {
 	case k.Required:
