@@ -63,8 +63,10 @@ func resolve(ctx context.Context) (*Dist, error) {
 		}
 		script := filepath.Join(root, "scripts", "kafka", "fetch.sh")
 		cmd := exec.CommandContext(ctx, "bash", script)
+		// fetch.sh reports progress (a first download takes a while) on
+		// stderr; pass it through and keep it for the error.
 		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
+		cmd.Stderr = io.MultiWriter(os.Stderr, &stderr)
 		out, err := cmd.Output()
 		if err != nil {
 			return nil, fmt.Errorf("kafkatest: %s failed (%w); its output:\n%s", script, err, tail(stderr.Bytes(), 30))
