@@ -1,0 +1,92 @@
+package verify
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+func newCluster(t *testing.T) *kgo.Client {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.DefaultProduceTopic("t"),
+		kgo.TransactionalID("tx-"+t.Name()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+var ts = time.UnixMilli(1_700_000_000_000)
+
+// write produces: k0 (committed txn), k1 (aborted txn), k2 plain with value v.
+func write(t *testing.T, cl *kgo.Client, v string) {
+	t.Helper()
+	ctx := context.Background()
+	for i, commit := range []bool{true, false} {
+		if err := cl.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		r := &kgo.Record{Key: []byte{'k', byte('0' + i)}, Value: []byte("v"), Timestamp: ts, Headers: []kgo.RecordHeader{{Key: "h", Value: []byte("x")}}}
+		if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Key: []byte("k2"), Value: []byte(v), Timestamp: ts}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestIdenticalLogsHaveNoDiffAndVisibilityIsComputed(t *testing.T) {
+	a, b := newCluster(t), newCluster(t)
+	write(t, a, "same")
+	write(t, b, "same")
+	la, diff, err := Partition(context.Background(), a, b, "t", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff != "" {
+		t.Fatalf("identical logs differ: %s", diff)
+	}
+	// offsets: 0 k0, 1 COMMIT, 2 k1, 3 ABORT, 4 k2, 5 COMMIT
+	if len(la.Entries) != 6 {
+		t.Fatalf("%d entries, want 6: %+v", len(la.Entries), la.Entries)
+	}
+	if !la.Entries[0].Visible || la.Entries[2].Visible || !la.Entries[4].Visible {
+		t.Fatalf("read_committed visibility wrong: %+v", la.Entries)
+	}
+	if !la.Entries[1].Control || !la.Entries[3].Control || la.Entries[3].Marker != 0 {
+		t.Fatalf("markers wrong: %+v", la.Entries)
+	}
+}
+
+func TestDifferentValueIsReportedWithItsOffset(t *testing.T) {
+	a, b := newCluster(t), newCluster(t)
+	write(t, a, "one")
+	write(t, b, "two")
+	_, diff, err := Partition(context.Background(), a, b, "t", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(diff, "source offset 4: value differs") {
+		t.Fatalf("diff = %q", diff)
+	}
+}
