@@ -14,8 +14,9 @@ import (
 )
 
 // A port taken between picking and binding makes the broker exit; Start
-// notices, picks new ports and the cluster comes up. Close then kills the
-// JVM and removes the cluster's directory.
+// notices, picks new ports and the cluster comes up. The broker stops and
+// restarts on demand, and Close kills the JVM and removes the cluster's
+// directory.
 func TestStartRetriesAfterPortClashAndCloseCleansUp(t *testing.T) {
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -63,6 +64,27 @@ func TestStartRetriesAfterPortClashAndCloseCleansUp(t *testing.T) {
 	log, err := os.ReadFile(c.BrokerLog(0))
 	if err != nil || !strings.Contains(string(log), "Address already in use") {
 		t.Errorf("broker log does not show the clash (err %v)", err)
+	}
+
+	// A single node stops cleanly (it is its own controller) and restarts
+	// from its data.
+	if err := c.StopBroker(0); err != nil {
+		t.Fatal(err)
+	}
+	if c.Running(0) {
+		t.Fatal("broker 0 running after StopBroker")
+	}
+	if err := c.RestartBroker(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	if !c.Running(0) {
+		t.Fatal("broker 0 not running after RestartBroker")
+	}
+	if err := c.RestartBroker(ctx, 0); !errors.Is(err, ErrBrokerRunning) {
+		t.Errorf("RestartBroker on a running broker: got %v, want ErrBrokerRunning", err)
+	}
+	if err := c.KillBroker(1); !errors.Is(err, ErrNoSuchBroker) {
+		t.Errorf("KillBroker(1) on a one-broker cluster: got %v, want ErrNoSuchBroker", err)
 	}
 
 	pid, _ := c.proc(c.nodes[0])
