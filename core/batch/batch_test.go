@@ -9,6 +9,7 @@ import (
 	"math"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/klauspost/compress/s2"
@@ -578,5 +579,34 @@ func TestStrings(t *testing.T) {
 	}
 	if batch.LogAppendTime.String() != "LogAppendTime" || batch.CreateTime.String() != "CreateTime" {
 		t.Error("TimestampType names differ from Kafka's")
+	}
+}
+
+// The zstd encoder and decoder are shared package-wide; concurrent use must
+// be safe (run with -race).
+func TestRecordsConcurrentZstd(t *testing.T) {
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := range 8 {
+		wg.Go(func() {
+			base := int64(100 * g)
+			b, err := batch.Encode(sampleOptions(base, batch.CompressionZstd), sampleRecords(base))
+			if err != nil {
+				errs <- err
+				return
+			}
+			recs, err := b.Records()
+			if err == nil && !reflect.DeepEqual(recs, sampleRecords(base)) {
+				err = fmt.Errorf("goroutine %d decoded different records", g)
+			}
+			if err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
 	}
 }
