@@ -7,7 +7,7 @@ COMMIT ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -X github.com/kmirror/kmirror/core/version.Version=$(VERSION) -X github.com/kmirror/kmirror/core/version.Commit=$(COMMIT)
 PKGS := ./... github.com/kmirror/kmirror/sdk/...
 UNIT_PKGS = $(shell $(GO) list $(PKGS) | grep -v '/e2e')
-E2E_TIMEOUT ?= 30m
+E2E_TIMEOUT ?= 20m
 
 .PHONY: all build deps test unit e2e lint bench demo docs clean
 
