@@ -181,3 +181,22 @@ func (m *Map) UnmarshalBinary(data []byte) error {
 	*m = out
 	return nil
 }
+
+// TruncateDest drops every mapping whose destination offset is at or beyond
+// destEnd. The runner writes a batch's mappings before appending the batch
+// (write-ahead); after a crash, the destination's end offset says which of
+// them were appended, and the rest are dropped with TruncateDest.
+func (m *Map) TruncateDest(destEnd int64) {
+	for len(m.ranges) > 0 {
+		last := &m.ranges[len(m.ranges)-1]
+		switch {
+		case last.Dest >= destEnd:
+			m.ranges = m.ranges[:len(m.ranges)-1]
+		case last.Dest+last.Len > destEnd:
+			last.Len = destEnd - last.Dest
+			return
+		default:
+			return
+		}
+	}
+}

@@ -135,3 +135,18 @@ func FuzzUnmarshal(f *testing.F) {
 		}
 	})
 }
+
+func TestTruncateDestDropsMappingsNotAppended(t *testing.T) {
+	m := compacted(t, []int64{0, 1, 2, 5, 6, 9}) // dest 0..5
+	m.TruncateDest(4)                            // dest 4 and 5 were never appended
+	if m.DestNext() != 4 || m.SourceNext() != 6 {
+		t.Fatalf("after TruncateDest(4): next = %d/%d, want source 6, dest 4", m.SourceNext(), m.DestNext())
+	}
+	if _, ok := m.Lookup(9); ok {
+		t.Fatal("source 9 still mapped")
+	}
+	m.TruncateDest(0)
+	if !m.Empty() {
+		t.Fatalf("TruncateDest(0) left %v", m.Ranges())
+	}
+}
