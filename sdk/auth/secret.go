@@ -15,6 +15,10 @@ const Redacted = "[redacted]"
 // sit in structs that get logged or returned in errors. Reveal returns the
 // value; call it only where the value is handed to the code that sends it.
 //
+// fmt cannot call methods on unexported struct fields: printing a struct
+// that holds a Secret in an unexported field prints the value. Such types
+// implement fmt.Formatter themselves (see authtest.Leaks to check).
+//
 // The zero Secret is empty. Secrets are comparable with ==.
 type Secret struct {
 	value string

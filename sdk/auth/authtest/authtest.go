@@ -230,6 +230,10 @@ func testNoLeaks(t *testing.T, p auth.Provider) {
 	if len(secrets) == 0 {
 		t.Fatalf("no announced mechanism returned a secret")
 	}
+	// Nor the provider itself: hosts log it.
+	if leak := Leaks(p, secrets...); leak != "" {
+		t.Fatalf("the provider (%T): %s", p, leak)
+	}
 	// Errors must not carry secrets either.
 	m := info(t, p).Mechanisms[0]
 	canceled, cancel := context.WithCancel(t.Context())
