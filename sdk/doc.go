@@ -7,7 +7,11 @@
 //   - statestore: a versioned key-value store with compare-and-set, holding
 //     partition state, offset maps and last mirrored offsets, plus the key
 //     layout every store and tool agrees on.
+//   - auth: credential providers for source and destination clients (SASL
+//     PLAIN/SCRAM credentials, OAUTHBEARER tokens).
+//   - filter: decisions over batches of topics, groups and ACL bindings,
+//     chainable.
 //
 // Packages below sdk document the contract a plugin must meet; conformance
-// suites (for example statestore/storetest) let an implementation prove it.
+// suites (statestore/storetest, auth/authtest, filter/filtertest) let an implementation prove it.
 package sdk
