@@ -14,6 +14,7 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -46,6 +47,13 @@ type Component interface {
 	// rejects the configuration; the component must then keep the old one.
 	Reload(ctx context.Context, cfg *config.Config) error
 	Stop(ctx context.Context) error
+}
+
+// Describer is implemented by components that report their status on
+// GET /v1/describe (and so to `kmirror describe`). The value is encoded as
+// JSON and must hold no secret.
+type Describer interface {
+	Describe() any
 }
 
 // Options configure a Daemon. Load is required: it is called once at start and
@@ -248,7 +256,7 @@ func (d *Daemon) startHTTP(cfg *config.Config) (*http.Server, <-chan error, erro
 	return srv, errCh, nil
 }
 
-// Handler serves /healthz, /readyz and /metrics.
+// Handler serves /healthz, /readyz, /metrics and /v1/describe.
 func (d *Daemon) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -265,6 +273,21 @@ func (d *Daemon) Handler() http.Handler {
 		_, _ = w.Write([]byte("ready\n"))
 	})
 	mux.Handle("GET /metrics", d.opts.Metrics.Handler())
+	mux.HandleFunc("GET /v1/describe", func(w http.ResponseWriter, _ *http.Request) {
+		out := map[string]any{}
+		d.mu.Lock()
+		started := append([]Component(nil), d.started...)
+		d.mu.Unlock()
+		for _, c := range started {
+			if ds, ok := c.(Describer); ok {
+				out[c.Name()] = ds.Describe()
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(out)
+	})
 	return mux
 }
 

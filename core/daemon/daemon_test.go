@@ -3,6 +3,7 @@ package daemon
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -275,5 +276,27 @@ func waitFor(t *testing.T, cond func() bool, what string) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// describing is a component that reports a status.
+type describing struct{ recorder }
+
+func (describing) Describe() any { return map[string]int{"partitions": 3} }
+
+func TestDescribeCollectsComponentStatus(t *testing.T) {
+	h := startDaemon(t, func(mu *sync.Mutex, calls *[]string) []Component {
+		return []Component{&describing{recorder{name: "mirrors", mu: mu, calls: calls}}, &recorder{name: "plain", mu: mu, calls: calls}}
+	}, 5000)
+	code, body := h.get(t, "/v1/describe")
+	if code != 200 {
+		t.Fatalf("/v1/describe = %d", code)
+	}
+	var got map[string]map[string]int
+	if err := json.Unmarshal([]byte(body), &got); err != nil {
+		t.Fatalf("decoding %q: %v", body, err)
+	}
+	if len(got) != 1 || got["mirrors"]["partitions"] != 3 {
+		t.Fatalf("describe = %v, want only the describing component", got)
 	}
 }
