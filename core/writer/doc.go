@@ -1,0 +1,62 @@
+// Package writer owns the destination side of kmirror's offset-preserving
+// data path: the connection-level batching of appends to destination brokers
+// and the per-partition writers that reproduce a source partition's batches,
+// transactions and markers at the same offsets (docs/design/datapath.md).
+//
+// One [Writer] serves one mirror on one destination cluster. It owns a sink
+// per destination broker: the sink gathers the appends of many partitions
+// into one ProduceRequest (one batch per partition per request, acks=-1) and
+// keeps several requests in flight per broker. A [Partition] writes one
+// destination partition; its Append blocks until the batch is on the
+// destination, so each partition has at most one append in flight and its
+// order is kept.
+//
+// # What Append does with a source batch
+//
+//   - A data batch outside a transaction is re-stamped with the mirror's
+//     idempotent producer (one InitProducerId without transactional id per
+//     Writer, a sequence per partition) and sent.
+//   - A data batch of a source transaction of producer X goes through the
+//     destination transactional writer for (partition, X), transactional id
+//     kmirror-<mirror>-<topic>-<partition>-<X>. The first use initialises
+//     it (InitProducerId), hands its producer id and epoch to the
+//     partition's OnTxnWriter hook, which persists them, and only then
+//     opens a transaction (AddPartitionsToTxn) and appends.
+//   - A control batch (COMMIT/ABORT) of X becomes EndTxn on X's writer,
+//     opening a marker-only transaction first when none is open. Append
+//     returns once the destination's end offset is the marker's offset+1:
+//     real brokers write markers after EndTxn returns.
+//
+// After each append the destination offset is checked against the expected
+// one (the source offset in preserve mode); a difference is an
+// [*OffsetMismatchError] (errors.Is [ErrOffsetMismatch]). When the writer
+// already knows the destination's end offset differs from the expected
+// offset, it reports the mismatch without writing.
+//
+// # Invariants
+//
+//   - A transactional id is recorded (OnTxnWriter) before any transaction
+//     is opened with it, so every open destination transaction can be found
+//     after a crash.
+//   - InitProducerId is never sent for a transactional id whose transaction
+//     may be open: it would abort it and put an ABORT marker where the source
+//     will have something else. Writers of a partition written before are
+//     resumed with [Partition.Resume], which learns their state from
+//     DescribeTransactions and DescribeProducers; a writer created without
+//     Resume first checks the coordinator and refuses to take over an open
+//     transaction ([ErrUnresumedTransaction]).
+//   - Request versions are pinned to transaction protocol v1 (Produce v11,
+//     InitProducerId v4, AddPartitionsToTxn v3, EndTxn v4): a destination
+//     producer keeps its epoch across transactions, and markers go only to
+//     partitions added with AddPartitionsToTxn, which is what lets a
+//     marker-only transaction place a marker at a chosen offset.
+//   - A sequence number whose fate is unknown (a request sent but not
+//     answered before the caller gave up) is never reused blindly: the
+//     partition's idempotent producer gets a fresh producer id, and a
+//     transactional writer re-reads its state from the destination before
+//     its next append.
+//
+// Append modifies the batch it is given: the producer id, epoch, base
+// sequence and CRC are re-stamped in place (records stay byte-identical);
+// the base offset is sent as 0 and restored before Append returns.
+package writer

@@ -1,0 +1,73 @@
+package writer
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Errors returned by this package wrap at most one of them,
+// and Kafka errors (github.com/twmb/franz-go/pkg/kerr) are wrapped as they
+// are, so callers can branch with errors.Is.
+var (
+	// ErrOffsetMismatch: a batch or marker did not land, or would not land,
+	// at the expected destination offset. The destination partition holds
+	// something kmirror did not write (another producer, or a previous
+	// mirror of another source), or the caller's expected offset is wrong.
+	// Returned as an *OffsetMismatchError.
+	ErrOffsetMismatch = errors.New("destination offset differs from the expected offset")
+
+	// ErrNotDense: a data batch has gaps (compaction removed records:
+	// RecordCount < LastOffsetDelta+1). Brokers assign consecutive offsets,
+	// so it cannot be written offset for offset; the partition needs map
+	// mode, where gapped batches are re-encoded.
+	ErrNotDense = errors.New("record batch has offset gaps and cannot be appended offset for offset")
+
+	// ErrUnresumedTransaction: the destination has an open transaction for
+	// a transactional id this Partition has no writer for. Initialising it
+	// would abort that transaction; call Partition.Resume with the writers
+	// recorded through OnTxnWriter before appending.
+	ErrUnresumedTransaction = errors.New("destination transaction is open for a transactional id that was not resumed")
+
+	// ErrWriterLost: the destination no longer holds a transactional
+	// writer's producer id and epoch: its transaction timed out and was
+	// aborted by the destination, or another producer initialised the
+	// transactional id. Records of that transaction may be aborted on the
+	// destination while the source commits them; compare the partition with
+	// the source (Partition.Resume reports such writers as Lost).
+	ErrWriterLost = errors.New("destination transactional writer was fenced or its transaction aborted by the destination")
+
+	// ErrUnsupportedControl: a control batch holds a record other than a
+	// transaction marker (COMMIT or ABORT), which only KRaft metadata logs
+	// carry.
+	ErrUnsupportedControl = errors.New("control record is not a COMMIT or ABORT marker")
+
+	// ErrClosed: the Writer or Partition was closed.
+	ErrClosed = errors.New("writer closed")
+)
+
+// OffsetMismatchError says where a batch or marker landed, or would have
+// landed, on the destination, and where it was expected. It matches
+// ErrOffsetMismatch with errors.Is.
+type OffsetMismatchError struct {
+	Mirror    string
+	Topic     string
+	Partition int32
+	// Expected is the destination offset the batch's first record (or the
+	// marker) should have.
+	Expected int64
+	// Got is the offset it got, or, when nothing was written, the
+	// destination's end offset it would have got.
+	Got int64
+	// What says which check failed.
+	What string
+}
+
+func (e *OffsetMismatchError) Error() string {
+	return fmt.Sprintf("writer: mirror %q, destination %s/%d: %s: expected offset %d, got %d: %v "+
+		"(the destination partition holds records kmirror did not write there, or the resume point is wrong; "+
+		"compare it with the source, and run it in map mode or empty it)",
+		e.Mirror, e.Topic, e.Partition, e.What, e.Expected, e.Got, ErrOffsetMismatch)
+}
+
+// Is reports whether target is ErrOffsetMismatch.
+func (e *OffsetMismatchError) Is(target error) bool { return target == ErrOffsetMismatch }

@@ -1,0 +1,144 @@
+package writer
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// Option configures a Writer. Options are validated once, by New.
+type Option func(*config)
+
+type config struct {
+	mirror          string
+	txnTimeout      time.Duration // 0: read from the destination brokers
+	maxInflight     int
+	maxRequestBytes int
+	requestTimeout  time.Duration
+	retryTimeout    time.Duration
+	backoffMin      time.Duration
+	backoffMax      time.Duration
+	idleWriter      time.Duration
+	logger          hclog.Logger
+}
+
+// Defaults of the options.
+const (
+	DefaultMirrorName         = "default"
+	DefaultMaxInflight        = 5
+	DefaultMaxRequestBytes    = 16 << 20
+	DefaultRequestTimeout     = 30 * time.Second
+	DefaultRetryTimeout       = 2 * time.Minute
+	DefaultRetryBackoffMin    = 10 * time.Millisecond
+	DefaultRetryBackoffMax    = time.Second
+	DefaultIdleWriterTimeout  = 15 * time.Minute
+	DefaultTransactionTimeout = 900000 * time.Millisecond // Kafka's transaction.max.timeout.ms default
+)
+
+func defaultConfig() config {
+	return config{
+		mirror:          DefaultMirrorName,
+		maxInflight:     DefaultMaxInflight,
+		maxRequestBytes: DefaultMaxRequestBytes,
+		requestTimeout:  DefaultRequestTimeout,
+		retryTimeout:    DefaultRetryTimeout,
+		backoffMin:      DefaultRetryBackoffMin,
+		backoffMax:      DefaultRetryBackoffMax,
+		idleWriter:      DefaultIdleWriterTimeout,
+		logger:          hclog.NewNullLogger(),
+	}
+}
+
+// MirrorName names the mirror this Writer writes for. It appears in every
+// error and log line, and in destination transactional ids
+// (kmirror-<mirror>-<topic>-<partition>-<source producer id>), so it must
+// stay the same across restarts. Default "default".
+func MirrorName(name string) Option { return func(c *config) { c.mirror = name } }
+
+// TransactionTimeout is the timeout of destination transactions
+// (InitProducerId's transaction timeout). A mirrored transaction stays open
+// on the destination as long as it is open on the source, so the default is
+// the largest the destination allows: the smallest transaction.max.timeout.ms
+// of the destination brokers (read with DescribeConfigs when the first
+// transactional writer starts), or 900000 (15 minutes, Kafka's default) when
+// it cannot be read.
+func TransactionTimeout(d time.Duration) Option { return func(c *config) { c.txnTimeout = d } }
+
+// MaxInflightPerBroker is how many ProduceRequests may be in flight to one
+// destination broker at once. Each partition has at most one append in
+// flight whatever this is, so it bounds concurrency across partitions, not
+// reordering. Default 5.
+func MaxInflightPerBroker(n int) Option { return func(c *config) { c.maxInflight = n } }
+
+// MaxRequestBytes bounds the record bytes gathered into one ProduceRequest;
+// a single batch larger than this is still sent, alone. Default 16 MiB.
+func MaxRequestBytes(n int) Option { return func(c *config) { c.maxRequestBytes = n } }
+
+// RequestTimeout bounds one request to a destination broker, and is the
+// ProduceRequest's timeout. Default 30s.
+func RequestTimeout(d time.Duration) Option { return func(c *config) { c.requestTimeout = d } }
+
+// RetryTimeout bounds how long one operation (an append, a transaction
+// request, waiting for a marker) keeps retrying retriable errors — leader
+// changes, coordinator moves, CONCURRENT_TRANSACTIONS, unreachable brokers —
+// before it returns the last error. Default 2m.
+func RetryTimeout(d time.Duration) Option { return func(c *config) { c.retryTimeout = d } }
+
+// RetryBackoff sets the first and the largest wait between retries, and the
+// polling interval while waiting for a marker to become visible; waits
+// double from min to max. Default 10ms and 1s.
+func RetryBackoff(minWait, maxWait time.Duration) Option {
+	return func(c *config) { c.backoffMin, c.backoffMax = minWait, maxWait }
+}
+
+// IdleWriterTimeout is how long a destination transactional writer with no
+// open transaction is kept in memory after its last use. A writer needed
+// again later is initialised again (a new epoch, reported to OnTxnWriter).
+// Default 15m.
+func IdleWriterTimeout(d time.Duration) Option { return func(c *config) { c.idleWriter = d } }
+
+// Logger is where the Writer logs (retries, leader moves, resumed
+// transactions). Default: no logging.
+func Logger(l hclog.Logger) Option { return func(c *config) { c.logger = l } }
+
+// mirrorNameRE keeps mirror names to the characters Kafka allows in topic
+// names, so a transactional id built from one is unambiguous and printable.
+var mirrorNameRE = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+
+func (c *config) validate() error {
+	var errs []error
+	if !mirrorNameRE.MatchString(c.mirror) {
+		errs = append(errs, fmt.Errorf("MirrorName %q: use letters, digits, '.', '_' and '-' only", c.mirror))
+	}
+	if c.txnTimeout < 0 || (c.txnTimeout > 0 && c.txnTimeout < time.Millisecond) || c.txnTimeout > time.Duration(1<<31-1)*time.Millisecond {
+		errs = append(errs, fmt.Errorf("TransactionTimeout %v: must be 0 (read from the destination) or between 1ms and 2^31-1 ms", c.txnTimeout))
+	}
+	if c.maxInflight < 1 {
+		errs = append(errs, fmt.Errorf("MaxInflightPerBroker %d: must be at least 1", c.maxInflight))
+	}
+	if c.maxRequestBytes < 1 {
+		errs = append(errs, fmt.Errorf("MaxRequestBytes %d: must be positive", c.maxRequestBytes))
+	}
+	if c.requestTimeout <= 0 || c.requestTimeout > time.Duration(1<<31-1)*time.Millisecond {
+		errs = append(errs, fmt.Errorf("RequestTimeout %v: must be positive and below 2^31 ms", c.requestTimeout))
+	}
+	if c.retryTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("RetryTimeout %v: must be positive", c.retryTimeout))
+	}
+	if c.backoffMin <= 0 || c.backoffMax < c.backoffMin {
+		errs = append(errs, fmt.Errorf("RetryBackoff %v, %v: min must be positive and max at least min", c.backoffMin, c.backoffMax))
+	}
+	if c.idleWriter <= 0 {
+		errs = append(errs, fmt.Errorf("IdleWriterTimeout %v: must be positive", c.idleWriter))
+	}
+	if c.logger == nil {
+		errs = append(errs, errors.New("Logger: nil logger (leave the option out to disable logging)"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("writer: invalid options: %w", err)
+	}
+	return nil
+}

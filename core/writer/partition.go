@@ -1,0 +1,622 @@
+package writer
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/core/batch"
+)
+
+// TxnWriterInfo identifies a destination transactional writer: the
+// destination producer that replays the transactions of one source producer
+// on one partition. The runner persists it (OnTxnWriter) before the writer
+// opens a transaction, and hands the recorded ones to Partition.Resume after
+// a restart.
+type TxnWriterInfo struct {
+	// SourceProducerID is the source producer whose transactions the
+	// writer replays.
+	SourceProducerID int64 `json:"source_producer_id"`
+	// TransactionalID is kmirror-<mirror>-<topic>-<partition>-<source
+	// producer id>.
+	TransactionalID string `json:"transactional_id"`
+	// ProducerID and Epoch are what the destination's InitProducerId
+	// assigned.
+	ProducerID int64 `json:"producer_id"`
+	Epoch      int16 `json:"epoch"`
+}
+
+// Result says where an appended batch landed.
+type Result struct {
+	// BaseOffset is the destination offset of the batch's first record, or
+	// of the marker for a control batch.
+	BaseOffset int64
+	// NextOffset is the destination end offset after the batch: BaseOffset
+	// plus the batch's offset count.
+	NextOffset int64
+	// Control is set for a transaction marker.
+	Control bool
+	// LogAppendTime is the broker's append time when the destination topic
+	// uses message.timestamp.type=LogAppendTime (record timestamps were then
+	// replaced), -1 otherwise.
+	LogAppendTime int64
+}
+
+// OpenTransaction is a destination transaction the partition holds open.
+type OpenTransaction struct {
+	Writer TxnWriterInfo
+	// StartOffset is the destination offset of the transaction's first
+	// batch on the partition, -1 while it holds no data (a marker-only
+	// transaction being opened, or one resumed without data).
+	StartOffset int64
+}
+
+// idemState is a partition's use of an idempotent producer. It belongs to
+// the Writer, so a reopened Partition continues the sequence.
+type idemState struct {
+	pid   int64 // -1: use the Writer's shared producer
+	epoch int16
+	seq   int32
+	stale bool // the last append's fate is unknown: take a fresh producer id
+}
+
+// txnWriter is a destination transactional writer of the partition.
+type txnWriter struct {
+	info        TxnWriterInfo
+	coordinator int32 // -1: look it up
+	seq         int32
+	open        bool
+	startOffset int64
+	lastUsed    time.Time
+	needInit    bool // InitProducerId (a new epoch) before the next use; nothing is open
+	stale       bool // open/sequence unknown after a failure: re-read from the destination
+}
+
+// Partition writes one destination partition. Append, AppendAt, AbortAll
+// and Resume run one at a time (a call waits for the one in progress);
+// OpenTransactions, TxnWriters and EndOffset may be called at any time.
+type Partition struct {
+	w           *Writer
+	topic       string
+	partition   int32
+	onTxnWriter func(context.Context, TxnWriterInfo) error
+	log         hclog.Logger
+
+	opMu sync.Mutex // one operation at a time; guards the fields below
+	// leader is the destination broker leading the partition, -1 unknown.
+	leader int32
+	// next is the destination end offset as this writer knows it, -1 when
+	// it must be read (first use, after a failure or a marker).
+	next      int64
+	idem      *idemState
+	op        *produceOp
+	lastSweep time.Time
+
+	mu      sync.Mutex // guards writers and closed
+	writers map[int64]*txnWriter
+	closed  bool
+}
+
+func newPartition(w *Writer, topic string, partition int32, hook func(context.Context, TxnWriterInfo) error, idem *idemState) *Partition {
+	return &Partition{
+		w:           w,
+		topic:       topic,
+		partition:   partition,
+		onTxnWriter: hook,
+		log:         w.log.With("topic", topic, "partition", partition),
+		leader:      -1,
+		next:        -1,
+		idem:        idem,
+		op:          newProduceOp(topic, partition),
+		lastSweep:   time.Now(),
+		writers:     make(map[int64]*txnWriter),
+	}
+}
+
+// TransactionalID returns the destination transactional id of the writer
+// replaying source producer sourceProducerID on this partition.
+func (p *Partition) TransactionalID(sourceProducerID int64) string {
+	return "kmirror-" + p.w.cfg.mirror + "-" + p.topic + "-" + strconv.Itoa(int(p.partition)) + "-" + strconv.FormatInt(sourceProducerID, 10)
+}
+
+// Close releases the partition in its Writer. Open destination transactions
+// stay open (AbortAll first to end them); a later Partition for the same
+// destination partition must Resume them.
+func (p *Partition) Close() {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	p.w.release(p)
+}
+
+func (p *Partition) checkOpen() error {
+	p.mu.Lock()
+	closed := p.closed
+	p.mu.Unlock()
+	if closed {
+		return p.errorf("use", ErrClosed)
+	}
+	return nil
+}
+
+// errorf wraps err with the mirror, the destination partition and what
+// failed.
+func (p *Partition) errorf(what string, err error) error {
+	return fmt.Errorf("writer: mirror %q, destination %s/%d: %s: %w", p.w.cfg.mirror, p.topic, p.partition, what, err)
+}
+
+func (p *Partition) mismatch(expected, got int64, what string) error {
+	return &OffsetMismatchError{Mirror: p.w.cfg.mirror, Topic: p.topic, Partition: p.partition, Expected: expected, Got: got, What: what}
+}
+
+// Append writes source batch b at the destination offset it has on the
+// source (preserve mode): AppendAt(ctx, b, b.BaseOffset()).
+func (p *Partition) Append(ctx context.Context, b batch.Batch) (Result, error) {
+	return p.AppendAt(ctx, b, b.BaseOffset())
+}
+
+// AppendAt writes source batch b so that it lands at destination offset
+// expect (map mode passes the mapped offset) and returns where it landed.
+// It blocks until the batch is on the destination (acks=all) or, for a
+// control batch, until the marker is visible at the end of the destination
+// partition. It re-stamps b in place (see the package doc).
+//
+// A batch or marker that landed elsewhere, or would have (nothing is
+// written then), is an *OffsetMismatchError. Retriable Kafka errors are
+// retried for up to RetryTimeout; other errors name the mirror, the
+// destination partition and the Kafka error (errors.Is works on kerr
+// errors). After an error, the caller must read the resume point again
+// (EndOffset) before appending more.
+func (p *Partition) AppendAt(ctx context.Context, b batch.Batch, expect int64) (Result, error) {
+	p.opMu.Lock()
+	defer p.opMu.Unlock()
+	if err := p.checkOpen(); err != nil {
+		return Result{}, err
+	}
+	p.maybeSweep()
+	if b.IsControl() {
+		return p.appendMarker(ctx, b, expect)
+	}
+	return p.appendData(ctx, b, expect)
+}
+
+func (p *Partition) appendData(ctx context.Context, b batch.Batch, expect int64) (Result, error) {
+	if !b.Dense() {
+		return Result{}, p.errorf(fmt.Sprintf("append batch at source offset %d", b.BaseOffset()),
+			fmt.Errorf("%w: %d records over %d offsets", ErrNotDense, b.RecordCount(), int64(b.LastOffsetDelta())+1))
+	}
+	if err := p.checkNext(ctx, expect); err != nil {
+		return Result{}, err
+	}
+	var (
+		tw    *txnWriter
+		pid   int64
+		epoch int16
+		seq   int32
+	)
+	if b.IsTransactional() {
+		var err error
+		if tw, err = p.txnWriterFor(ctx, b.ProducerID()); err != nil {
+			return Result{}, err
+		}
+		if !tw.open {
+			if err := p.addPartition(ctx, tw); err != nil {
+				return Result{}, err
+			}
+		}
+		pid, epoch, seq = tw.info.ProducerID, tw.info.Epoch, tw.seq
+	} else {
+		if err := p.readyIdempotent(ctx); err != nil {
+			return Result{}, err
+		}
+		pid, epoch, seq = p.idem.pid, p.idem.epoch, p.idem.seq
+	}
+
+	srcOffset := b.BaseOffset()
+	b.SetBaseOffset(0) // producers send 0; the broker assigns the offset
+	b.Restamp(pid, epoch, seq)
+	op, err := p.produce(ctx, b)
+	b.SetBaseOffset(srcOffset)
+	if err != nil {
+		// The batch may or may not be on the destination: its sequence
+		// cannot be reused blindly.
+		if tw != nil {
+			tw.stale = true
+		} else {
+			p.idem.stale = true
+		}
+		p.next = -1
+		return Result{}, err
+	}
+
+	delta := b.LastOffsetDelta()
+	next := batch.IncrementSequence(seq, delta+1)
+	if tw != nil {
+		tw.seq = next
+		tw.lastUsed = time.Now()
+		if tw.startOffset < 0 {
+			tw.startOffset = op.baseOffset
+		}
+	} else {
+		p.idem.seq = next
+	}
+	res := Result{
+		BaseOffset:    op.baseOffset,
+		NextOffset:    op.baseOffset + int64(delta) + 1,
+		LogAppendTime: op.logAppendTime,
+	}
+	p.next = res.NextOffset
+	if op.baseOffset != expect {
+		return res, p.mismatch(expect, op.baseOffset, "batch appended at another offset")
+	}
+	return res, nil
+}
+
+func (p *Partition) appendMarker(ctx context.Context, b batch.Batch, expect int64) (Result, error) {
+	what := fmt.Sprintf("replay marker at source offset %d", b.BaseOffset())
+	ct, err := batch.ControlRecord(b)
+	if err != nil {
+		return Result{}, p.errorf(what, err)
+	}
+	if ct != batch.ControlCommit && ct != batch.ControlAbort {
+		return Result{}, p.errorf(what, fmt.Errorf("%w: type %d", ErrUnsupportedControl, ct))
+	}
+	if err := p.checkNext(ctx, expect); err != nil {
+		return Result{}, err
+	}
+	tw, err := p.txnWriterFor(ctx, b.ProducerID())
+	if err != nil {
+		return Result{}, err
+	}
+	if !tw.open {
+		// A marker whose data lies before the mirrored range (or an
+		// empty source transaction): a marker-only transaction.
+		if err := p.addPartition(ctx, tw); err != nil {
+			return Result{}, err
+		}
+	}
+	if err := p.endTxn(ctx, tw, ct == batch.ControlCommit); err != nil {
+		return Result{}, err
+	}
+	p.next = -1
+	if err := p.waitMarker(ctx, expect); err != nil {
+		return Result{}, err
+	}
+	p.next = expect + 1
+	return Result{BaseOffset: expect, NextOffset: expect + 1, Control: true, LogAppendTime: -1}, nil
+}
+
+// checkNext verifies, before writing, that the destination's end offset is
+// where the next batch is expected.
+func (p *Partition) checkNext(ctx context.Context, expect int64) error {
+	if p.next < 0 {
+		end, err := p.endOffset(ctx)
+		if err != nil {
+			return err
+		}
+		p.next = end
+	}
+	if p.next != expect {
+		return p.mismatch(expect, p.next, "destination end offset is not the expected offset (nothing written)")
+	}
+	return nil
+}
+
+// waitMarker waits until the destination's end offset is marker+1: the
+// marker written after EndTxn returned.
+func (p *Partition) waitMarker(ctx context.Context, marker int64) error {
+	r := p.w.newRetrier()
+	for {
+		end, err := p.listEnd(ctx)
+		if err == nil {
+			switch {
+			case end == marker+1:
+				return nil
+			case end > marker+1:
+				return p.mismatch(marker, end-1, "destination end offset passed the marker (last offset shown as got)")
+			}
+			err = fmt.Errorf("marker expected at offset %d not visible yet, destination end offset %d", marker, end)
+		} else if !isRetriable(err) {
+			return p.errorf("wait for the marker", err)
+		}
+		if err := r.backoff(ctx, err); err != nil {
+			return p.errorf("wait for the marker", err)
+		}
+	}
+}
+
+// EndOffset returns the destination partition's end offset (high
+// watermark, read_uncommitted): the resume point in preserve mode.
+func (p *Partition) EndOffset(ctx context.Context) (int64, error) {
+	return p.endOffset(ctx)
+}
+
+func (p *Partition) endOffset(ctx context.Context) (int64, error) {
+	r := p.w.newRetrier()
+	for {
+		end, err := p.listEnd(ctx)
+		if err == nil {
+			return end, nil
+		}
+		if !isRetriable(err) {
+			return -1, p.errorf("read the end offset", err)
+		}
+		if err := r.backoff(ctx, err); err != nil {
+			return -1, p.errorf("read the end offset", err)
+		}
+	}
+}
+
+// listEnd asks the partition leader for the end offset once.
+func (p *Partition) listEnd(ctx context.Context) (int64, error) {
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.ReplicaID = -1
+	req.IsolationLevel = 0
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = p.topic
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Partition = p.partition
+	rp.Timestamp = -1 // latest
+	rp.CurrentLeaderEpoch = -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := p.w.routed(ctx, req)
+	if err != nil {
+		return -1, err
+	}
+	for _, t := range resp.(*kmsg.ListOffsetsResponse).Topics {
+		for _, lp := range t.Partitions {
+			if t.Topic != p.topic || lp.Partition != p.partition {
+				continue
+			}
+			if err := kerr.ErrorForCode(lp.ErrorCode); err != nil {
+				return -1, err
+			}
+			return lp.Offset, nil
+		}
+	}
+	return -1, errors.New("ListOffsets response has no answer for the partition")
+}
+
+// produce sends b through the leader's sink until it is appended, retrying
+// retriable errors.
+func (p *Partition) produce(ctx context.Context, b batch.Batch) (*produceOp, error) {
+	r := p.w.newRetrier()
+	for {
+		var retryErr error
+		if p.leader < 0 {
+			leader, err := p.w.leader(ctx, p.topic, p.partition, r.attempts > 0)
+			if err != nil {
+				if !isRetriable(err) {
+					return nil, p.errorf("find the partition leader", err)
+				}
+				if err := r.backoff(ctx, err); err != nil {
+					return nil, p.errorf("find the partition leader", err)
+				}
+				continue
+			}
+			p.leader = leader
+		}
+		s, err := p.w.sink(p.leader)
+		if err != nil {
+			return nil, p.errorf("produce", err)
+		}
+		op := p.op
+		op.records = b
+		if err := s.enqueue(op); err != nil {
+			return nil, p.errorf("produce", err)
+		}
+		select {
+		case <-op.done:
+		case <-ctx.Done():
+			if !s.remove(op) {
+				p.op = newProduceOp(p.topic, p.partition) // the sink still holds op
+			}
+			op.records = nil
+			return nil, p.errorf("produce", context.Cause(ctx))
+		}
+		switch {
+		case op.err != nil:
+			if p.w.ctx.Err() != nil {
+				return nil, p.errorf("produce", ErrClosed)
+			}
+			if !isRetriable(op.err) {
+				return nil, p.errorf("produce", op.err)
+			}
+			p.leader = -1 // the broker may be gone: look the leader up again
+			retryErr = op.err
+		case op.errCode == 0:
+			return op, nil
+		default:
+			kerrE := withBrokerMessage(kerr.ErrorForCode(op.errCode), op.errMsg)
+			switch {
+			case leaderMoved(op.errCode):
+				p.leader = op.currentLeader // -1 unless the broker named the new leader
+			case !kerr.IsRetriable(kerr.ErrorForCode(op.errCode)):
+				return nil, p.errorf(fmt.Sprintf("produce (v%d)", op.requestVersion), kerrE)
+			}
+			retryErr = kerrE
+		}
+		p.log.Debug("retrying append", "error", retryErr, "attempt", r.attempts+1)
+		if err := r.backoff(ctx, retryErr); err != nil {
+			return nil, p.errorf("produce", err)
+		}
+	}
+}
+
+// leaderMoved reports the produce errors after which the partition's leader
+// must be looked up again.
+func leaderMoved(code int16) bool {
+	switch code {
+	case kerr.NotLeaderForPartition.Code, kerr.LeaderNotAvailable.Code, kerr.UnknownTopicOrPartition.Code,
+		kerr.FencedLeaderEpoch.Code, kerr.UnknownLeaderEpoch.Code, kerr.KafkaStorageError.Code:
+		return true
+	}
+	return false
+}
+
+// isRetriable: Kafka's retriable errors, and transport errors (which are not
+// Kafka errors), but not a closed client or an ended context.
+func isRetriable(err error) bool {
+	switch {
+	case err == nil:
+		return false
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		// A request timeout is retriable; the caller's context is checked
+		// by the retrier.
+		return errors.Is(err, context.DeadlineExceeded)
+	case errors.Is(err, kgo.ErrClientClosed), errors.Is(err, ErrClosed):
+		return false
+	}
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Retriable
+	}
+	return true
+}
+
+func withBrokerMessage(err error, msg string) error {
+	if msg == "" {
+		return err
+	}
+	return fmt.Errorf("%w (broker: %s)", err, msg)
+}
+
+func (p *Partition) readyIdempotent(ctx context.Context) error {
+	st := p.idem
+	if st.pid >= 0 && !st.stale {
+		return nil
+	}
+	var (
+		pid   int64
+		epoch int16
+		err   error
+	)
+	if st.stale {
+		pid, epoch, err = p.w.initIdempotent(ctx)
+		if err == nil {
+			p.log.Info("fresh idempotent producer after an append whose outcome is unknown", "producer_id", pid)
+		}
+	} else {
+		pid, epoch, err = p.w.idempotentProducer(ctx)
+	}
+	if err != nil {
+		return p.errorf("initialise the idempotent producer", err)
+	}
+	st.pid, st.epoch, st.seq, st.stale = pid, epoch, 0, false
+	return nil
+}
+
+// maybeSweep forgets transactional writers that have had no open
+// transaction for IdleWriterTimeout.
+func (p *Partition) maybeSweep() {
+	idle := p.w.cfg.idleWriter
+	now := time.Now()
+	if now.Sub(p.lastSweep) < min(idle, time.Minute) {
+		return
+	}
+	p.lastSweep = now
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for x, tw := range p.writers {
+		if !tw.open && !tw.stale && now.Sub(tw.lastUsed) >= idle {
+			delete(p.writers, x)
+			p.log.Debug("idle transactional writer forgotten", "transactional_id", tw.info.TransactionalID)
+		}
+	}
+}
+
+// OpenTransactions lists the destination transactions this partition holds
+// open, by start offset.
+func (p *Partition) OpenTransactions() []OpenTransaction {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []OpenTransaction
+	for _, tw := range p.writers {
+		if tw.open {
+			out = append(out, OpenTransaction{Writer: tw.info, StartOffset: tw.startOffset})
+		}
+	}
+	slices.SortFunc(out, func(a, b OpenTransaction) int {
+		return cmp.Or(cmp.Compare(a.StartOffset, b.StartOffset), cmp.Compare(a.Writer.SourceProducerID, b.Writer.SourceProducerID))
+	})
+	return out
+}
+
+// TxnWriters lists the transactional writers the partition keeps in memory
+// (open or idle), by source producer id. A recorded writer missing from it
+// was forgotten after IdleWriterTimeout and can be dropped from the state
+// record.
+func (p *Partition) TxnWriters() []TxnWriterInfo {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]TxnWriterInfo, 0, len(p.writers))
+	for _, tw := range p.writers {
+		out = append(out, tw.info)
+	}
+	slices.SortFunc(out, func(a, b TxnWriterInfo) int { return cmp.Compare(a.SourceProducerID, b.SourceProducerID) })
+	return out
+}
+
+// AbortAll aborts every destination transaction the partition holds open
+// and waits until each ABORT marker is visible, so read_committed consumers
+// of the destination are not blocked (the stop procedure). It tries every
+// transaction and returns the errors of those it could not abort.
+func (p *Partition) AbortAll(ctx context.Context) error {
+	p.opMu.Lock()
+	defer p.opMu.Unlock()
+	if err := p.checkOpen(); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	tws := make([]*txnWriter, 0, len(p.writers))
+	for _, tw := range p.writers {
+		tws = append(tws, tw)
+	}
+	p.mu.Unlock()
+	slices.SortFunc(tws, func(a, b *txnWriter) int { return cmp.Compare(a.info.SourceProducerID, b.info.SourceProducerID) })
+
+	var errs []error
+	for _, tw := range tws {
+		if tw.stale {
+			if err := p.resync(ctx, tw); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+		}
+		if !tw.open {
+			continue
+		}
+		if p.next < 0 {
+			end, err := p.endOffset(ctx)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			p.next = end
+		}
+		marker := p.next
+		if err := p.endTxn(ctx, tw, false); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		p.next = -1
+		if err := p.waitMarker(ctx, marker); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		p.next = marker + 1
+		p.log.Info("destination transaction aborted", "transactional_id", tw.info.TransactionalID, "marker_offset", marker)
+	}
+	return errors.Join(errs...)
+}

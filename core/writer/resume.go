@@ -1,0 +1,363 @@
+package writer
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/core/batch"
+)
+
+// ResumeReport says what Partition.Resume found on the destination for each
+// recorded transactional writer.
+type ResumeReport struct {
+	// Resumed writers have an open destination transaction. They continue
+	// it with the destination's producer id, epoch and next sequence (no
+	// InitProducerId, which would abort it) and end it when the source's
+	// marker arrives.
+	Resumed []ResumedWriter
+	// Idle writers have no open transaction and are kept for reuse.
+	Idle []TxnWriterInfo
+	// Expired writers' transactional ids are unknown to the destination
+	// (transactional.id.expiration.ms passed). Nothing of theirs is open;
+	// the source producer's next transaction starts a new writer.
+	Expired []TxnWriterInfo
+	// Lost writers' transactional ids now carry another producer id or
+	// epoch, or a transaction that is not theirs: the destination timed
+	// their transaction out and aborted it (its ABORT marker then sits where
+	// the source has something else), or another producer took the id over.
+	// They are not kept; the caller decides (compare the partition with the
+	// source around the transaction, and continue in map mode from there).
+	Lost []LostWriter
+	// Foreign producers have an open transaction on the destination
+	// partition that no recorded writer owns: someone else writes to it.
+	Foreign []ForeignProducer
+}
+
+// ResumedWriter is a writer whose open transaction Resume continued.
+type ResumedWriter struct {
+	Writer TxnWriterInfo
+	// NextSequence is the sequence of its next batch (the destination's
+	// last sequence + 1).
+	NextSequence int32
+	// StartOffset is the destination offset of the transaction's first
+	// batch on the partition, -1 when it holds none yet (a marker-only
+	// transaction interrupted before its EndTxn).
+	StartOffset int64
+}
+
+// LostWriter is a recorded writer the destination no longer holds as it
+// was recorded.
+type LostWriter struct {
+	Writer TxnWriterInfo
+	// ProducerID, Epoch and State are what the destination's transaction
+	// coordinator holds for the transactional id now.
+	ProducerID int64
+	Epoch      int16
+	State      string
+}
+
+// ForeignProducer is a producer with an open transaction on the
+// destination partition that is not one of the recorded writers.
+type ForeignProducer struct {
+	ProducerID   int64
+	Epoch        int16
+	StartOffset  int64
+	LastSequence int32
+}
+
+// txnState is what the coordinator holds for a transactional id.
+type txnState struct {
+	found        bool
+	State        string
+	ProducerID   int64
+	Epoch        int16
+	hasPartition bool // the open transaction includes this partition
+}
+
+type writerFate int
+
+const (
+	fateResumed writerFate = iota
+	fateIdle
+	fateExpired
+	fateLost
+)
+
+// Resume takes over the recorded transactional writers of the partition
+// after a restart (or a new Partition for a partition written before). Call
+// it before the partition's first Append, with every writer recorded
+// through OnTxnWriter that was not dropped since; then read the resume point
+// with EndOffset.
+//
+// For each writer, DescribeTransactions (on its coordinator) says whether
+// the destination still knows its producer id and epoch and has a
+// transaction open with the partition, and DescribeProducers (on the
+// partition's leader) gives its last sequence. Transactions still
+// completing (PREPARE_COMMIT/PREPARE_ABORT) are waited for, so their markers
+// are in the end offset read afterwards.
+func (p *Partition) Resume(ctx context.Context, recorded []TxnWriterInfo) (ResumeReport, error) {
+	p.opMu.Lock()
+	defer p.opMu.Unlock()
+	if err := p.checkOpen(); err != nil {
+		return ResumeReport{}, err
+	}
+	p.mu.Lock()
+	n := len(p.writers)
+	p.mu.Unlock()
+	if n > 0 {
+		return ResumeReport{}, p.errorf("resume", errors.New("Resume must come before the partition's first Append"))
+	}
+	txids := make([]string, 0, len(recorded))
+	seen := make(map[int64]bool, len(recorded))
+	for _, w := range recorded {
+		if want := p.TransactionalID(w.SourceProducerID); w.TransactionalID != want {
+			return ResumeReport{}, p.errorf("resume", fmt.Errorf("recorded writer of source producer %d has transactional id %q, this partition's is %q (a record of another mirror or partition?)",
+				w.SourceProducerID, w.TransactionalID, want))
+		}
+		if seen[w.SourceProducerID] {
+			return ResumeReport{}, p.errorf("resume", fmt.Errorf("source producer %d is recorded twice", w.SourceProducerID))
+		}
+		seen[w.SourceProducerID] = true
+		txids = append(txids, w.TransactionalID)
+	}
+
+	var (
+		report ResumeReport
+		states map[string]txnState
+		err    error
+	)
+	if len(txids) > 0 {
+		if states, err = p.describeTxns(ctx, txids); err != nil {
+			return ResumeReport{}, err
+		}
+	}
+	producers, err := p.describeProducers(ctx)
+	if err != nil {
+		return ResumeReport{}, err
+	}
+
+	kept := make(map[int64]bool)
+	writers := make(map[int64]*txnWriter)
+	for _, w := range recorded {
+		st := states[w.TransactionalID]
+		var ap *kmsg.DescribeProducersResponseTopicPartitionActiveProducer
+		if a, ok := producers[w.ProducerID]; ok {
+			ap = &a
+		}
+		tw, fate := p.classify(w, st, ap)
+		switch fate {
+		case fateResumed:
+			report.Resumed = append(report.Resumed, ResumedWriter{Writer: w, NextSequence: tw.seq, StartOffset: tw.startOffset})
+			p.log.Info("resuming open destination transaction", "transactional_id", w.TransactionalID,
+				"producer_id", w.ProducerID, "epoch", w.Epoch, "next_sequence", tw.seq, "start_offset", tw.startOffset)
+		case fateIdle:
+			report.Idle = append(report.Idle, w)
+		case fateExpired:
+			report.Expired = append(report.Expired, w)
+			p.log.Info("recorded transactional id expired on the destination", "transactional_id", w.TransactionalID)
+			continue
+		case fateLost:
+			report.Lost = append(report.Lost, LostWriter{Writer: w, ProducerID: st.ProducerID, Epoch: st.Epoch, State: st.State})
+			p.log.Warn("recorded transactional writer lost: the destination aborted its transaction or another producer took the id over",
+				"transactional_id", w.TransactionalID, "recorded_producer_id", w.ProducerID, "recorded_epoch", w.Epoch,
+				"producer_id", st.ProducerID, "epoch", st.Epoch, "state", st.State)
+			continue
+		}
+		kept[w.ProducerID] = true
+		writers[w.SourceProducerID] = tw
+	}
+	for pid, ap := range producers {
+		if ap.CurrentTxnStartOffset >= 0 && !kept[pid] {
+			report.Foreign = append(report.Foreign, ForeignProducer{
+				ProducerID: pid, Epoch: int16(ap.ProducerEpoch), StartOffset: ap.CurrentTxnStartOffset, LastSequence: ap.LastSequence,
+			})
+		}
+	}
+	slices.SortFunc(report.Foreign, func(a, b ForeignProducer) int { return cmp.Compare(a.StartOffset, b.StartOffset) })
+
+	p.mu.Lock()
+	p.writers = writers
+	p.mu.Unlock()
+	p.next = -1
+	return report, nil
+}
+
+// classify decides what a recorded writer is, given the coordinator's state
+// of its transactional id and the partition leader's state of its producer
+// (nil when the leader reports none).
+func (p *Partition) classify(w TxnWriterInfo, st txnState, ap *kmsg.DescribeProducersResponseTopicPartitionActiveProducer) (*txnWriter, writerFate) {
+	tw := &txnWriter{info: w, coordinator: -1, startOffset: -1, lastUsed: time.Now()}
+	nextSeq := int32(0)
+	if ap != nil && ap.LastSequence >= 0 {
+		nextSeq = batch.IncrementSequence(ap.LastSequence, 1)
+	}
+	switch {
+	case !st.found || st.State == "Dead":
+		return nil, fateExpired
+	case st.ProducerID != w.ProducerID || st.Epoch != w.Epoch:
+		return nil, fateLost
+	case st.State == "Ongoing":
+		if !st.hasPartition {
+			return nil, fateLost // a transaction of this id that kmirror did not open
+		}
+		tw.open, tw.seq = true, nextSeq
+		if ap != nil {
+			tw.startOffset = ap.CurrentTxnStartOffset
+		}
+		return tw, fateResumed
+	case st.State == "Empty" || st.State == "CompleteCommit" || st.State == "CompleteAbort":
+		// A leader that lists the producer with this epoch gives the next
+		// sequence. One that does not (its state expired, or a broker
+		// listing only open transactions) leaves it unknown: a new epoch
+		// restarts sequences, and InitProducerId is harmless with nothing
+		// open.
+		if ap != nil && int16(ap.ProducerEpoch) == w.Epoch {
+			tw.seq = nextSeq
+		} else {
+			tw.needInit = true
+		}
+		return tw, fateIdle
+	default: // PrepareEpochFence, or a state this kmirror does not know
+		return nil, fateLost
+	}
+}
+
+// resync re-reads a writer's state from the destination after a failure
+// left it unknown.
+func (p *Partition) resync(ctx context.Context, tw *txnWriter) error {
+	txid := tw.info.TransactionalID
+	states, err := p.describeTxns(ctx, []string{txid})
+	if err != nil {
+		return err
+	}
+	producers, err := p.describeProducers(ctx)
+	if err != nil {
+		return err
+	}
+	var ap *kmsg.DescribeProducersResponseTopicPartitionActiveProducer
+	if a, ok := producers[tw.info.ProducerID]; ok {
+		ap = &a
+	}
+	st := states[txid]
+	nt, fate := p.classify(tw.info, st, ap)
+	switch {
+	case fate == fateResumed || fate == fateIdle:
+		tw.open, tw.seq, tw.needInit = nt.open, nt.seq, nt.needInit
+		if !nt.open || tw.startOffset < 0 {
+			tw.startOffset = nt.startOffset
+		}
+	case fate == fateExpired && !tw.open:
+		tw.needInit = true
+	default:
+		return p.errorf("re-read transactional writer "+txid,
+			fmt.Errorf("%w: recorded producer id %d epoch %d, destination has producer id %d epoch %d state %q",
+				ErrWriterLost, tw.info.ProducerID, tw.info.Epoch, st.ProducerID, st.Epoch, st.State))
+	}
+	tw.stale = false
+	p.log.Info("transactional writer state re-read from the destination", "transactional_id", txid,
+		"open", tw.open, "next_sequence", tw.seq, "reinitialise", tw.needInit)
+	return nil
+}
+
+// describeTxns asks the coordinators about txids, waiting out transactions
+// that are completing.
+func (p *Partition) describeTxns(ctx context.Context, txids []string) (map[string]txnState, error) {
+	out := make(map[string]txnState, len(txids))
+	pending := slices.Clone(txids)
+	r := p.w.newRetrier()
+	for len(pending) > 0 {
+		req := kmsg.NewPtrDescribeTransactionsRequest()
+		req.TransactionalIDs = pending
+		resp, err := p.w.routed(ctx, req)
+		var next []string
+		if err == nil {
+			answered := make(map[string]bool, len(pending))
+			for _, ts := range resp.(*kmsg.DescribeTransactionsResponse).TransactionStates {
+				answered[ts.TransactionalID] = true
+				ke := kerr.ErrorForCode(ts.ErrorCode)
+				switch {
+				case ke == nil && strings.HasPrefix(ts.State, "Prepare") && ts.State != "PrepareEpochFence":
+					next = append(next, ts.TransactionalID) // completing: its markers are being written
+					err = fmt.Errorf("transaction %s is %s", ts.TransactionalID, ts.State)
+				case ke == nil:
+					st := txnState{found: true, State: ts.State, ProducerID: ts.ProducerID, Epoch: ts.ProducerEpoch}
+					for _, t := range ts.Topics {
+						if t.Topic == p.topic && slices.Contains(t.Partitions, p.partition) {
+							st.hasPartition = true
+						}
+					}
+					out[ts.TransactionalID] = st
+				case errors.Is(ke, kerr.TransactionalIDNotFound):
+					out[ts.TransactionalID] = txnState{}
+				case isRetriable(ke):
+					next = append(next, ts.TransactionalID)
+					err = fmt.Errorf("DescribeTransactions %s: %w", ts.TransactionalID, ke)
+				default:
+					return nil, p.errorf("DescribeTransactions "+ts.TransactionalID, ke)
+				}
+			}
+			for _, txid := range pending {
+				if !answered[txid] {
+					next = append(next, txid)
+					err = fmt.Errorf("DescribeTransactions has no answer for %s", txid)
+				}
+			}
+		} else if !isRetriable(err) {
+			return nil, p.errorf("DescribeTransactions", err)
+		} else {
+			next = pending
+		}
+		pending = next
+		if len(pending) > 0 {
+			if err := r.backoff(ctx, err); err != nil {
+				return nil, p.errorf("DescribeTransactions", err)
+			}
+		}
+	}
+	return out, nil
+}
+
+// describeProducers asks the partition leader for its producers' states, by
+// producer id.
+func (p *Partition) describeProducers(ctx context.Context) (map[int64]kmsg.DescribeProducersResponseTopicPartitionActiveProducer, error) {
+	r := p.w.newRetrier()
+	for {
+		req := kmsg.NewPtrDescribeProducersRequest()
+		rt := kmsg.NewDescribeProducersRequestTopic()
+		rt.Topic = p.topic
+		rt.Partitions = []int32{p.partition}
+		req.Topics = append(req.Topics, rt)
+		resp, err := p.w.routed(ctx, req)
+		if err == nil {
+			err = errors.New("DescribeProducers response has no answer for the partition")
+			for _, t := range resp.(*kmsg.DescribeProducersResponse).Topics {
+				for _, dp := range t.Partitions {
+					if t.Topic != p.topic || dp.Partition != p.partition {
+						continue
+					}
+					if err = kerr.ErrorForCode(dp.ErrorCode); err == nil {
+						out := make(map[int64]kmsg.DescribeProducersResponseTopicPartitionActiveProducer, len(dp.ActiveProducers))
+						for _, ap := range dp.ActiveProducers {
+							out[ap.ProducerID] = ap
+						}
+						return out, nil
+					}
+				}
+			}
+		}
+		if !isRetriable(err) {
+			return nil, p.errorf("DescribeProducers", err)
+		}
+		if err := r.backoff(ctx, err); err != nil {
+			return nil, p.errorf("DescribeProducers", err)
+		}
+	}
+}

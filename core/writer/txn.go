@@ -1,0 +1,188 @@
+package writer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// txnWriterFor returns the transactional writer replaying source producer
+// src, creating or re-initialising it as needed. The returned writer has a
+// recorded producer id and epoch and a known state.
+func (p *Partition) txnWriterFor(ctx context.Context, src int64) (*txnWriter, error) {
+	p.mu.Lock()
+	tw := p.writers[src]
+	p.mu.Unlock()
+	if tw == nil {
+		return p.newTxnWriter(ctx, src)
+	}
+	if tw.stale {
+		if err := p.resync(ctx, tw); err != nil {
+			return nil, err
+		}
+	}
+	if tw.needInit {
+		if err := p.initTxnWriter(ctx, tw); err != nil {
+			return nil, err
+		}
+	}
+	return tw, nil
+}
+
+// newTxnWriter starts the writer of source producer src. It first asks the
+// coordinator about the transactional id: if a transaction is open with it
+// (a previous run's, not resumed), InitProducerId would abort it, so it
+// refuses with ErrUnresumedTransaction.
+func (p *Partition) newTxnWriter(ctx context.Context, src int64) (*txnWriter, error) {
+	tw := &txnWriter{
+		info:        TxnWriterInfo{SourceProducerID: src, TransactionalID: p.TransactionalID(src), ProducerID: -1, Epoch: -1},
+		coordinator: -1,
+		startOffset: -1,
+	}
+	states, err := p.describeTxns(ctx, []string{tw.info.TransactionalID})
+	if err != nil {
+		return nil, err
+	}
+	if st := states[tw.info.TransactionalID]; st.found && st.State == "Ongoing" {
+		return nil, p.errorf("start transactional writer "+tw.info.TransactionalID,
+			fmt.Errorf("%w: producer id %d epoch %d", ErrUnresumedTransaction, st.ProducerID, st.Epoch))
+	}
+	if err := p.initTxnWriter(ctx, tw); err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	p.writers[src] = tw
+	p.mu.Unlock()
+	return tw, nil
+}
+
+// initTxnWriter sends InitProducerId for tw's transactional id (only when no
+// transaction of it is open) and records the new producer id and epoch
+// through OnTxnWriter before anything is appended with them.
+func (p *Partition) initTxnWriter(ctx context.Context, tw *txnWriter) error {
+	txid := tw.info.TransactionalID
+	req := kmsg.NewPtrInitProducerIDRequest()
+	req.TransactionalID = &txid
+	req.TransactionTimeoutMillis = p.w.transactionTimeout(ctx)
+	req.ProducerID, req.ProducerEpoch = -1, -1
+	resp, err := p.coordinated(ctx, tw, "InitProducerId", req, initProducerIDVersion, func(r kmsg.Response) error {
+		return kerr.ErrorForCode(r.(*kmsg.InitProducerIDResponse).ErrorCode)
+	})
+	if err != nil {
+		if errors.Is(err, kerr.InvalidTransactionTimeout) {
+			err = fmt.Errorf("%w (transaction timeout %d ms: set TransactionTimeout at most the destination's transaction.max.timeout.ms)", err, req.TransactionTimeoutMillis)
+		}
+		return err
+	}
+	ir := resp.(*kmsg.InitProducerIDResponse)
+	tw.info.ProducerID, tw.info.Epoch = ir.ProducerID, ir.ProducerEpoch
+	tw.seq, tw.open, tw.startOffset, tw.stale = 0, false, -1, false
+	tw.lastUsed = time.Now()
+	tw.needInit = true // until recorded
+	if err := p.onTxnWriter(ctx, tw.info); err != nil {
+		return p.errorf("record transactional writer "+txid+" (OnTxnWriter); nothing appended", err)
+	}
+	tw.needInit = false
+	p.log.Debug("transactional writer initialised", "transactional_id", txid, "producer_id", ir.ProducerID, "epoch", ir.ProducerEpoch)
+	return nil
+}
+
+// addPartition opens a destination transaction for tw with the partition
+// (AddPartitionsToTxn v3).
+func (p *Partition) addPartition(ctx context.Context, tw *txnWriter) error {
+	req := kmsg.NewPtrAddPartitionsToTxnRequest()
+	req.TransactionalID = tw.info.TransactionalID
+	req.ProducerID, req.ProducerEpoch = tw.info.ProducerID, tw.info.Epoch
+	rt := kmsg.NewAddPartitionsToTxnRequestTopic()
+	rt.Topic = p.topic
+	rt.Partitions = []int32{p.partition}
+	req.Topics = append(req.Topics, rt)
+	_, err := p.coordinated(ctx, tw, "AddPartitionsToTxn", req, addPartitionsToTxnVersion, func(r kmsg.Response) error {
+		ar := r.(*kmsg.AddPartitionsToTxnResponse)
+		if err := kerr.ErrorForCode(ar.ErrorCode); err != nil {
+			return err
+		}
+		for _, t := range ar.Topics {
+			for _, ap := range t.Partitions {
+				if t.Topic == p.topic && ap.Partition == p.partition {
+					return kerr.ErrorForCode(ap.ErrorCode)
+				}
+			}
+		}
+		return errors.New("AddPartitionsToTxn response has no answer for the partition")
+	})
+	if err != nil {
+		tw.stale = true
+		return err
+	}
+	tw.open, tw.startOffset, tw.lastUsed = true, -1, time.Now()
+	return nil
+}
+
+// endTxn commits or aborts tw's open transaction (EndTxn v4). The marker is
+// written after EndTxn returns; callers wait for it.
+func (p *Partition) endTxn(ctx context.Context, tw *txnWriter, commit bool) error {
+	req := kmsg.NewPtrEndTxnRequest()
+	req.TransactionalID = tw.info.TransactionalID
+	req.ProducerID, req.ProducerEpoch = tw.info.ProducerID, tw.info.Epoch
+	req.Commit = commit
+	_, err := p.coordinated(ctx, tw, "EndTxn", req, endTxnVersion, func(r kmsg.Response) error {
+		return kerr.ErrorForCode(r.(*kmsg.EndTxnResponse).ErrorCode)
+	})
+	if err != nil {
+		tw.stale = true
+		return err
+	}
+	tw.open, tw.startOffset, tw.lastUsed = false, -1, time.Now()
+	return nil
+}
+
+// coordinated sends a transaction request for tw to its coordinator at most
+// at version maxVersion, retrying coordinator moves and loads, transport
+// errors and CONCURRENT_TRANSACTIONS (a previous transaction of the id still
+// completing) for up to RetryTimeout. check extracts the response's error.
+func (p *Partition) coordinated(ctx context.Context, tw *txnWriter, what string, req kmsg.Request, maxVersion int16,
+	check func(kmsg.Response) error,
+) (kmsg.Response, error) {
+	what = what + " for " + tw.info.TransactionalID
+	r := p.w.newRetrier()
+	pin := &pinned{Request: req, max: maxVersion}
+	for {
+		var err error
+		if tw.coordinator < 0 {
+			tw.coordinator, err = p.w.findCoordinator(ctx, tw.info.TransactionalID)
+		}
+		if err == nil {
+			var resp kmsg.Response
+			if resp, err = p.w.request(ctx, tw.coordinator, pin); err == nil {
+				if err = check(resp); err == nil {
+					return resp, nil
+				}
+			}
+		}
+		var ke *kerr.Error
+		switch {
+		case ctx.Err() != nil:
+			return nil, p.errorf(what, errors.Join(context.Cause(ctx), err))
+		case errors.Is(err, kerr.NotCoordinator), errors.Is(err, kerr.CoordinatorNotAvailable):
+			tw.coordinator = -1
+		case errors.Is(err, kerr.CoordinatorLoadInProgress), errors.Is(err, kerr.ConcurrentTransactions):
+		case errors.As(err, &ke):
+			if !ke.Retriable {
+				return nil, p.errorf(what, err)
+			}
+		case !isRetriable(err):
+			return nil, p.errorf(what, err)
+		default: // transport error: the coordinator may have moved
+			tw.coordinator = -1
+		}
+		p.log.Debug("retrying transaction request", "request", what, "error", err)
+		if err := r.backoff(ctx, err); err != nil {
+			return nil, p.errorf(what, err)
+		}
+	}
+}
