@@ -58,5 +58,8 @@
 //
 // Append modifies the batch it is given: the producer id, epoch, base
 // sequence and CRC are re-stamped in place (records stay byte-identical);
-// the base offset is sent as 0 and restored before Append returns.
+// the base offset is sent as 0 and restored before Append returns, unless
+// Append gave up (its context ended) while a request carrying the batch was
+// still in flight: then the batch is still being read and must not be
+// reused until the Writer is closed or the bytes are dropped.
 package writer

@@ -17,7 +17,7 @@ import (
 const testTopic = "mirrored"
 
 // newCluster starts an in-process kfake cluster, closed with the test.
-func newCluster(t *testing.T, opts ...kfake.Opt) *kfake.Cluster {
+func newCluster(t testing.TB, opts ...kfake.Opt) *kfake.Cluster {
 	t.Helper()
 	c, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(3), kfake.SeedTopics(1, testTopic)}, opts...)...)
 	if err != nil {
@@ -28,7 +28,7 @@ func newCluster(t *testing.T, opts ...kfake.Opt) *kfake.Cluster {
 }
 
 // newClient returns a client of c, closed with the test.
-func newClient(t *testing.T, c *kfake.Cluster, opts ...kgo.Opt) *kgo.Client {
+func newClient(t testing.TB, c *kfake.Cluster, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
 	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)}, opts...)...)
 	if err != nil {

@@ -225,8 +225,10 @@ func (p *Partition) appendData(ctx context.Context, b batch.Batch, expect int64)
 	srcOffset := b.BaseOffset()
 	b.SetBaseOffset(0) // producers send 0; the broker assigns the offset
 	b.Restamp(pid, epoch, seq)
-	op, err := p.produce(ctx, b)
-	b.SetBaseOffset(srcOffset)
+	op, inFlight, err := p.produce(ctx, b)
+	if !inFlight {
+		b.SetBaseOffset(srcOffset)
+	}
 	if err != nil {
 		// The batch may or may not be on the destination: its sequence
 		// cannot be reused blindly.
@@ -389,8 +391,9 @@ func (p *Partition) listEnd(ctx context.Context) (int64, error) {
 }
 
 // produce sends b through the leader's sink until it is appended, retrying
-// retriable errors.
-func (p *Partition) produce(ctx context.Context, b batch.Batch) (*produceOp, error) {
+// retriable errors. inFlight reports that it gave up (ctx ended) while a
+// request carrying b was in flight: b must not be modified then.
+func (p *Partition) produce(ctx context.Context, b batch.Batch) (op *produceOp, inFlight bool, err error) {
 	r := p.w.newRetrier()
 	for {
 		var retryErr error
@@ -398,10 +401,10 @@ func (p *Partition) produce(ctx context.Context, b batch.Batch) (*produceOp, err
 			leader, err := p.w.leader(ctx, p.topic, p.partition, r.attempts > 0)
 			if err != nil {
 				if !isRetriable(err) {
-					return nil, p.errorf("find the partition leader", err)
+					return nil, false, p.errorf("find the partition leader", err)
 				}
 				if err := r.backoff(ctx, err); err != nil {
-					return nil, p.errorf("find the partition leader", err)
+					return nil, false, p.errorf("find the partition leader", err)
 				}
 				continue
 			}
@@ -409,47 +412,48 @@ func (p *Partition) produce(ctx context.Context, b batch.Batch) (*produceOp, err
 		}
 		s, err := p.w.sink(p.leader)
 		if err != nil {
-			return nil, p.errorf("produce", err)
+			return nil, false, p.errorf("produce", err)
 		}
-		op := p.op
+		op = p.op
 		op.records = b
 		if err := s.enqueue(op); err != nil {
-			return nil, p.errorf("produce", err)
+			return nil, false, p.errorf("produce", err)
 		}
 		select {
 		case <-op.done:
 		case <-ctx.Done():
-			if !s.remove(op) {
-				p.op = newProduceOp(p.topic, p.partition) // the sink still holds op
+			if s.remove(op) {
+				op.records = nil
+				return nil, false, p.errorf("produce", context.Cause(ctx))
 			}
-			op.records = nil
-			return nil, p.errorf("produce", context.Cause(ctx))
+			p.op = newProduceOp(p.topic, p.partition) // a worker holds op: leave it to it
+			return nil, true, p.errorf("produce", context.Cause(ctx))
 		}
 		switch {
 		case op.err != nil:
 			if p.w.ctx.Err() != nil {
-				return nil, p.errorf("produce", ErrClosed)
+				return nil, false, p.errorf("produce", ErrClosed)
 			}
 			if !isRetriable(op.err) {
-				return nil, p.errorf("produce", op.err)
+				return nil, false, p.errorf("produce", op.err)
 			}
 			p.leader = -1 // the broker may be gone: look the leader up again
 			retryErr = op.err
 		case op.errCode == 0:
-			return op, nil
+			return op, false, nil
 		default:
 			kerrE := withBrokerMessage(kerr.ErrorForCode(op.errCode), op.errMsg)
 			switch {
 			case leaderMoved(op.errCode):
 				p.leader = op.currentLeader // -1 unless the broker named the new leader
 			case !kerr.IsRetriable(kerr.ErrorForCode(op.errCode)):
-				return nil, p.errorf(fmt.Sprintf("produce (v%d)", op.requestVersion), kerrE)
+				return nil, false, p.errorf(fmt.Sprintf("produce (v%d)", op.requestVersion), kerrE)
 			}
 			retryErr = kerrE
 		}
 		p.log.Debug("retrying append", "error", retryErr, "attempt", r.attempts+1)
 		if err := r.backoff(ctx, retryErr); err != nil {
-			return nil, p.errorf("produce", err)
+			return nil, false, p.errorf("produce", err)
 		}
 	}
 }

@@ -207,7 +207,11 @@ func (wk *sinkWorker) send(ctx context.Context) {
 		req.Topics[ti].Partitions = append(req.Topics[ti].Partitions, rp)
 	}
 
-	resp, err := w.request(ctx, wk.s.node, pinnedProduce{req})
+	// No per-request context: franz-go bounds the wait with the
+	// connection's read deadline (RequestTimeoutOverhead plus the request's
+	// TimeoutMillis), and a context per request would allocate on every
+	// append.
+	resp, err := w.cl.Broker(int(wk.s.node)).Request(ctx, pinnedProduce{req})
 	version := req.Version
 	// Drop the references to the batches: they belong to the callers.
 	for i := range req.Topics {

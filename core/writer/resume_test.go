@@ -1,0 +1,243 @@
+package writer
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/core/batch"
+)
+
+// initsFor counts the InitProducerId requests kfake saw for txid.
+func initsFor(l *requestLog, txid string) int {
+	var n int
+	for _, r := range l.requests(int16(kmsg.InitProducerID)) {
+		if id := r.(*kmsg.InitProducerIDRequest).TransactionalID; id != nil && *id == txid {
+			n++
+		}
+	}
+	return n
+}
+
+// A daemon killed in the middle of a transaction: the next one resumes the
+// open destination transaction instead of aborting it.
+func TestResumeContinuesAnOpenTransactionAfterACrash(t *testing.T) {
+	c := newCluster(t)
+	obs := observe(c, int16(kmsg.InitProducerID))
+	rec := &recorder{}
+
+	// First daemon: half of producer 4001's transaction, then killed (its
+	// client and Writer dropped without ending anything).
+	cl1, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w1, err := New(cl1, MirrorName("test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p1, err := w1.Partition(testTopic, 0, rec.hook)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, p1, kvBatch(t, 0, 4001, true, "A", "1", "B", "2"))
+	mustAppend(t, p1, kvBatch(t, 2, -1, false, "plain", "1"))
+	mustAppend(t, p1, kvBatch(t, 3, 4001, true, "C", "3"))
+	w1.Close()
+	cl1.Close()
+
+	recorded := rec.recorded()
+	if len(recorded) != 1 {
+		t.Fatalf("recorded writers %+v, want one", recorded)
+	}
+	txid := recorded[0].TransactionalID
+	initsBefore := initsFor(obs, txid)
+
+	// Second daemon.
+	p := openPartition(t, newWriter(t, c), testTopic, 0, rec)
+	report, err := p.Resume(context.Background(), recorded)
+	if err != nil {
+		t.Fatalf("Resume: %v", err)
+	}
+	if len(report.Resumed) != 1 || len(report.Idle)+len(report.Expired)+len(report.Lost)+len(report.Foreign) != 0 {
+		t.Fatalf("report %+v, want one resumed writer", report)
+	}
+	r := report.Resumed[0]
+	if r.Writer != recorded[0] || r.NextSequence != 3 || r.StartOffset != 0 {
+		t.Fatalf("resumed %+v, want the recorded writer, next sequence 3, start offset 0", r)
+	}
+	if open := p.OpenTransactions(); len(open) != 1 || open[0].StartOffset != 0 {
+		t.Fatalf("OpenTransactions after Resume: %+v", open)
+	}
+	end, err := p.EndOffset(context.Background())
+	if err != nil || end != 4 {
+		t.Fatalf("resume point %d, %v; want 4", end, err)
+	}
+
+	mustAppend(t, p, kvBatch(t, 4, 4001, true, "D", "4"))
+	mustAppend(t, p, markerBatch(t, 5, 4001, batch.ControlCommit))
+	mustAppend(t, p, kvBatch(t, 6, -1, false, "after", "1"))
+
+	if n := initsFor(obs, txid) - initsBefore; n != 0 {
+		t.Fatalf("the resumed writer sent InitProducerId %d times: that aborts the open transaction", n)
+	}
+	if got, want := keysAt(consume(t, c, testTopic, 0, true, 6)), "0:A=1 1:B=2 2:plain=1 3:C=3 4:D=4 6:after=1"; got != want {
+		t.Fatalf("read_committed sees %q, want %q", got, want)
+	}
+	if len(rec.recorded()) != 1 || rec.recorded()[0] != recorded[0] {
+		t.Fatalf("resuming re-recorded the writer: %+v", rec.recorded())
+	}
+}
+
+func TestResumeReportsIdleLostAndForeignWriters(t *testing.T) {
+	c := newCluster(t)
+	rec := &recorder{}
+	w1 := newWriter(t, c)
+	p1 := openPartition(t, w1, testTopic, 0, rec)
+
+	// 4001: a committed transaction (idle writer afterwards).
+	mustAppend(t, p1, kvBatch(t, 0, 4001, true, "a", "1"))
+	mustAppend(t, p1, markerBatch(t, 1, 4001, batch.ControlCommit))
+	p1.Close()
+
+	// 4002: a transaction the destination times out while the daemon is
+	// down, through a writer with a short transaction timeout.
+	w2 := newWriter(t, c, TransactionTimeout(200*time.Millisecond))
+	p2 := openPartition(t, w2, testTopic, 0, rec)
+	mustAppend(t, p2, kvBatch(t, 2, 4002, true, "b", "1"))
+	p2.Close()
+
+	// Someone else's open transaction on the mirrored partition.
+	other := newClient(t, c, kgo.TransactionalID("not-kmirror"), kgo.DefaultProduceTopic(testTopic),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err := other.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.ProduceSync(context.Background(), &kgo.Record{Value: []byte("foreign")}).FirstErr(); err != nil {
+		t.Fatalf("foreign transactional produce: %v", err)
+	}
+
+	time.Sleep(500 * time.Millisecond) // 4002's transaction times out on the destination
+	recorded := rec.recorded()
+	var rec4002 TxnWriterInfo
+	for _, r := range recorded {
+		if r.SourceProducerID == 4002 {
+			rec4002 = r
+		}
+	}
+
+	p := openPartition(t, newWriter(t, c), testTopic, 0, rec)
+	report, err := p.Resume(context.Background(), recorded)
+	if err != nil {
+		t.Fatalf("Resume: %v", err)
+	}
+	if len(report.Resumed) != 0 || len(report.Expired) != 0 {
+		t.Fatalf("report %+v: nothing should be resumed or expired", report)
+	}
+	if len(report.Idle) != 1 || report.Idle[0].SourceProducerID != 4001 {
+		t.Fatalf("idle %+v, want 4001", report.Idle)
+	}
+	if len(report.Lost) != 1 || report.Lost[0].Writer != rec4002 || report.Lost[0].ProducerID != rec4002.ProducerID ||
+		report.Lost[0].Epoch <= rec4002.Epoch {
+		t.Fatalf("lost %+v, want 4002 with a newer epoch than recorded %+v", report.Lost, rec4002)
+	}
+	if len(report.Foreign) != 1 || report.Foreign[0].StartOffset != 3 {
+		t.Fatalf("foreign %+v, want the other producer's transaction from offset 3", report.Foreign)
+	}
+	if err := other.EndTransaction(context.Background(), kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+
+	// The idle writer is reused: its next transaction re-initialises it (a
+	// new epoch, recorded again) and lands in place.
+	end, err := p.EndOffset(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before TxnWriterInfo
+	for _, r := range rec.recorded() {
+		if r.SourceProducerID == 4001 {
+			before = r
+		}
+	}
+	mustAppend(t, p, kvBatch(t, end, 4001, true, "again", "1"))
+	mustAppend(t, p, markerBatch(t, end+1, 4001, batch.ControlCommit))
+	var after TxnWriterInfo
+	for _, r := range rec.recorded() {
+		if r.SourceProducerID == 4001 {
+			after = r
+		}
+	}
+	if after.ProducerID != before.ProducerID || after.Epoch != before.Epoch+1 {
+		t.Fatalf("reused writer recorded as %+v, want %+v with the next epoch", after, before)
+	}
+	// 4002's next transaction starts a fresh writer over the lost one.
+	mustAppend(t, p, kvBatch(t, end+2, 4002, true, "fresh", "1"))
+	mustAppend(t, p, markerBatch(t, end+3, 4002, batch.ControlCommit))
+}
+
+func TestResumeReportsExpiredTransactionalIDs(t *testing.T) {
+	c := newCluster(t, kfake.BrokerConfigs(map[string]string{"transactional.id.expiration.ms": "100"}))
+	rec := &recorder{}
+	p1 := openPartition(t, newWriter(t, c), testTopic, 0, rec)
+	mustAppend(t, p1, kvBatch(t, 0, 4001, true, "a", "1"))
+	mustAppend(t, p1, markerBatch(t, 1, 4001, batch.ControlAbort))
+	p1.Close()
+
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		p := openPartition(t, newWriter(t, c), testTopic, 0, rec)
+		report, err := p.Resume(context.Background(), rec.recorded())
+		if err != nil {
+			t.Fatalf("Resume: %v", err)
+		}
+		if len(report.Expired) == 1 {
+			mustAppend(t, p, kvBatch(t, 2, 4001, true, "b", "1")) // a new writer for the same source producer
+			mustAppend(t, p, markerBatch(t, 3, 4001, batch.ControlCommit))
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the transactional id never expired: %+v", report)
+		}
+		p.Close()
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func TestResumeRefusesForeignRecordsAndMisuse(t *testing.T) {
+	c := newCluster(t)
+	rec := &recorder{}
+	p := openPartition(t, newWriter(t, c), testTopic, 0, rec)
+	if _, err := p.Resume(context.Background(), []TxnWriterInfo{{SourceProducerID: 1, TransactionalID: "kmirror-other-mirrored-0-1"}}); err == nil {
+		t.Fatal("Resume accepted a writer of another mirror")
+	}
+	mustAppend(t, p, kvBatch(t, 0, 4001, true, "a", "1"))
+	if _, err := p.Resume(context.Background(), rec.recorded()); err == nil {
+		t.Fatal("Resume after Append succeeded")
+	}
+}
+
+// Without Resume, a writer for a transactional id with an open transaction
+// refuses to initialise it (that would abort the transaction).
+func TestUnresumedOpenTransactionIsNotAborted(t *testing.T) {
+	c := newCluster(t)
+	cl := newClient(t, c)
+	rec := &recorder{}
+	p1 := openPartition(t, newWriter(t, c), testTopic, 0, rec)
+	mustAppend(t, p1, kvBatch(t, 0, 4001, true, "a", "1"))
+	p1.Close()
+
+	p := openPartition(t, newWriter(t, c), testTopic, 0, &recorder{})
+	_, err := p.Append(context.Background(), kvBatch(t, 1, 4001, true, "b", "1"))
+	if !errors.Is(err, ErrUnresumedTransaction) {
+		t.Fatalf("Append without Resume: %v, want ErrUnresumedTransaction", err)
+	}
+	if lso, hw := listOffset(t, cl, testTopic, 0, true), listOffset(t, cl, testTopic, 0, false); lso != 0 || hw != 1 {
+		t.Fatalf("LSO %d HW %d: the open transaction was touched", lso, hw)
+	}
+}
