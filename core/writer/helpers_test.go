@@ -2,7 +2,6 @@ package writer
 
 import (
 	"context"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -93,26 +92,6 @@ func openPartition(t *testing.T, w *Writer, topic string, partition int32, r *re
 	}
 	t.Cleanup(p.Close)
 	return p
-}
-
-// dataBatch builds a source batch at base whose records hold values (keys
-// k<offset>), as a source producer srcPID would have written it.
-func dataBatch(t *testing.T, base, srcPID int64, txn bool, values ...string) batch.Batch {
-	t.Helper()
-	recs := make([]batch.Record, len(values))
-	for i, v := range values {
-		off := base + int64(i)
-		recs[i] = batch.Record{Offset: off, Timestamp: 1_700_000_000_000 + off, Key: []byte("k" + strconv.FormatInt(off, 10)), Value: []byte(v)}
-	}
-	opts := batch.EncodeOptions{BaseOffset: base, Transactional: txn, ProducerID: srcPID, ProducerEpoch: 3, BaseSequence: 100}
-	if srcPID < 0 {
-		opts.ProducerEpoch, opts.BaseSequence = -1, -1
-	}
-	b, err := batch.Encode(opts, recs)
-	if err != nil {
-		t.Fatalf("Encode: %v", err)
-	}
-	return b
 }
 
 // markerBatch builds a source control batch: one marker of type ct from

@@ -184,10 +184,22 @@ func (p *Partition) AppendAt(ctx context.Context, b batch.Batch, expect int64) (
 		return Result{}, err
 	}
 	p.maybeSweep()
+	var (
+		res Result
+		err error
+	)
 	if b.IsControl() {
-		return p.appendMarker(ctx, b, expect)
+		res, err = p.appendMarker(ctx, b, expect)
+	} else {
+		res, err = p.appendData(ctx, b, expect)
 	}
-	return p.appendData(ctx, b, expect)
+	if err != nil && !errors.Is(err, ErrOffsetMismatch) {
+		// A failed request may still have taken effect (a marker written
+		// after an EndTxn whose answer was lost): read the end offset
+		// again before the next write.
+		p.next = -1
+	}
+	return res, err
 }
 
 func (p *Partition) appendData(ctx context.Context, b batch.Batch, expect int64) (Result, error) {

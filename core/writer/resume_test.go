@@ -3,9 +3,12 @@ package writer
 import (
 	"context"
 	"errors"
+	"math"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -153,8 +156,11 @@ func TestResumeReportsIdleLostAndForeignWriters(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// The idle writer is reused: its next transaction re-initialises it (a
-	// new epoch, recorded again) and lands in place.
+	// The idle writer is reused. kfake's DescribeProducers lists only
+	// producers with an open transaction, so its next sequence is unknown
+	// and its next transaction re-initialises it (a new epoch, recorded
+	// again; a real broker lists it and the epoch is kept, see
+	// TestClassifyRecordedWriters). Either way it lands in place.
 	end, err := p.EndOffset(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -239,5 +245,135 @@ func TestUnresumedOpenTransactionIsNotAborted(t *testing.T) {
 	}
 	if lso, hw := listOffset(t, cl, testTopic, 0, true), listOffset(t, cl, testTopic, 0, false); lso != 0 || hw != 1 {
 		t.Fatalf("LSO %d HW %d: the open transaction was touched", lso, hw)
+	}
+}
+
+// failEndTxn makes the cluster answer EndTxn with a retriable error while
+// *failing is set.
+func failEndTxn(c *kfake.Cluster, failing *atomic.Bool) {
+	c.ControlKey(int16(kmsg.EndTxn), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		if !failing.Load() {
+			return nil, nil, false
+		}
+		resp := req.(*kmsg.EndTxnRequest).ResponseKind().(*kmsg.EndTxnResponse)
+		resp.ErrorCode = kerr.CoordinatorLoadInProgress.Code
+		return resp, nil, true
+	})
+}
+
+// EndTxn keeps failing until the append gives up; the same partition
+// retries the marker later: the writer re-reads its transaction's state and
+// ends it, without re-initialising (which would abort it).
+func TestMarkerRetriedAfterAFailedEndTxn(t *testing.T) {
+	c := newCluster(t)
+	var failing atomic.Bool
+	failEndTxn(c, &failing)
+	obs := observe(c, int16(kmsg.InitProducerID))
+	p := openPartition(t, newWriter(t, c, RetryTimeout(300*time.Millisecond), RetryBackoff(10*time.Millisecond, 50*time.Millisecond)), testTopic, 0, &recorder{})
+	mustAppend(t, p, kvBatch(t, 0, 4001, true, "a", "1"))
+
+	failing.Store(true)
+	if _, err := p.Append(context.Background(), markerBatch(t, 1, 4001, batch.ControlCommit)); !errors.Is(err, kerr.CoordinatorLoadInProgress) {
+		t.Fatalf("marker Append while EndTxn fails: %v", err)
+	}
+	failing.Store(false)
+	inits := initsFor(obs, p.TransactionalID(4001))
+	mustAppend(t, p, markerBatch(t, 1, 4001, batch.ControlCommit))
+	if n := initsFor(obs, p.TransactionalID(4001)); n != inits {
+		t.Fatalf("retrying the marker sent InitProducerId")
+	}
+	if got, want := keysAt(consume(t, c, testTopic, 0, true, 0)), "0:a=1"; got != want {
+		t.Fatalf("read_committed %q, want %q", got, want)
+	}
+}
+
+// A daemon dies between AddPartitionsToTxn and EndTxn of a marker-only
+// transaction. The next one resumes it (no data on the partition) and the
+// marker lands where the source has it.
+func TestResumeAfterACrashInsideAMarkerOnlyTransaction(t *testing.T) {
+	c := newCluster(t)
+	var failing atomic.Bool
+	failEndTxn(c, &failing)
+	rec := &recorder{}
+	p1 := openPartition(t, newWriter(t, c, RetryTimeout(300*time.Millisecond), RetryBackoff(10*time.Millisecond, 50*time.Millisecond)), testTopic, 0, rec)
+	mustAppend(t, p1, kvBatch(t, 0, -1, false, "a", "1"))
+	failing.Store(true)
+	if _, err := p1.Append(context.Background(), markerBatch(t, 1, 5000, batch.ControlAbort)); err == nil {
+		t.Fatal("marker Append succeeded while EndTxn fails")
+	}
+	p1.Close() // the daemon dies
+	failing.Store(false)
+
+	p := openPartition(t, newWriter(t, c), testTopic, 0, rec)
+	report, err := p.Resume(context.Background(), rec.recorded())
+	if err != nil {
+		t.Fatalf("Resume: %v", err)
+	}
+	if len(report.Resumed) != 1 || report.Resumed[0].Writer.SourceProducerID != 5000 || report.Resumed[0].StartOffset != -1 {
+		t.Fatalf("report %+v, want 5000's marker-only transaction resumed without data", report)
+	}
+	if end, err := p.EndOffset(context.Background()); err != nil || end != 1 {
+		t.Fatalf("resume point %d, %v; want 1", end, err)
+	}
+	mustAppend(t, p, markerBatch(t, 1, 5000, batch.ControlAbort))
+	mustAppend(t, p, kvBatch(t, 2, -1, false, "b", "1"))
+	if got, want := keysAt(consume(t, c, testTopic, 0, true, 2)), "0:a=1 2:b=1"; got != want {
+		t.Fatalf("read_committed %q, want %q", got, want)
+	}
+	if hw := listOffset(t, newClient(t, c), testTopic, 0, false); hw != 3 {
+		t.Fatalf("high watermark %d, want 3 (one marker)", hw)
+	}
+}
+
+// classify as a real broker would answer: a producer without an open
+// transaction is listed by DescribeProducers (kfake lists only open ones).
+func TestClassifyRecordedWriters(t *testing.T) {
+	c := newCluster(t)
+	p := openPartition(t, newWriter(t, c), testTopic, 0, &recorder{})
+	w := TxnWriterInfo{SourceProducerID: 7, TransactionalID: p.TransactionalID(7), ProducerID: 1000, Epoch: 4}
+	producer := func(epoch int32, lastSeq int32, start int64) *kmsg.DescribeProducersResponseTopicPartitionActiveProducer {
+		return &kmsg.DescribeProducersResponseTopicPartitionActiveProducer{ProducerID: 1000, ProducerEpoch: epoch, LastSequence: lastSeq, CurrentTxnStartOffset: start}
+	}
+	ongoing := txnState{found: true, State: "Ongoing", ProducerID: 1000, Epoch: 4, hasPartition: true}
+	empty := txnState{found: true, State: "CompleteCommit", ProducerID: 1000, Epoch: 4}
+	for _, tc := range []struct {
+		name     string
+		st       txnState
+		ap       *kmsg.DescribeProducersResponseTopicPartitionActiveProducer
+		fate     writerFate
+		open     bool
+		seq      int32
+		start    int64
+		needInit bool
+	}{
+		{"unknown id", txnState{}, nil, fateExpired, false, 0, 0, false},
+		{"dead id", txnState{found: true, State: "Dead", ProducerID: 1000, Epoch: 4}, nil, fateExpired, false, 0, 0, false},
+		{"epoch bumped (timed out)", txnState{found: true, State: "CompleteAbort", ProducerID: 1000, Epoch: 5}, nil, fateLost, false, 0, 0, false},
+		{"other producer id", txnState{found: true, State: "Empty", ProducerID: 2000, Epoch: 0}, nil, fateLost, false, 0, 0, false},
+		{"ongoing elsewhere", txnState{found: true, State: "Ongoing", ProducerID: 1000, Epoch: 4}, nil, fateLost, false, 0, 0, false},
+		{"fencing", txnState{found: true, State: "PrepareEpochFence", ProducerID: 1000, Epoch: 4}, nil, fateLost, false, 0, 0, false},
+		{"ongoing with data", ongoing, producer(4, 9, 120), fateResumed, true, 10, 120, false},
+		{"ongoing with data, sequence wraps", ongoing, producer(4, math.MaxInt32, 5), fateResumed, true, 0, 5, false},
+		{"ongoing without data", ongoing, nil, fateResumed, true, 0, -1, false},
+		{"idle, listed", empty, producer(4, 41, -1), fateIdle, false, 42, -1, false},
+		{"idle, listed with another epoch", empty, producer(3, 41, -1), fateIdle, false, 0, -1, true},
+		{"idle, not listed", empty, nil, fateIdle, false, 0, -1, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tw, fate := p.classify(w, tc.st, tc.ap)
+			if fate != tc.fate {
+				t.Fatalf("fate %d, want %d", fate, tc.fate)
+			}
+			if tw == nil {
+				if fate == fateResumed || fate == fateIdle {
+					t.Fatal("no writer for a kept fate")
+				}
+				return
+			}
+			if tw.info != w || tw.open != tc.open || tw.seq != tc.seq || tw.startOffset != tc.start || tw.needInit != tc.needInit {
+				t.Fatalf("writer %+v, want open %v seq %d start %d needInit %v", *tw, tc.open, tc.seq, tc.start, tc.needInit)
+			}
+		})
 	}
 }

@@ -177,8 +177,9 @@ func (p *Partition) coordinated(ctx context.Context, tw *txnWriter, what string,
 			}
 		case !isRetriable(err):
 			return nil, p.errorf(what, err)
-		default: // transport error: the coordinator may have moved
+		default: // transport error: the coordinator may have moved or be unknown to the client
 			tw.coordinator = -1
+			p.w.refreshBrokers(ctx)
 		}
 		p.log.Debug("retrying transaction request", "request", what, "error", err)
 		if err := r.backoff(ctx, err); err != nil {

@@ -241,6 +241,13 @@ func (w *Writer) routed(ctx context.Context, req kmsg.Request) (kmsg.Response, e
 	return w.cl.Request(ctx, req)
 }
 
+// refreshBrokers makes the client reload the destination's broker list (a
+// Metadata request without topics), so that Broker(id) knows a coordinator
+// or leader that joined since. Errors are left to the retried request.
+func (w *Writer) refreshBrokers(ctx context.Context) {
+	_, _ = w.routed(ctx, kmsg.NewPtrMetadataRequest())
+}
+
 // idempotentProducer returns the mirror's idempotent producer id and epoch,
 // initialising it on first use.
 func (w *Writer) idempotentProducer(ctx context.Context) (int64, int16, error) {
