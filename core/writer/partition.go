@@ -102,9 +102,20 @@ type Partition struct {
 	op        *produceOp
 	lastSweep time.Time
 
-	mu      sync.Mutex // guards writers and closed
+	// mu guards writers, closed, and the info, open and startOffset fields
+	// of the writers, which OpenTransactions and TxnWriters read while an
+	// operation runs. Operations (holding opMu) read them without it.
+	mu      sync.Mutex
 	writers map[int64]*txnWriter
 	closed  bool
+}
+
+// locked runs fn under p.mu: for operations changing what OpenTransactions
+// and TxnWriters read.
+func (p *Partition) locked(fn func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fn()
 }
 
 func newPartition(w *Writer, topic string, partition int32, hook func(context.Context, TxnWriterInfo) error, idem *idemState) *Partition {
@@ -259,7 +270,7 @@ func (p *Partition) appendData(ctx context.Context, b batch.Batch, expect int64)
 		tw.seq = next
 		tw.lastUsed = time.Now()
 		if tw.startOffset < 0 {
-			tw.startOffset = op.baseOffset
+			p.locked(func() { tw.startOffset = op.baseOffset })
 		}
 	} else {
 		p.idem.seq = next

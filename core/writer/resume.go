@@ -250,10 +250,13 @@ func (p *Partition) resync(ctx context.Context, tw *txnWriter) error {
 	nt, fate := p.classify(tw.info, st, ap)
 	switch {
 	case fate == fateResumed || fate == fateIdle:
-		tw.open, tw.seq, tw.needInit = nt.open, nt.seq, nt.needInit
-		if !nt.open || tw.startOffset < 0 {
-			tw.startOffset = nt.startOffset
-		}
+		p.locked(func() {
+			tw.open = nt.open
+			if !nt.open || tw.startOffset < 0 {
+				tw.startOffset = nt.startOffset
+			}
+		})
+		tw.seq, tw.needInit = nt.seq, nt.needInit
 	case fate == fateExpired && !tw.open:
 		tw.needInit = true
 	default:

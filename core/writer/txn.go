@@ -79,8 +79,11 @@ func (p *Partition) initTxnWriter(ctx context.Context, tw *txnWriter) error {
 		return err
 	}
 	ir := resp.(*kmsg.InitProducerIDResponse)
-	tw.info.ProducerID, tw.info.Epoch = ir.ProducerID, ir.ProducerEpoch
-	tw.seq, tw.open, tw.startOffset, tw.stale = 0, false, -1, false
+	p.locked(func() {
+		tw.info.ProducerID, tw.info.Epoch = ir.ProducerID, ir.ProducerEpoch
+		tw.open, tw.startOffset = false, -1
+	})
+	tw.seq, tw.stale = 0, false
 	tw.lastUsed = time.Now()
 	tw.needInit = true // until recorded
 	if err := p.onTxnWriter(ctx, tw.info); err != nil {
@@ -119,7 +122,8 @@ func (p *Partition) addPartition(ctx context.Context, tw *txnWriter) error {
 		tw.stale = true
 		return err
 	}
-	tw.open, tw.startOffset, tw.lastUsed = true, -1, time.Now()
+	p.locked(func() { tw.open, tw.startOffset = true, -1 })
+	tw.lastUsed = time.Now()
 	return nil
 }
 
@@ -137,7 +141,8 @@ func (p *Partition) endTxn(ctx context.Context, tw *txnWriter, commit bool) erro
 		tw.stale = true
 		return err
 	}
-	tw.open, tw.startOffset, tw.lastUsed = false, -1, time.Now()
+	p.locked(func() { tw.open, tw.startOffset = false, -1 })
+	tw.lastUsed = time.Now()
 	return nil
 }
 

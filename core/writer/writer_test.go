@@ -361,3 +361,38 @@ func TestWriterAndPartitionLifecycle(t *testing.T) {
 		t.Errorf("Partition after Writer.Close: %v", err)
 	}
 }
+
+// OpenTransactions, TxnWriters and EndOffset may be called while appends
+// run (a describe endpoint does); run with -race.
+func TestIntrospectionDuringAppends(t *testing.T) {
+	c := newCluster(t)
+	p := openPartition(t, newWriter(t, c), testTopic, 0, &recorder{})
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var polls int
+	wg.Go(func() {
+		for ctx.Err() == nil {
+			for _, o := range p.OpenTransactions() {
+				if o.Writer.ProducerID < 0 {
+					t.Errorf("open transaction of an uninitialised writer: %+v", o)
+				}
+			}
+			_ = p.TxnWriters()
+			if _, err := p.EndOffset(ctx); err != nil && ctx.Err() == nil {
+				t.Errorf("EndOffset: %v", err)
+			}
+			polls++
+		}
+	})
+	var off int64
+	for i := range int64(20) {
+		mustAppend(t, p, kvBatch(t, off, 4000+i%3, true, "k", "v"))
+		mustAppend(t, p, markerBatch(t, off+1, 4000+i%3, batch.ControlCommit))
+		off += 2
+	}
+	cancel()
+	wg.Wait()
+	if polls == 0 {
+		t.Fatal("the introspection goroutine never ran")
+	}
+}
