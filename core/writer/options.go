@@ -77,8 +77,10 @@ func MaxInflightPerBroker(n int) Option { return func(c *config) { c.maxInflight
 // a single batch larger than this is still sent, alone. Default 16 MiB.
 func MaxRequestBytes(n int) Option { return func(c *config) { c.maxRequestBytes = n } }
 
-// RequestTimeout bounds one request to a destination broker, and is the
-// ProduceRequest's timeout. Default 30s.
+// RequestTimeout bounds one request to a destination broker. A
+// ProduceRequest carries it as its timeout (how long the broker may wait for
+// acks=all), and franz-go waits that plus the client's
+// RequestTimeoutOverhead for the answer. Default 30s.
 func RequestTimeout(d time.Duration) Option { return func(c *config) { c.requestTimeout = d } }
 
 // RetryTimeout bounds how long one operation (an append, a transaction
