@@ -25,6 +25,8 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"run", "run the mirroring daemon", cmdRun},
+		{"demo", "run an embedded demo: two in-process clusters, a mirror, and a verification", cmdDemo},
+		{"describe", "show every mirrored partition: state, mode, offsets, lag, last error", cmdDescribe},
 		{"config", "validate a configuration file, print the key reference or a sample", cmdConfig},
 		{"version", "print the version, commit, Go and franz-go versions", cmdVersion},
 	}

@@ -285,8 +285,10 @@ func httpGet(t *testing.T, url string) (int, string) {
 // start, probe, reload with a bad file (kept), reload with a good one
 // (applied), SIGTERM (clean exit 0).
 func TestRunServesReloadsAndShutsDown(t *testing.T) {
+	stateDir := t.TempDir()
 	cfg := func(level string) string {
-		return fmt.Sprintf("log.format: json\nlog.level: %s\nhttp.address: 127.0.0.1:0\nshutdown.timeout.ms: 5000\n%s", level, validBase)
+		return fmt.Sprintf("log.format: json\nlog.level: %s\nhttp.address: 127.0.0.1:0\nshutdown.timeout.ms: 5000\n%s", level,
+			strings.Replace(validBase, "/var/lib/kmirror", stateDir, 1))
 	}
 	path := writeFile(t, "kmirror.yaml", cfg("info"))
 	d := startRun(t, path)

@@ -12,6 +12,8 @@ import (
 	"github.com/kmirror/kmirror/core/daemon"
 	"github.com/kmirror/kmirror/core/logging"
 	"github.com/kmirror/kmirror/core/metrics"
+	"github.com/kmirror/kmirror/core/mirror"
+	"github.com/kmirror/kmirror/plugins/statestore/file"
 )
 
 func cmdRun(args []string, stdout, stderr io.Writer) int {
@@ -42,6 +44,19 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		logger.Error("cannot start", "error", err)
 		return exitFailure
 	}
+	// The state store opens before anything mirrors and closes after every
+	// mirror stopped; its lock keeps a second daemon off the same directory.
+	store, err := file.Open(cfg.State.Dir)
+	if err != nil {
+		logger.Error("cannot open the state store", "state.dir", cfg.State.Dir, "error", err)
+		return exitFailure
+	}
+	defer store.Close()
+	engine, err := mirror.New(mirror.Options{Store: store, Logger: logger, Metrics: mp})
+	if err != nil {
+		logger.Error("cannot start", "error", err)
+		return exitFailure
+	}
 	first := true
 	d, err := daemon.New(daemon.Options{
 		Load: func() (*config.Config, error) {
@@ -51,8 +66,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 			}
 			return config.Load(cf.source())
 		},
-		Logger:  logger,
-		Metrics: mp,
+		Logger:     logger,
+		Metrics:    mp,
+		Components: []daemon.Component{engine},
 	})
 	if err != nil {
 		logger.Error("cannot start", "error", err)

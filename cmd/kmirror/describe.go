@@ -1,0 +1,128 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/kmirror/kmirror/core/config"
+	"github.com/kmirror/kmirror/core/mirror"
+)
+
+// cmdDescribe asks the running daemon (on http.address of the same
+// configuration) for the status of every mirrored partition.
+func cmdDescribe(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("describe", stderr)
+	var cf configFlags
+	cf.register(fs)
+	asJSON := fs.Bool("json", false, "print JSON (stable field names, see docs/cli.md)")
+	only := fs.String("mirror", "", "only this mirror")
+	failed := fs.Bool("failed", false, "only FAILED partitions, with their retry state and error")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if cf.path == "" {
+		fmt.Fprintln(stderr, "kmirror describe: --config FILE is required (its http.address locates the daemon)")
+		return exitUsage
+	}
+	cfg, err := config.Load(cf.source())
+	if err != nil {
+		fmt.Fprintf(stderr, "kmirror describe: %s is not valid:\n%v\n", cf.path, err)
+		return exitFailure
+	}
+	st, err := fetchStatus(cfg.HTTPAddress)
+	if err != nil {
+		fmt.Fprintf(stderr, "kmirror describe: %v\n", err)
+		return exitFailure
+	}
+	var rows []mirror.PartitionStatus
+	var mirrors []mirror.MirrorStatus
+	for _, m := range st.Mirrors {
+		if *only != "" && m.Name != *only {
+			continue
+		}
+		mirrors = append(mirrors, m)
+		for _, p := range m.Partitions {
+			if *failed && p.State != "FAILED" {
+				continue
+			}
+			rows = append(rows, p)
+		}
+	}
+	if *only != "" && len(mirrors) == 0 {
+		fmt.Fprintf(stderr, "kmirror describe: no mirror named %q is running\n", *only)
+		return exitFailure
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(map[string]any{"mirrors": mirrors, "partitions": rows})
+		return exitOK
+	}
+	for _, m := range mirrors {
+		if m.Error != "" {
+			fmt.Fprintf(stdout, "mirror %s: %s\n", m.Name, m.Error)
+		}
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	if *failed {
+		fmt.Fprintln(tw, "MIRROR\tTOPIC\tPARTITION\tRETRY\tERROR")
+		for _, p := range rows {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", p.Mirror, p.Topic, p.Partition, p.Retry, p.LastError)
+		}
+	} else {
+		fmt.Fprintln(tw, "MIRROR\tTOPIC\tPARTITION\tSTATE\tMODE\tSOURCE-OFFSET\tSOURCE-LOG-START\tDESTINATION-OFFSET\tLAG\tLAST-MIRRORED\tERROR")
+		for _, p := range rows {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Mirror, p.Topic, p.Partition, p.State, p.Mode,
+				num(p.SourceHighWatermark), num(p.SourceLogStart), num(p.DestinationEndOffset), num(p.Lag), num(p.LastMirroredOffset), p.LastError)
+		}
+	}
+	_ = tw.Flush()
+	return exitOK
+}
+
+func num(v int64) string {
+	if v < 0 {
+		return "-"
+	}
+	return strconv.FormatInt(v, 10)
+}
+
+// fetchStatus reads GET /v1/describe from the daemon listening on addr.
+func fetchStatus(addr string) (*mirror.Status, error) {
+	if addr == "" {
+		return nil, fmt.Errorf("http.address is empty in this configuration, so the daemon serves no status; set it and restart the daemon")
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("http.address %q: %w", addr, err)
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	url := "http://" + net.JoinHostPort(host, port) + "/v1/describe"
+	client := &http.Client{Timeout: 10 * time.Second}
+	resp, err := client.Get(url)
+	if err != nil {
+		return nil, fmt.Errorf("cannot reach the daemon at %s (is `kmirror run` running with this configuration?): %w", url, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s answered %s", url, resp.Status)
+	}
+	var out struct {
+		Mirrors *mirror.Status `json:"mirrors"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return nil, fmt.Errorf("decoding %s: %w", url, err)
+	}
+	if out.Mirrors == nil {
+		return &mirror.Status{}, nil
+	}
+	return out.Mirrors, nil
+}

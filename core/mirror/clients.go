@@ -1,0 +1,35 @@
+package mirror
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmirror/kmirror/core/config"
+)
+
+// clientOpts builds franz-go options for one cluster from its client keys and
+// the daemon-wide connection keys. role names the client in errors and in the
+// client id ("source" or "destination").
+func clientOpts(cfg *config.Config, cl *config.Cluster, role string) ([]kgo.Opt, error) {
+	opts, err := cl.KgoOpts()
+	if errors.Is(err, config.ErrTokenSourceRequired) {
+		return nil, fmt.Errorf("%s cluster: sasl.mechanism OAUTHBEARER needs a credential provider plugin, which this build does not wire yet; use PLAIN or SCRAM: %w", role, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s cluster: %w", role, err)
+	}
+	backoff := cfg.ReconnectBackoff
+	opts = append(opts,
+		kgo.DialTimeout(cfg.SocketConnectionSetupTimeout),
+		kgo.RequestTimeoutOverhead(cfg.RequestTimeout),
+		kgo.RetryBackoffFn(func(tries int) time.Duration {
+			d := backoff << min(tries, 10)
+			return min(d, 10*time.Second)
+		}),
+		kgo.MetadataMinAge(time.Second),
+	)
+	return opts, nil
+}

@@ -1,0 +1,16 @@
+// Package mirror owns the mirroring engine: for each configured mirror it
+// connects to the source cluster, selects the topics in scope, makes sure the
+// destination topics exist, and runs one runner per partition that drives the
+// partition's state machine (core/partition) through PREPARING, MIRRORING and
+// STOPPING, moving record batches from the fetcher (core/fetcher) to the writer
+// (core/writer) with offsets preserved.
+//
+// Ownership: Engine owns the mirrors; a mirror owns its source client, its
+// fetcher manager, its writer and its runners; each runner owns one partition.
+// Every goroutine is started through an owner's errgroup-like WaitGroup and
+// stops when that owner's context is cancelled. Stop order: runners first (they
+// finish their current append), then the fetcher, then the writer, then the
+// clients.
+//
+// See docs/design/datapath.md for the data path and its invariants.
+package mirror

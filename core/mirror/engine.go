@@ -1,0 +1,227 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmirror/kmirror/core/config"
+	"github.com/kmirror/kmirror/core/metrics"
+	"github.com/kmirror/kmirror/core/partition"
+	"github.com/kmirror/kmirror/core/throttle"
+	"github.com/kmirror/kmirror/sdk/statestore"
+)
+
+// Options configure an Engine.
+type Options struct {
+	// Store keeps partition states, offset maps and transaction writers.
+	// Required. The engine does not close it.
+	Store statestore.Store
+	// Logger is the parent logger; the engine logs as "mirror". Required.
+	Logger hclog.Logger
+	// Metrics receives the engine's instruments. Required.
+	Metrics *metrics.Provider
+}
+
+// Engine runs every configured mirror. It implements the daemon's Component
+// and Describer interfaces.
+type Engine struct {
+	opts    Options
+	log     hclog.Logger
+	inst    *instruments
+	limiter *throttle.Limiter
+
+	mu      sync.Mutex
+	cfg     *config.Config
+	machine *partition.Machine
+	dst     *kgo.Client
+	dstAdm  *kadm.Client
+	mirrors map[string]*mirrorRun
+}
+
+// New validates opts and returns an Engine; nothing runs until Start.
+func New(opts Options) (*Engine, error) {
+	if opts.Store == nil || opts.Logger == nil || opts.Metrics == nil {
+		return nil, errors.New("mirror: Options.Store, Logger and Metrics are required")
+	}
+	e := &Engine{opts: opts, log: opts.Logger.Named("mirror"), limiter: throttle.New(throttle.Unlimited), mirrors: map[string]*mirrorRun{}}
+	inst, err := newInstruments(opts.Metrics, e)
+	if err != nil {
+		return nil, err
+	}
+	e.inst = inst
+	return e, nil
+}
+
+// Name implements daemon.Component.
+func (e *Engine) Name() string { return "mirrors" }
+
+// Start connects to the destination and starts every mirror. A mirror whose
+// source cannot be reached does not stop the others: its partitions keep
+// their states and the mirror retries.
+func (e *Engine) Start(ctx context.Context, cfg *config.Config) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	machine, err := partition.NewMachine(e.opts.Store,
+		partition.WithBackoff(partition.Backoff{Initial: cfg.FailedRetryInitialBackoff, Max: cfg.FailedRetryMaxBackoff, MaxAttempts: cfg.FailedRetryMaxAttempts}),
+		partition.WithObserver(e.observe))
+	if err != nil {
+		return err
+	}
+	opts, err := clientOpts(cfg, &cfg.Destination, "destination")
+	if err != nil {
+		return err
+	}
+	dst, err := kgo.NewClient(append(opts, kgo.ClientID(clientID(cfg.Destination.ClientID, "destination")))...)
+	if err != nil {
+		return fmt.Errorf("destination cluster: %w", err)
+	}
+	e.cfg, e.machine, e.dst, e.dstAdm = cfg, machine, dst, kadm.NewClient(dst)
+	e.limiter.SetRate(cfg.ReplicationThrottledRate)
+	for i := range cfg.Mirrors {
+		e.startMirror(cfg.Mirrors[i])
+	}
+	return nil
+}
+
+func clientID(configured, role string) string {
+	if configured != "" {
+		return configured
+	}
+	return "kmirror-" + role
+}
+
+// startMirror starts one mirror; e.mu must be held.
+func (e *Engine) startMirror(mc config.Mirror) {
+	m := newMirrorRun(e, e.cfg, mc)
+	e.mirrors[mc.Name] = m
+	m.start()
+}
+
+// Reload applies a new configuration: the throttle rate at once, mirrors
+// added or removed, and mirrors whose settings changed restarted. A changed
+// destination or state store needs a restart and is rejected.
+func (e *Engine) Reload(ctx context.Context, cfg *config.Config) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if fmt.Sprint(settingsOf(cfg, "destination.")) != fmt.Sprint(settingsOf(e.cfg, "destination.")) {
+		return errors.New("the destination cluster's settings changed; they take effect after a restart (the running configuration stays)")
+	}
+	if fmt.Sprint(settingsOf(cfg, "state.")) != fmt.Sprint(settingsOf(e.cfg, "state.")) {
+		return errors.New("the state store's settings changed; they take effect after a restart (the running configuration stays)")
+	}
+	e.limiter.SetRate(cfg.ReplicationThrottledRate)
+	old := e.cfg
+	e.cfg = cfg
+	for name, m := range e.mirrors {
+		nm, ok := cfg.Mirror(name)
+		if !ok || fmt.Sprint(mirrorSettings(old, name)) != fmt.Sprint(mirrorSettings(cfg, name)) || daemonSettingsChanged(old, cfg) {
+			m.stop(ctx)
+			delete(e.mirrors, name)
+			if ok {
+				e.log.Info("mirror settings changed; restarting it", "mirror", name)
+				e.startMirror(*nm)
+			} else {
+				e.log.Info("mirror removed from the configuration; its partitions keep their state", "mirror", name)
+			}
+		}
+	}
+	for i := range cfg.Mirrors {
+		if _, ok := e.mirrors[cfg.Mirrors[i].Name]; !ok {
+			e.log.Info("mirror added", "mirror", cfg.Mirrors[i].Name)
+			e.startMirror(cfg.Mirrors[i])
+		}
+	}
+	return nil
+}
+
+// settingsOf returns the effective settings whose key starts with prefix.
+func settingsOf(cfg *config.Config, prefix string) []config.Setting {
+	var out []config.Setting
+	for _, s := range cfg.Effective() {
+		if len(s.Path) >= len(prefix) && s.Path[:len(prefix)] == prefix {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func mirrorSettings(cfg *config.Config, name string) []config.Setting {
+	return settingsOf(cfg, "mirrors["+name+"].")
+}
+
+// daemonSettingsChanged reports whether a daemon-wide key that the data path
+// reads at start (fetch sizes, timeouts) changed; the throttle rate and the
+// log level apply without a restart.
+func daemonSettingsChanged(a, b *config.Config) bool {
+	return a.NumReplicaFetchers != b.NumReplicaFetchers || a.ReplicaFetchMaxBytes != b.ReplicaFetchMaxBytes ||
+		a.ReplicaFetchMinBytes != b.ReplicaFetchMinBytes || a.ReplicaFetchResponseMaxBytes != b.ReplicaFetchResponseMaxBytes ||
+		a.ReplicaFetchWaitMax != b.ReplicaFetchWaitMax || a.ReplicaFetchBackoff != b.ReplicaFetchBackoff ||
+		a.RequestTimeout != b.RequestTimeout || a.MetadataRefreshInterval != b.MetadataRefreshInterval ||
+		a.OffsetAlignmentMaxRecords != b.OffsetAlignmentMaxRecords
+}
+
+// Stop stops every mirror (runners, fetchers, writers) and closes the
+// destination client. Partitions keep their persisted states; open
+// destination transactions stay open so that the next start resumes them.
+func (e *Engine) Stop(ctx context.Context) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, m := range e.mirrors {
+		wg.Add(1)
+		go func() { defer wg.Done(); m.stop(ctx) }()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return fmt.Errorf("stopping mirrors: %w", context.Cause(ctx))
+	}
+	e.mirrors = map[string]*mirrorRun{}
+	if e.dst != nil {
+		e.dst.Close()
+	}
+	return nil
+}
+
+// Describe implements daemon.Describer.
+func (e *Engine) Describe() any { return e.Status() }
+
+// Status returns the status of every mirror and partition.
+func (e *Engine) Status() Status {
+	e.mu.Lock()
+	ms := make([]*mirrorRun, 0, len(e.mirrors))
+	for _, m := range e.mirrors {
+		ms = append(ms, m)
+	}
+	e.mu.Unlock()
+	sort.Slice(ms, func(i, j int) bool { return ms[i].name < ms[j].name })
+	var st Status
+	for _, m := range ms {
+		st.Mirrors = append(st.Mirrors, m.status())
+	}
+	return st
+}
+
+// observe logs every state transition once and counts it.
+func (e *Engine) observe(ev partition.Event) {
+	r := ev.Record
+	args := []any{"mirror", r.Mirror, "topic", r.Topic, "partition", r.Partition, "from", ev.From.String(), "to", ev.To.String()}
+	if ev.Reason != "" {
+		args = append(args, "reason", ev.Reason)
+	}
+	if ev.To == partition.Failed {
+		e.log.Warn("partition state change", args...)
+	} else {
+		e.log.Info("partition state change", args...)
+	}
+	e.inst.transition(r.Mirror, ev.From, ev.To)
+}

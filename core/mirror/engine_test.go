@@ -1,0 +1,251 @@
+package mirror
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"runtime/pprof"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmirror/kmirror/core/config"
+	"github.com/kmirror/kmirror/core/metrics"
+	"github.com/kmirror/kmirror/core/verify"
+	"github.com/kmirror/kmirror/sdk/statestore"
+	"github.com/kmirror/kmirror/sdk/statestore/memstore"
+)
+
+// fixture is a source and a destination kfake cluster with clients.
+type fixture struct {
+	src, dst     *kfake.Cluster
+	srcCl, dstCl *kgo.Client
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	src, err := kfake.NewCluster(kfake.NumBrokers(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(src.Close)
+	dst, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(dst.Close)
+	f := &fixture{src: src, dst: dst}
+	f.srcCl = f.client(t, src)
+	f.dstCl = f.client(t, dst)
+	return f
+}
+
+func (f *fixture) client(t *testing.T, c *kfake.Cluster, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+func (f *fixture) config(t *testing.T, include string) *config.Config {
+	t.Helper()
+	cfg, err := config.Parse([]byte(fmt.Sprintf(`
+mirror.metadata.refresh.interval.ms: 500
+mirror.failed.retry.initial.backoff.ms: 100
+mirror.failed.retry.max.backoff.ms: 500
+destination:
+  bootstrap.servers: %s
+state:
+  dir: /unused
+mirrors:
+  - name: test
+    bootstrap.servers: %s
+    mirror.topics.include: %q
+`, strings.Join(f.dst.ListenAddrs(), ","), strings.Join(f.src.ListenAddrs(), ","), include)), "yaml", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func startEngine(t *testing.T, cfg *config.Config, store statestore.Store) *Engine {
+	t.Helper()
+	mp, err := metrics.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger := hclog.New(&hclog.LoggerOptions{Output: io.Discard})
+	if testing.Verbose() {
+		logger = hclog.New(&hclog.LoggerOptions{Level: hclog.Debug})
+	}
+	e, err := New(Options{Store: store, Logger: logger, Metrics: mp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stopEngine(t, e) })
+	return e
+}
+
+func stopEngine(t *testing.T, e *Engine) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := e.Stop(ctx); err != nil {
+		t.Errorf("stopping the engine: %v", err)
+	}
+}
+
+func (f *fixture) createTopic(t *testing.T, topic string, partitions int32) {
+	t.Helper()
+	if _, err := kadm.NewClient(f.srcCl).CreateTopic(context.Background(), partitions, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// produce writes n plain records and, every tenth, a transaction over the
+// topic's partitions, aborting every third transaction.
+func (f *fixture) produce(t *testing.T, topic string, n int, txid string) {
+	t.Helper()
+	ctx := context.Background()
+	plain := f.client(t, f.src, kgo.DefaultProduceTopic(topic))
+	txn := f.client(t, f.src, kgo.DefaultProduceTopic(topic), kgo.TransactionalID(txid))
+	for i := 0; i < n; i++ {
+		r := &kgo.Record{Key: fmt.Appendf(nil, "k%d", i), Value: fmt.Appendf(nil, "v%d", i), Headers: []kgo.RecordHeader{{Key: "h", Value: []byte("x")}}}
+		if i%7 == 0 {
+			r.Value = nil
+		}
+		if err := plain.ProduceSync(ctx, r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		if i%10 == 0 {
+			if err := txn.BeginTransaction(); err != nil {
+				t.Fatal(err)
+			}
+			for j := 0; j < 3; j++ {
+				if err := txn.ProduceSync(ctx, &kgo.Record{Key: fmt.Appendf(nil, "t%d-%d", i, j), Value: []byte("txn")}).FirstErr(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := txn.EndTransaction(ctx, kgo.TransactionEndTry(i%30 != 0)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// waitMirrored waits until every partition of topic is MIRRORING and caught
+// up with the source's end offset.
+func (f *fixture) waitMirrored(t *testing.T, e *Engine, topic string, partitions int32) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ends, err := kadm.NewClient(f.srcCl).ListEndOffsets(context.Background(), topic)
+		ok := err == nil
+		var state []string
+		for _, m := range e.Status().Mirrors {
+			for _, p := range m.Partitions {
+				if p.Topic != topic {
+					continue
+				}
+				o, _ := ends.Lookup(topic, p.Partition)
+				state = append(state, fmt.Sprintf("%d:%s %d/%d %s", p.Partition, p.State, p.LastMirroredOffset+1, o.Offset, p.LastError))
+				if p.State != "MIRRORING" || p.LastMirroredOffset+1 != o.Offset {
+					ok = false
+				}
+			}
+		}
+		if ok && len(state) == int(partitions) {
+			return
+		}
+		if time.Now().After(deadline) {
+			if testing.Verbose() {
+				_ = pprof.Lookup("goroutine").WriteTo(os.Stderr, 1)
+			}
+			t.Fatalf("not mirrored within 30s: %v", state)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (f *fixture) verify(t *testing.T, topic string, partitions int32) {
+	t.Helper()
+	for p := int32(0); p < partitions; p++ {
+		_, diff, err := verify.Partition(context.Background(), f.srcCl, f.dstCl, topic, p)
+		if err != nil {
+			t.Fatalf("verifying %s[%d]: %v", topic, p, err)
+		}
+		if diff != "" {
+			t.Fatalf("%s[%d] differs: %s", topic, p, diff)
+		}
+	}
+}
+
+func TestEngineMirrorsPlainAndTransactionalTrafficWithOffsetsPreserved(t *testing.T) {
+	f := newFixture(t)
+	f.createTopic(t, "orders", 3)
+	f.produce(t, "orders", 200, "tx-a")
+	e := startEngine(t, f.config(t, "orders"), memstore.New())
+	f.waitMirrored(t, e, "orders", 3)
+	f.produce(t, "orders", 100, "tx-b") // while running
+	f.waitMirrored(t, e, "orders", 3)
+	f.verify(t, "orders", 3)
+	for _, p := range e.Status().Mirrors[0].Partitions {
+		if p.Mode != "preserve" || p.Lag != 0 {
+			t.Fatalf("partition %d: mode %q lag %d", p.Partition, p.Mode, p.Lag)
+		}
+	}
+}
+
+func TestEngineResumesFromTheDestinationAfterARestart(t *testing.T) {
+	f := newFixture(t)
+	f.createTopic(t, "events", 2)
+	store := memstore.New()
+	cfg := f.config(t, "events")
+	e := startEngine(t, cfg, store)
+	f.produce(t, "events", 100, "tx-1")
+	f.waitMirrored(t, e, "events", 2)
+	stopEngine(t, e)
+	f.produce(t, "events", 100, "tx-2") // while the mirror is down
+	e2 := startEngine(t, cfg, store)
+	f.waitMirrored(t, e2, "events", 2)
+	f.verify(t, "events", 2)
+}
+
+func TestEngineFailsAPartitionWhoseDestinationHoldsForeignData(t *testing.T) {
+	f := newFixture(t)
+	f.createTopic(t, "taken", 1)
+	f.produce(t, "taken", 3, "tx-f")
+	if _, err := kadm.NewClient(f.dstCl).CreateTopic(context.Background(), 1, 1, nil, "taken"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.client(t, f.dst, kgo.DefaultProduceTopic("taken")).ProduceSync(context.Background(), &kgo.Record{Value: []byte("foreign")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	e := startEngine(t, f.config(t, "taken"), memstore.New())
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		st := e.Status()
+		if len(st.Mirrors) == 1 && len(st.Mirrors[0].Partitions) == 1 && st.Mirrors[0].Partitions[0].State == "FAILED" {
+			p := st.Mirrors[0].Partitions[0]
+			if !strings.Contains(p.LastError, "topic taken partition 0") || !strings.Contains(p.LastError, "did not write") || p.Retry != "NonRetryable" {
+				t.Fatalf("failure = %q (retry %q)", p.LastError, p.Retry)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("partition did not fail: %+v", st)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -1,0 +1,133 @@
+package mirror
+
+import (
+	"context"
+	"math"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/kmirror/kmirror/core/metrics"
+	"github.com/kmirror/kmirror/core/partition"
+)
+
+// instruments are the engine's metrics. Names follow KIP-1279's (MaxLag,
+// ConsumerLag, FailedPartitionsCount, <State>PartitionState, BytesPerSec,
+// ByteRate) in Prometheus form; docs/operations.md has the mapping.
+type instruments struct {
+	transitions metric.Int64Counter
+	bytes       metric.Int64Counter
+	batches     metric.Int64Counter
+	records     metric.Int64Counter
+}
+
+func newInstruments(p *metrics.Provider, e *Engine) (*instruments, error) {
+	m := p.Meter("github.com/kmirror/kmirror/core/mirror")
+	in := &instruments{}
+	var err error
+	if in.transitions, err = m.Int64Counter("partition.state.transitions", metric.WithDescription("Partition state transitions, by mirror, from and to state.")); err != nil {
+		return nil, err
+	}
+	if in.bytes, err = m.Int64Counter("mirrored.bytes", metric.WithDescription("Bytes of record batches appended to the destination (KIP-1279 FetcherStats BytesPerSec as a counter), by mirror.")); err != nil {
+		return nil, err
+	}
+	if in.batches, err = m.Int64Counter("mirrored.batches", metric.WithDescription("Record batches (data and control) appended to the destination, by mirror.")); err != nil {
+		return nil, err
+	}
+	if in.records, err = m.Int64Counter("mirrored.offsets", metric.WithDescription("Source offsets mirrored (records and markers), by mirror.")); err != nil {
+		return nil, err
+	}
+	_, err = m.Int64ObservableGauge("partition.state",
+		metric.WithDescription("Partitions per state (KIP-1279 <State>PartitionState), by mirror and state."),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			for _, ms := range e.Status().Mirrors {
+				counts := map[string]int64{}
+				for _, s := range partition.States() {
+					counts[s.String()] = 0
+				}
+				for _, p := range ms.Partitions {
+					counts[p.State]++
+				}
+				for s, n := range counts {
+					o.Observe(n, metric.WithAttributes(attribute.String("mirror", ms.Name), attribute.String("state", s)))
+				}
+			}
+			return nil
+		}))
+	if err != nil {
+		return nil, err
+	}
+	_, err = m.Int64ObservableGauge("failed.partitions.count",
+		metric.WithDescription("FAILED partitions (KIP-1279 FailedPartitionsCount), by mirror."),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			for _, ms := range e.Status().Mirrors {
+				var n int64
+				for _, p := range ms.Partitions {
+					if p.State == partition.Failed.String() {
+						n++
+					}
+				}
+				o.Observe(n, metric.WithAttributes(attribute.String("mirror", ms.Name)))
+			}
+			return nil
+		}))
+	if err != nil {
+		return nil, err
+	}
+	_, err = m.Int64ObservableGauge("max.lag",
+		metric.WithDescription("Largest lag in offsets between a source partition's high watermark and what is mirrored (KIP-1279 MaxLag), by mirror."),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			for _, ms := range e.Status().Mirrors {
+				var n int64
+				for _, p := range ms.Partitions {
+					n = max(n, p.Lag)
+				}
+				o.Observe(n, metric.WithAttributes(attribute.String("mirror", ms.Name)))
+			}
+			return nil
+		}))
+	if err != nil {
+		return nil, err
+	}
+	_, err = m.Int64ObservableGauge("consumer.lag",
+		metric.WithDescription("Lag in offsets of one mirrored partition (KIP-1279 FetcherLagMetrics ConsumerLag), by mirror, topic and partition; absent while unknown."),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			for _, ms := range e.Status().Mirrors {
+				for _, p := range ms.Partitions {
+					if p.Lag >= 0 {
+						o.Observe(p.Lag, metric.WithAttributes(attribute.String("mirror", ms.Name), attribute.String("topic", p.Topic), attribute.Int("partition", int(p.Partition))))
+					}
+				}
+			}
+			return nil
+		}))
+	if err != nil {
+		return nil, err
+	}
+	_, err = m.Int64ObservableGauge("replication.throttled.rate",
+		metric.WithDescription("The daemon-wide throttle in bytes/s (KIP-1279 MirrorReplication byte-rate); -1 when unlimited."),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			r := e.limiter.Rate()
+			if r == math.MaxInt64 {
+				r = -1
+			}
+			o.Observe(r)
+			return nil
+		}))
+	if err != nil {
+		return nil, err
+	}
+	return in, nil
+}
+
+func (in *instruments) transition(mirror string, from, to partition.State) {
+	in.transitions.Add(context.Background(), 1, metric.WithAttributes(
+		attribute.String("mirror", mirror), attribute.String("from", from.String()), attribute.String("to", to.String())))
+}
+
+func (in *instruments) appended(mirror string, bytes, offsets int64) {
+	attrs := metric.WithAttributes(attribute.String("mirror", mirror))
+	in.bytes.Add(context.Background(), bytes, attrs)
+	in.batches.Add(context.Background(), 1, attrs)
+	in.records.Add(context.Background(), offsets, attrs)
+}

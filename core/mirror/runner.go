@@ -1,0 +1,606 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/kmirror/kmirror/core/batch"
+	"github.com/kmirror/kmirror/core/offsetmap"
+	"github.com/kmirror/kmirror/core/partition"
+	"github.com/kmirror/kmirror/sdk/statestore"
+)
+
+// Extension names under which the runner keeps its own facts in the
+// partition record (partition.Data.Extensions).
+const (
+	extAlignment  = "alignment"   // alignmentState while filler is being written
+	extTxnWriters = "txn_writers" // []txnWriterRecord: destination transactional writers
+)
+
+// alignmentState records a filler alignment in progress, so that a crash in
+// the middle resumes it rather than mistaking the filler for foreign data.
+type alignmentState struct {
+	// FillTo is the destination offset the filler reaches (the base offset of
+	// the first source batch to mirror).
+	FillTo int64 `json:"fill_to"`
+	// DeleteTo is the source log start offset, which the destination's log
+	// start is moved to once the mirror has passed it.
+	DeleteTo int64 `json:"delete_to"`
+}
+
+// runner drives one partition: it owns the partition's state machine record
+// and moves its batches from the fetcher to the writer.
+type runner struct {
+	m         *mirrorRun
+	topic     string
+	topicID   [16]byte
+	partition int32
+	log       hclog.Logger
+	p         *partition.Partition
+
+	// Only the runner goroutine touches these.
+	mode     partition.Mode
+	omap     *offsetmap.Map
+	deleteTo int64 // pending DeleteRecords target after alignment; 0: none
+	prepared bool  // prepare just set the resume point: mirror need not resume
+	dstNext  int64 // next destination offset (== next in preserve mode)
+
+	mu     sync.Mutex // guards the status fields below
+	next   int64      // next source offset to mirror; -1 unknown
+	srcHW  int64
+	srcLS  int64
+	dstEnd int64
+	notes  []string
+}
+
+func newRunner(ctx context.Context, m *mirrorRun, t sourceTopic, p int32) (*runner, error) {
+	part, created, err := m.e.machine.LoadOrCreate(ctx, m.name, t.Name, p, "topic in scope of the mirror")
+	if err != nil {
+		return nil, fmt.Errorf("mirror %s: topic %s partition %d: loading its state: %w", m.name, t.Name, p, err)
+	}
+	r := &runner{m: m, topic: t.Name, topicID: t.ID, partition: p, p: part, next: -1, srcHW: -1, srcLS: -1, dstEnd: -1,
+		log: m.log.With("topic", t.Name, "partition", p)}
+	_ = created // the machine reports the creation to the observer
+	return r, nil
+}
+
+// errorf builds an error that names the mirror, topic and partition.
+func (r *runner) errorf(format string, args ...any) error {
+	return fmt.Errorf("mirror %s: topic %s partition %d: %w", r.m.name, r.topic, r.partition, fmt.Errorf(format, args...))
+}
+
+// run loops over the partition's states until ctx is done.
+func (r *runner) run(ctx context.Context) {
+	for ctx.Err() == nil {
+		var err error
+		switch st := r.p.State(); st {
+		case partition.Preparing:
+			if err = r.prepare(ctx); err == nil {
+				err = r.p.TransitionWith(ctx, partition.Mirroring, fmt.Sprintf("prepared: %s mode from source offset %d", r.mode, r.getNext()), func(d *partition.Data) error {
+					d.Mode = r.mode
+					return nil
+				})
+				if err != nil {
+					r.log.Error("cannot record the transition to MIRRORING", "error", err)
+					sleepCtx(ctx, time.Second)
+				}
+				continue
+			}
+		case partition.Mirroring:
+			err = r.mirror(ctx)
+		case partition.Failed:
+			r.waitRetry(ctx)
+			continue
+		case partition.Stopping:
+			if err := r.stopPartition(ctx); err != nil && ctx.Err() == nil {
+				r.log.Error("stopping the partition failed; retrying", "error", err)
+				sleepCtx(ctx, time.Second)
+			}
+			continue
+		default: // PAUSED, STOPPED: nothing runs until an operator acts.
+			<-ctx.Done()
+			return
+		}
+		if err != nil && ctx.Err() == nil {
+			r.fail(ctx, err)
+		}
+	}
+}
+
+func (r *runner) fail(ctx context.Context, cause error) {
+	if err := r.p.Fail(ctx, cause); err != nil {
+		r.log.Error("cannot record the failure", "failure", cause, "error", err)
+		sleepCtx(ctx, time.Second)
+	}
+}
+
+// waitRetry waits until a FAILED partition's retry is due and retries it;
+// a partition that needs an operator waits for ctx.
+func (r *runner) waitRetry(ctx context.Context) {
+	rec := r.p.Record()
+	if rec.NeedsOperator() {
+		<-ctx.Done()
+		return
+	}
+	if d := time.Until(rec.RetryAt); d > 0 && !sleepCtx(ctx, d) {
+		return
+	}
+	if err := r.p.Retry(ctx); err != nil {
+		r.log.Error("retry failed", "error", err)
+		sleepCtx(ctx, time.Second)
+	}
+}
+
+// offsets returns a partition's log start and end offsets on one cluster.
+func offsets(ctx context.Context, adm *kadm.Client, topic string, p int32) (start, end int64, err error) {
+	starts, err := adm.ListStartOffsets(ctx, topic)
+	if err != nil {
+		return 0, 0, err
+	}
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		return 0, 0, err
+	}
+	so, ok1 := starts.Lookup(topic, p)
+	eo, ok2 := ends.Lookup(topic, p)
+	if !ok1 || !ok2 {
+		return 0, 0, fmt.Errorf("partition %d of %s not found", p, topic)
+	}
+	if so.Err != nil {
+		return 0, 0, so.Err
+	}
+	if eo.Err != nil {
+		return 0, 0, eo.Err
+	}
+	return so.Offset, eo.Offset, nil
+}
+
+// prepare decides the mode of a new partition (aligning its log start with
+// filler when needed), or restores the resume point of a known one.
+func (r *runner) prepare(ctx context.Context) error {
+	rec := r.p.Record()
+	srcStart, srcEnd, err := offsets(ctx, r.m.srcAdm, r.topic, r.partition)
+	if err != nil {
+		return r.errorf("reading source offsets: %w", err)
+	}
+	dstStart, dstEnd, err := offsets(ctx, r.m.e.dstAdm, r.topic, r.partition)
+	if err != nil {
+		return r.errorf("reading destination offsets: %w", err)
+	}
+	r.setOffsets(srcStart, srcEnd, dstEnd)
+	r.prepared = true
+	if rec.Mode != partition.ModeUndecided {
+		return r.resume(ctx)
+	}
+	if dstEnd > 0 {
+		return partition.NonRetryable(r.errorf("the destination partition already holds offsets %d to %d that this mirror did not write; "+
+			"kmirror never merges into foreign data: delete and recreate the destination topic, or exclude it from mirror.topics.include", dstStart, dstEnd-1))
+	}
+	if srcStart == 0 || srcStart == srcEnd && srcEnd == 0 {
+		r.mode, r.next, r.dstNext = partition.ModePreserve, 0, 0
+		return nil
+	}
+	base, err := r.m.dp.firstBatchBase(ctx, r.topic, r.topicID, r.partition, srcStart, srcEnd)
+	if err != nil {
+		return r.errorf("finding the source batch at log start %d: %w", srcStart, err)
+	}
+	budget := r.m.dcfg.OffsetAlignmentMaxRecords
+	if base > budget {
+		r.mode, r.omap = partition.ModeMap, &offsetmap.Map{}
+		r.setNext(base)
+		r.dstNext = 0
+		r.note(fmt.Sprintf("map mode: the source log starts at offset %d, beyond mirror.offset.alignment.max.records (%d)", base, budget))
+		r.log.Warn("partition runs in map mode: source log start beyond the filler budget", "log_start", srcStart, "budget", budget)
+		return r.saveMap(ctx)
+	}
+	align := alignmentState{FillTo: base, DeleteTo: srcStart}
+	if err := r.p.Update(ctx, func(d *partition.Data) error {
+		d.Mode = partition.ModePreserve
+		return d.SetExtension(extAlignment, align)
+	}); err != nil {
+		return r.errorf("recording the alignment: %w", err)
+	}
+	r.mode = partition.ModePreserve
+	return r.align(ctx, align, 0)
+}
+
+// align writes filler up to align.FillTo from the destination end offset
+// dstEnd, deletes it, and sets the resume point.
+func (r *runner) align(ctx context.Context, align alignmentState, dstEnd int64) error {
+	if dstEnd < align.FillTo {
+		r.log.Info("aligning the destination log start with filler records", "from", dstEnd, "to", align.FillTo)
+		if err := r.m.dp.writeFiller(ctx, r, dstEnd, align.FillTo); err != nil {
+			return r.errorf("writing filler records up to offset %d: %w", align.FillTo, err)
+		}
+	}
+	if err := r.deleteRecords(ctx, align.FillTo); err != nil {
+		return err
+	}
+	r.setNext(align.FillTo)
+	r.dstNext = align.FillTo
+	if align.DeleteTo > align.FillTo {
+		r.deleteTo = align.DeleteTo
+	}
+	r.note(fmt.Sprintf("aligned: destination log start moved to %d with filler", align.DeleteTo))
+	return nil
+}
+
+func (r *runner) deleteRecords(ctx context.Context, before int64) error {
+	if before <= 0 {
+		return nil
+	}
+	os := kadm.Offsets{}
+	os.Add(kadm.Offset{Topic: r.topic, Partition: r.partition, At: before})
+	resp, err := r.m.e.dstAdm.DeleteRecords(ctx, os)
+	if err == nil {
+		if d, ok := resp.Lookup(r.topic, r.partition); ok {
+			err = d.Err
+		}
+	}
+	if err != nil {
+		return r.errorf("moving the destination log start to %d (DeleteRecords): %w", before, err)
+	}
+	return nil
+}
+
+// resume restores the resume point of a partition whose mode is decided,
+// from the destination's end offset (and the offset map in map mode), and
+// resumes the destination transactions the partition holds open.
+func (r *runner) resume(ctx context.Context) error {
+	rec := r.p.Record()
+	if err := r.m.dp.resumeWriters(ctx, r); err != nil {
+		return err
+	}
+	srcStart, srcEnd, err := offsets(ctx, r.m.srcAdm, r.topic, r.partition)
+	if err != nil {
+		return r.errorf("reading source offsets: %w", err)
+	}
+	_, dstEnd, err := offsets(ctx, r.m.e.dstAdm, r.topic, r.partition)
+	if err != nil {
+		return r.errorf("reading destination offsets: %w", err)
+	}
+	r.setOffsets(srcStart, srcEnd, dstEnd)
+	r.mode = rec.Mode
+	var align alignmentState
+	if ok, _ := rec.Extension(extAlignment, &align); ok && r.mode == partition.ModePreserve && dstEnd <= align.FillTo {
+		if err := r.align(ctx, align, dstEnd); err != nil {
+			return err
+		}
+		dstEnd = align.FillTo
+	}
+	switch r.mode {
+	case partition.ModePreserve:
+		if dstEnd > srcEnd {
+			return partition.NonRetryable(r.errorf("the destination ends at offset %d, beyond the source's high watermark %d: the source lost records it had "+
+				"(unclean leader election, or the topic was recreated); the logs diverge", dstEnd, srcEnd))
+		}
+		if dstEnd < srcStart && !(dstEnd == 0 && srcStart == srcEnd) {
+			return partition.NonRetryable(r.errorf("the source log now starts at offset %d, beyond what was mirrored (destination end %d): "+
+				"records were deleted on the source before kmirror copied them", srcStart, dstEnd))
+		}
+		r.setNext(dstEnd)
+		r.dstNext = dstEnd
+	case partition.ModeMap:
+		m, err := r.loadMap(ctx)
+		if err != nil {
+			return err
+		}
+		m.TruncateDest(dstEnd)
+		if m.DestNext() != dstEnd && !m.Empty() {
+			return partition.NonRetryable(r.errorf("the destination ends at offset %d but the offset map ends at %d: someone else wrote to the destination partition", dstEnd, m.DestNext()))
+		}
+		r.omap = m
+		if m.Empty() {
+			r.setNext(max(r.getNext(), srcStart))
+		} else {
+			r.setNext(m.SourceNext())
+		}
+		r.dstNext = dstEnd
+	default:
+		return r.errorf("unknown mode %q in the state store", r.mode)
+	}
+	return nil
+}
+
+func (r *runner) loadMap(ctx context.Context) (*offsetmap.Map, error) {
+	e, err := r.m.e.opts.Store.Get(ctx, statestore.OffsetMapKey(r.m.name, r.topic, r.partition))
+	m := &offsetmap.Map{}
+	if errors.Is(err, statestore.ErrNotFound) {
+		return m, nil
+	}
+	if err != nil {
+		return nil, r.errorf("loading the offset map: %w", err)
+	}
+	if err := m.UnmarshalBinary(e.Value); err != nil {
+		return nil, partition.NonRetryable(r.errorf("the offset map in the state store is unreadable: %w", err))
+	}
+	return m, nil
+}
+
+// saveMap writes the offset map (write-ahead: before the batches it maps are
+// appended).
+func (r *runner) saveMap(ctx context.Context) error {
+	b, err := r.omap.MarshalBinary()
+	if err != nil {
+		return err
+	}
+	if _, err := r.m.e.opts.Store.Put(ctx, statestore.OffsetMapKey(r.m.name, r.topic, r.partition), b, statestore.AnyVersion); err != nil {
+		return r.errorf("saving the offset map: %w", err)
+	}
+	return nil
+}
+
+// mirror runs the fetch → append loop until ctx is done or an error.
+func (r *runner) mirror(ctx context.Context) error {
+	// The resume point comes from the destination every time mirroring
+	// (re)starts, never from memory: a failed append may have landed.
+	if !r.prepared {
+		if err := r.resume(ctx); err != nil {
+			return err
+		}
+	}
+	r.prepared = false
+	q, err := r.m.dp.subscribe(r, r.getNext())
+	if err != nil {
+		return err
+	}
+	defer r.m.dp.unsubscribe(r)
+	for {
+		f, err := q.Next(ctx)
+		if err != nil {
+			return nil // ctx done
+		}
+		r.mu.Lock()
+		if f.HighWatermark >= 0 {
+			r.srcHW = f.HighWatermark
+		}
+		if f.LogStartOffset >= 0 {
+			r.srcLS = f.LogStartOffset
+		}
+		r.mu.Unlock()
+		if f.Err != nil {
+			return r.classify(f.Err)
+		}
+		for _, b := range f.Batches {
+			if err := r.forward(ctx, b); err != nil {
+				return err
+			}
+		}
+		r.m.dp.done(r, f)
+	}
+}
+
+// forward appends one source batch to the destination.
+func (r *runner) forward(ctx context.Context, b batch.Batch) error {
+	next := r.getNext()
+	if b.NextOffset() <= next {
+		return nil // already mirrored (the first batch of a fetch may start before the fetch offset)
+	}
+	if b.BaseOffset() < next {
+		return partition.NonRetryable(r.errorf("source batch at offsets %d to %d straddles the resume offset %d: the source log changed under the mirror", b.BaseOffset(), b.LastOffset(), next))
+	}
+	if r.mode == partition.ModePreserve && (b.BaseOffset() != next || !b.Dense()) {
+		if err := r.switchToMap(ctx, next, b); err != nil {
+			return err
+		}
+	}
+	if r.mode == partition.ModeMap {
+		return r.forwardMapped(ctx, b)
+	}
+	if err := r.m.dp.append(ctx, r, b, b.BaseOffset()); err != nil {
+		return err
+	}
+	r.advance(b.NextOffset(), b.NextOffset())
+	r.m.e.inst.appended(r.m.name, int64(len(b)), b.NextOffset()-b.BaseOffset())
+	return r.maybeDeleteAligned(ctx)
+}
+
+func (r *runner) maybeDeleteAligned(ctx context.Context) error {
+	if r.deleteTo == 0 || r.getNext() < r.deleteTo {
+		return nil
+	}
+	if err := r.deleteRecords(ctx, r.deleteTo); err != nil {
+		return err
+	}
+	r.deleteTo = 0
+	return r.p.Update(ctx, func(d *partition.Data) error {
+		delete(d.Extensions, extAlignment)
+		return nil
+	})
+}
+
+// switchToMap moves a preserve-mode partition to map mode at source offset
+// next (== destination offset next), because batch b cannot land at its own
+// offsets (a compaction gap).
+func (r *runner) switchToMap(ctx context.Context, next int64, b batch.Batch) error {
+	m := &offsetmap.Map{}
+	if start := r.getLogStart(); next > start && start >= 0 {
+		if err := m.AddRun(start, start, next-start); err != nil {
+			return r.errorf("building the offset map: %w", err)
+		}
+	}
+	r.omap, r.mode = m, partition.ModeMap
+	if err := r.saveMap(ctx); err != nil {
+		return err
+	}
+	reason := fmt.Sprintf("map mode from source offset %d: the source batch at %d–%d has gaps (compaction), so offsets cannot be kept", next, b.BaseOffset(), b.LastOffset())
+	if err := r.p.Update(ctx, func(d *partition.Data) error { d.Mode = partition.ModeMap; return nil }); err != nil {
+		return r.errorf("recording map mode: %w", err)
+	}
+	r.note(reason)
+	r.log.Warn("partition switches to map mode", "reason", reason)
+	return nil
+}
+
+// forwardMapped appends b in map mode: dense batches as they are, batches
+// with gaps re-encoded with consecutive offsets (records unchanged); the
+// mapping is saved before the append.
+func (r *runner) forwardMapped(ctx context.Context, b batch.Batch) error {
+	out := b
+	if b.IsControl() {
+		if _, err := batch.ControlRecord(b); errors.Is(err, batch.ErrNoControlRecord) {
+			r.advance(b.NextOffset(), r.dstNext)
+			return nil // compaction removed the marker's record: nothing to replay
+		}
+		if err := r.omap.Add(b.BaseOffset(), r.dstNext); err != nil {
+			return r.errorf("offset map: %w", err)
+		}
+	} else {
+		recs, err := b.Records()
+		if err != nil {
+			return r.errorf("decoding source batch at %d: %w", b.BaseOffset(), err)
+		}
+		if len(recs) == 0 {
+			r.advance(b.NextOffset(), r.dstNext)
+			return nil
+		}
+		for i, rec := range recs {
+			if err := r.omap.Add(rec.Offset, r.dstNext+int64(i)); err != nil {
+				return r.errorf("offset map: %w", err)
+			}
+		}
+		if !b.Dense() || b.BaseOffset() != recs[0].Offset {
+			out, err = reencode(b, recs, r.dstNext)
+			if err != nil {
+				return r.errorf("re-encoding source batch at %d: %w", b.BaseOffset(), err)
+			}
+		}
+	}
+	if err := r.saveMap(ctx); err != nil {
+		return err
+	}
+	if err := r.m.dp.append(ctx, r, out, r.dstNext); err != nil {
+		return err
+	}
+	n := out.NextOffset() - out.BaseOffset()
+	r.advance(b.NextOffset(), r.dstNext+n)
+	r.m.e.inst.appended(r.m.name, int64(len(out)), n)
+	return nil
+}
+
+// reencode builds a batch holding recs with consecutive offsets from base,
+// keeping every batch-level attribute that consumers see.
+func reencode(b batch.Batch, recs []batch.Record, base int64) (batch.Batch, error) {
+	shifted := make([]batch.Record, len(recs))
+	for i, rec := range recs {
+		rec.Offset = base + int64(i)
+		shifted[i] = rec
+	}
+	opts := batch.EncodeOptions{
+		BaseOffset:           base,
+		PartitionLeaderEpoch: b.PartitionLeaderEpoch(),
+		Compression:          b.Compression(),
+		Transactional:        b.IsTransactional(),
+		ProducerID:           b.ProducerID(),
+		ProducerEpoch:        b.ProducerEpoch(),
+		BaseSequence:         b.BaseSequence(),
+	}
+	if b.TimestampType() == batch.LogAppendTime {
+		opts.LogAppendTime = b.MaxTimestamp()
+	}
+	return batch.Encode(opts, shifted)
+}
+
+// classify turns a fetch error into a partition failure: errors that mean the
+// source log is no longer the one mirrored wait for an operator.
+func (r *runner) classify(err error) error {
+	if isSourceLogChanged(err) {
+		return partition.NonRetryable(r.errorf("%w", err))
+	}
+	return r.errorf("fetching from the source: %w", err)
+}
+
+// stopPartition runs STOPPING: remove the fetcher, abort the destination
+// transactions the partition holds open, record the last mirrored offset,
+// then STOPPED.
+func (r *runner) stopPartition(ctx context.Context) error {
+	r.m.dp.unsubscribe(r)
+	if err := r.m.dp.abortAll(ctx, r); err != nil {
+		return err
+	}
+	_, dstEnd, err := offsets(ctx, r.m.e.dstAdm, r.topic, r.partition)
+	if err != nil {
+		return r.errorf("reading the destination end offset: %w", err)
+	}
+	last := r.getNext() - 1
+	return r.p.TransitionWith(ctx, partition.Stopped, fmt.Sprintf("stopped; last mirrored source offset %d, destination end %d", last, dstEnd), func(d *partition.Data) error {
+		d.LastMirroredOffset = last
+		return nil
+	})
+}
+
+// advance records that the source is mirrored up to next (exclusive) and the
+// destination up to dstNext.
+func (r *runner) advance(next, dstNext int64) {
+	r.dstNext = dstNext
+	r.mu.Lock()
+	r.next, r.dstEnd = next, dstNext
+	r.mu.Unlock()
+}
+
+func (r *runner) setNext(next int64) {
+	r.mu.Lock()
+	r.next = next
+	r.mu.Unlock()
+}
+
+func (r *runner) getNext() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.next
+}
+
+func (r *runner) getLogStart() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.srcLS
+}
+
+func (r *runner) setOffsets(srcStart, srcEnd, dstEnd int64) {
+	r.mu.Lock()
+	r.srcLS, r.srcHW, r.dstEnd = srcStart, srcEnd, dstEnd
+	r.mu.Unlock()
+}
+
+func (r *runner) note(s string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, n := range r.notes {
+		if n == s {
+			return
+		}
+	}
+	r.notes = append(r.notes, s)
+}
+
+func (r *runner) status() PartitionStatus {
+	rec := r.p.Record()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st := PartitionStatus{
+		Mirror: r.m.name, Topic: r.topic, Partition: r.partition, State: rec.State.String(), Mode: string(rec.Mode),
+		SourceHighWatermark: r.srcHW, SourceLogStart: r.srcLS, DestinationEndOffset: r.dstEnd, Lag: -1,
+		LastMirroredOffset: rec.LastMirroredOffset, UpdatedAt: rec.UpdatedAt, Notes: append([]string(nil), r.notes...),
+	}
+	if r.next >= 0 {
+		st.LastMirroredOffset = r.next - 1
+		if r.srcHW >= 0 {
+			st.Lag = max(r.srcHW-r.next, 0)
+		}
+	}
+	if rec.State == partition.Failed {
+		st.LastError = rec.Reason
+		if rec.NeedsOperator() {
+			st.Retry = "NonRetryable"
+		} else {
+			st.Retry = fmt.Sprintf("%d/%d", rec.Attempts, r.m.e.machine.Backoff().MaxAttempts)
+		}
+	}
+	return st
+}

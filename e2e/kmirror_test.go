@@ -1,0 +1,316 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmirror/kmirror/core/mirror"
+	"github.com/kmirror/kmirror/core/verify"
+	"github.com/kmirror/kmirror/e2e/kafkatest"
+)
+
+// The kmirror binary the e2e tests run, built once per test process.
+var (
+	buildOnce sync.Once
+	binary    string
+	buildErr  error
+)
+
+func kmirrorBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		_, file, _, _ := runtime.Caller(0)
+		root := filepath.Dir(filepath.Dir(file))
+		dir, err := os.MkdirTemp("", "kmirror-e2e-bin")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binary = filepath.Join(dir, "kmirror")
+		cmd := exec.Command("go", "build", "-o", binary, "./cmd/kmirror")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build ./cmd/kmirror: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binary
+}
+
+// daemon is one `kmirror run` process of a test, mirroring source to
+// destination.
+type daemon struct {
+	t        *testing.T
+	cfgPath  string
+	httpAddr string
+	mirror   string
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	logs *strings.Builder
+	done chan struct{}
+}
+
+// startKmirror writes a configuration mirroring the topics matching include
+// from the source cluster to the destination cluster, and starts the daemon.
+// extra is appended to the mirror's block (indented by four spaces).
+func startKmirror(t *testing.T, include string, extra ...string) *daemon {
+	t.Helper()
+	dir := t.TempDir()
+	port := freePort(t)
+	name := "m" + strings.ToLower(regexp.MustCompile(`[^A-Za-z0-9]`).ReplaceAllString(strings.TrimPrefix(t.Name(), "Test"), ""))
+	if len(name) > 40 {
+		name = name[:40]
+	}
+	cfg := fmt.Sprintf(`log.level: debug
+log.format: json
+http.address: 127.0.0.1:%d
+mirror.metadata.refresh.interval.ms: 2000
+mirror.failed.retry.initial.backoff.ms: 200
+mirror.failed.retry.max.backoff.ms: 2000
+shutdown.timeout.ms: 20000
+destination:
+  bootstrap.servers: %s
+state:
+  dir: %s
+mirrors:
+  - name: %s
+    bootstrap.servers: %s
+    mirror.topics.include: %q
+`, port, destination.BootstrapServers(kafkatest.Plaintext), filepath.Join(dir, "state"), name, source.BootstrapServers(kafkatest.Plaintext), include)
+	for _, e := range extra {
+		cfg += "    " + e + "\n"
+	}
+	path := filepath.Join(dir, "kmirror.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := &daemon{t: t, cfgPath: path, httpAddr: fmt.Sprintf("127.0.0.1:%d", port), mirror: name}
+	d.start()
+	t.Cleanup(func() {
+		d.stop(syscall.SIGTERM)
+		if t.Failed() {
+			t.Logf("kmirror log (tail):\n%s", tail(d.log(), 60))
+		}
+	})
+	return d
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func (d *daemon) start() {
+	d.t.Helper()
+	cmd := exec.Command(kmirrorBinary(d.t), "run", "--config", d.cfgPath)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		d.t.Fatal(err)
+	}
+	d.mu.Lock()
+	if d.logs == nil {
+		d.logs = &strings.Builder{}
+	}
+	d.cmd, d.done = cmd, make(chan struct{})
+	done := d.done
+	d.mu.Unlock()
+	go func() { // owned by the daemon handle: ends when the process exits.
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			d.mu.Lock()
+			d.logs.WriteString(sc.Text() + "\n")
+			d.mu.Unlock()
+		}
+		_ = cmd.Wait()
+		close(done)
+	}()
+}
+
+// stop sends sig and waits for the process to exit.
+func (d *daemon) stop(sig syscall.Signal) {
+	d.mu.Lock()
+	cmd, done := d.cmd, d.done
+	d.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(sig)
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+	}
+	d.mu.Lock()
+	d.cmd = nil
+	d.mu.Unlock()
+}
+
+func (d *daemon) log() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.logs.String()
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// status reads the daemon's /v1/describe; ok is false while it does not answer.
+func (d *daemon) status() (mirror.Status, bool) {
+	resp, err := http.Get("http://" + d.httpAddr + "/v1/describe")
+	if err != nil {
+		return mirror.Status{}, false
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Mirrors mirror.Status `json:"mirrors"`
+	}
+	if json.NewDecoder(resp.Body).Decode(&out) != nil {
+		return mirror.Status{}, false
+	}
+	return out.Mirrors, true
+}
+
+// partitionStatus returns the status of topic/partition, if the daemon runs it.
+func (d *daemon) partitionStatus(topic string, p int32) (mirror.PartitionStatus, bool) {
+	st, ok := d.status()
+	if !ok {
+		return mirror.PartitionStatus{}, false
+	}
+	for _, m := range st.Mirrors {
+		for _, ps := range m.Partitions {
+			if ps.Topic == topic && ps.Partition == p {
+				return ps, true
+			}
+		}
+	}
+	return mirror.PartitionStatus{}, false
+}
+
+// waitState waits until topic/partition is in state and returns its status.
+func (d *daemon) waitState(ctx context.Context, topic string, p int32, state string) mirror.PartitionStatus {
+	d.t.Helper()
+	var last mirror.PartitionStatus
+	for {
+		if ps, ok := d.partitionStatus(topic, p); ok {
+			last = ps
+			if ps.State == state {
+				return ps
+			}
+		}
+		select {
+		case <-ctx.Done():
+			d.t.Fatalf("%s[%d] did not reach %s: last status %+v", topic, p, state, last)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// waitMirrored waits until every partition of topic is mirrored up to the
+// source's high watermark.
+func (d *daemon) waitMirrored(ctx context.Context, topic string, partitions int32) {
+	d.t.Helper()
+	adm := superAdmin(d.t, source)
+	for {
+		ends, err := adm.ListEndOffsets(ctx, topic)
+		done := err == nil
+		var lagging []string
+		for p := int32(0); done && p < partitions; p++ {
+			o, _ := ends.Lookup(topic, p)
+			ps, ok := d.partitionStatus(topic, p)
+			if !ok || ps.State != "MIRRORING" || ps.LastMirroredOffset+1 != o.Offset {
+				done = false
+				lagging = append(lagging, fmt.Sprintf("%d: %s mirrored to %d of %d %s", p, ps.State, ps.LastMirroredOffset+1, o.Offset, ps.LastError))
+			}
+		}
+		if done {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			d.t.Fatalf("topic %s not mirrored in time: %v", topic, lagging)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// verifyTopic compares every partition of topic on both clusters, offset by
+// offset, and returns the source logs.
+func verifyTopic(t *testing.T, ctx context.Context, topic string, partitions int32) []*verify.Log {
+	t.Helper()
+	src := newClient(t, source, kafkatest.Identity{})
+	dst := newClient(t, destination, kafkatest.Identity{})
+	var logs []*verify.Log
+	for p := int32(0); p < partitions; p++ {
+		log, diff, err := verify.Partition(ctx, src, dst, topic, p)
+		if err != nil {
+			t.Fatalf("verifying %s[%d]: %v", topic, p, err)
+		}
+		if diff != "" {
+			t.Fatalf("%s[%d] differs between source and destination: %s", topic, p, diff)
+		}
+		logs = append(logs, log)
+	}
+	return logs
+}
+
+// consumeExactly reads topic on c from the start with a read_committed or
+// read_uncommitted consumer until want records arrived, then polls one more
+// second to make sure no other record comes.
+func consumeExactly(t *testing.T, ctx context.Context, c *kafkatest.Cluster, topic string, committed bool, want int) []*kgo.Record {
+	t.Helper()
+	opts := []kgo.Opt{kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}
+	if committed {
+		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	}
+	cl := newClient(t, c, kafkatest.Identity{}, opts...)
+	var out []*kgo.Record
+	for len(out) < want {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("consuming %s (read_committed=%v): %d of %d records: %v", topic, committed, len(out), want, ctx.Err())
+		}
+		fs.EachRecord(func(r *kgo.Record) { out = append(out, r) })
+	}
+	pctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	fs := cl.PollFetches(pctx)
+	fs.EachRecord(func(r *kgo.Record) { out = append(out, r) })
+	if len(out) != want {
+		t.Fatalf("consuming %s (read_committed=%v): %d records, want %d", topic, committed, len(out), want)
+	}
+	return out
+}

@@ -1,0 +1,295 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmirror/kmirror/e2e/kafkatest"
+)
+
+var codecs = []struct {
+	name  string
+	codec kgo.CompressionCodec
+}{
+	{"none", kgo.NoCompression()}, {"gzip", kgo.GzipCompression()}, {"snappy", kgo.SnappyCompression()},
+	{"lz4", kgo.Lz4Compression()}, {"zstd", kgo.ZstdCompression()},
+}
+
+// TestMirrorKeepsOffsetsAndRecordsForEveryCodec: 3 topics × 4 partitions,
+// 200,000 records with keys, null values, headers and timestamps, each
+// compression codec: the destination is identical record by record, offsets
+// included.
+func TestMirrorKeepsOffsetsAndRecordsForEveryCodec(t *testing.T) {
+	ctx := testContext(t, 6*time.Minute)
+	adm := superAdmin(t, source)
+	base := topicName(t, "")
+	var topics []string
+	for i := 0; i < 3; i++ {
+		topic := fmt.Sprintf("%s-%d", base, i)
+		createTopic(t, ctx, adm, topic, 4, 3, nil)
+		topics = append(topics, topic)
+	}
+	const total = 200_000
+	var wg sync.WaitGroup
+	errs := make(chan error, len(codecs))
+	for ci, c := range codecs {
+		wg.Go(func() {
+			cl, err := source.NewClient(kafkatest.Identity{}, kgo.ProducerBatchCompression(c.codec), kgo.ProducerLinger(5*time.Millisecond), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer cl.Close()
+			ts := time.UnixMilli(1_700_000_000_000 + int64(ci)*1000)
+			for i := 0; i < total/len(codecs); i++ {
+				r := &kgo.Record{Topic: topics[i%3], Key: fmt.Appendf(nil, "%s-%d", c.name, i), Value: fmt.Appendf(nil, "value %d compressed with %s %s", i, c.name, strings.Repeat("x", i%64)),
+					Timestamp: ts.Add(time.Duration(i) * time.Millisecond), Headers: []kgo.RecordHeader{{Key: "codec", Value: []byte(c.name)}, {Key: "i", Value: fmt.Appendf(nil, "%d", i)}}}
+				if i%10 == 0 {
+					r.Value = nil
+				}
+				cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
+					if err != nil {
+						select {
+						case errs <- err:
+						default:
+						}
+					}
+				})
+			}
+			if err := cl.Flush(ctx); err != nil {
+				errs <- err
+			}
+		})
+	}
+	d := startKmirror(t, base+"-.*")
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("producing: %v", err)
+	}
+	var records int
+	for _, topic := range topics {
+		d.waitMirrored(ctx, topic, 4)
+		for _, log := range verifyTopic(t, ctx, topic, 4) {
+			records += len(log.Entries)
+		}
+	}
+	if records != total {
+		t.Fatalf("verified %d records, produced %d", records, total)
+	}
+	for _, topic := range topics {
+		for p := int32(0); p < 4; p++ {
+			if ps, _ := d.partitionStatus(topic, p); ps.Mode != "preserve" {
+				t.Fatalf("%s[%d] runs in mode %q, want preserve", topic, p, ps.Mode)
+			}
+		}
+	}
+}
+
+// TestKIPHangingTransactionExample mirrors the KIP's example log: A=1, B=2 in
+// producer A's transaction, X=9 in producer B's, A commits, B aborts, plain
+// Z=10. Offsets 0–5 with the markers at 3 and 4; read_committed sees A, B, Z;
+// read_uncommitted sees A, B, X, Z.
+func TestKIPHangingTransactionExample(t *testing.T) {
+	ctx := testContext(t, 3*time.Minute)
+	topic := topicName(t, "")
+	createTopic(t, ctx, superAdmin(t, source), topic, 1, 3, nil)
+	a := newClient(t, source, kafkatest.Identity{}, kgo.TransactionalID(topic+"-A"), kgo.DefaultProduceTopic(topic))
+	b := newClient(t, source, kafkatest.Identity{}, kgo.TransactionalID(topic+"-B"), kgo.DefaultProduceTopic(topic))
+	plain := newClient(t, source, kafkatest.Identity{}, kgo.DefaultProduceTopic(topic))
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(a.BeginTransaction())
+	produceSync(t, ctx, a, &kgo.Record{Key: []byte("A"), Value: []byte("1")}, &kgo.Record{Key: []byte("B"), Value: []byte("2")})
+	must(b.BeginTransaction())
+	produceSync(t, ctx, b, &kgo.Record{Key: []byte("X"), Value: []byte("9")})
+	must(a.EndTransaction(ctx, kgo.TryCommit))
+	must(b.EndTransaction(ctx, kgo.TryAbort))
+	produceSync(t, ctx, plain, &kgo.Record{Key: []byte("Z"), Value: []byte("10")})
+
+	d := startKmirror(t, topic)
+	d.waitMirrored(ctx, topic, 1)
+	logs := verifyTopic(t, ctx, topic, 1)
+	var shape []string
+	for _, e := range logs[0].Entries {
+		switch {
+		case e.Control:
+			shape = append(shape, fmt.Sprintf("%d:marker(%d)", e.Offset, e.Marker))
+		default:
+			shape = append(shape, fmt.Sprintf("%d:%s", e.Offset, e.Key))
+		}
+	}
+	if got, want := strings.Join(shape, " "), "0:A 1:B 2:X 3:marker(1) 4:marker(0) 5:Z"; got != want {
+		t.Fatalf("source log = %s, want %s (the test's premise)", got, want)
+	}
+	keys := func(rs []*kgo.Record) string {
+		var ks []string
+		for _, r := range rs {
+			ks = append(ks, fmt.Sprintf("%d:%s", r.Offset, r.Key))
+		}
+		return strings.Join(ks, " ")
+	}
+	if got := keys(consumeExactly(t, ctx, destination, topic, true, 3)); got != "0:A 1:B 5:Z" {
+		t.Fatalf("read_committed on the destination = %s, want 0:A 1:B 5:Z", got)
+	}
+	if got := keys(consumeExactly(t, ctx, destination, topic, false, 4)); got != "0:A 1:B 2:X 5:Z" {
+		t.Fatalf("read_uncommitted on the destination = %s, want 0:A 1:B 2:X 5:Z", got)
+	}
+}
+
+// TestRandomTransactionalInterleavingMirrorsIdentically: 4 transactional
+// producers whose transactions span several partitions, randomly committed or
+// aborted, interleaved with plain producers.
+func TestRandomTransactionalInterleavingMirrorsIdentically(t *testing.T) {
+	ctx := testContext(t, 4*time.Minute)
+	topic := topicName(t, "")
+	createTopic(t, ctx, superAdmin(t, source), topic, 3, 3, nil)
+	d := startKmirror(t, topic)
+	produceInterleaved(t, ctx, topic, 3, 4, 40, 7)
+	d.waitMirrored(ctx, topic, 3)
+	verifyTopic(t, ctx, topic, 3)
+}
+
+// produceInterleaved runs txnProducers transactional producers, each running
+// txns transactions over all partitions (random commit/abort), and one plain
+// producer, concurrently.
+func produceInterleaved(t *testing.T, ctx context.Context, topic string, partitions int32, txnProducers, txns int, seed uint64) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, txnProducers+1)
+	for i := 0; i < txnProducers; i++ {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(seed, uint64(i)))
+			cl, err := source.NewClient(kafkatest.Identity{}, kgo.TransactionalID(fmt.Sprintf("%s-tx%d", topic, i)), kgo.DefaultProduceTopic(topic),
+				kgo.RecordPartitioner(kgo.ManualPartitioner()))
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer cl.Close()
+			for n := 0; n < txns; n++ {
+				if err := cl.BeginTransaction(); err != nil {
+					errs <- err
+					return
+				}
+				for k := 0; k < 2+r.IntN(4); k++ {
+					rec := &kgo.Record{Partition: int32(r.IntN(int(partitions))), Key: fmt.Appendf(nil, "tx%d-%d-%d", i, n, k), Value: []byte("v")}
+					if err := cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
+						errs <- err
+						return
+					}
+				}
+				if err := cl.EndTransaction(ctx, kgo.TransactionEndTry(r.IntN(3) != 0)); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		cl, err := source.NewClient(kafkatest.Identity{}, kgo.DefaultProduceTopic(topic))
+		if err != nil {
+			errs <- err
+			return
+		}
+		defer cl.Close()
+		for n := 0; n < txns*5; n++ {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Key: fmt.Appendf(nil, "plain-%d", n), Value: []byte("p")}).FirstErr(); err != nil {
+				errs <- err
+				return
+			}
+		}
+	})
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("producing: %v", err)
+	}
+}
+
+// TestDaemonKilledRepeatedlyLosesAndDuplicatesNothing: the daemon is killed
+// with SIGKILL five times while plain records and transactions stream in, and
+// restarted each time; the destination ends identical, markers included.
+func TestDaemonKilledRepeatedlyLosesAndDuplicatesNothing(t *testing.T) {
+	ctx := testContext(t, 6*time.Minute)
+	topic := topicName(t, "")
+	createTopic(t, ctx, superAdmin(t, source), topic, 2, 3, nil)
+	d := startKmirror(t, topic)
+	produced := make(chan struct{})
+	go func() { // owned by the test: it waits on produced below.
+		defer close(produced)
+		produceInterleaved(t, ctx, topic, 2, 4, 60, 11)
+	}()
+	for i := 0; i < 5; i++ {
+		time.Sleep(time.Duration(700+300*i) * time.Millisecond)
+		d.stop(syscall.SIGKILL)
+		d.start()
+	}
+	<-produced
+	d.waitMirrored(ctx, topic, 2)
+	verifyTopic(t, ctx, topic, 2)
+}
+
+// TestSourceLogStartIsAlignedWithFiller: records deleted on the source
+// (DeleteRecords) before mirroring: the destination's log start and offsets
+// match the source's.
+func TestSourceLogStartIsAlignedWithFiller(t *testing.T) {
+	ctx := testContext(t, 3*time.Minute)
+	topic := topicName(t, "")
+	adm := superAdmin(t, source)
+	createTopic(t, ctx, adm, topic, 1, 3, nil)
+	cl := newClient(t, source, kafkatest.Identity{}, kgo.DefaultProduceTopic(topic))
+	for i := 0; i < 10; i++ { // ten batches of 50 records
+		var recs []*kgo.Record
+		for j := 0; j < 50; j++ {
+			recs = append(recs, &kgo.Record{Key: fmt.Appendf(nil, "k%d-%d", i, j), Value: []byte("v")})
+		}
+		produceSync(t, ctx, cl, recs...)
+	}
+	var os kadm.Offsets
+	os.Add(kadm.Offset{Topic: topic, Partition: 0, At: 275}) // inside the sixth batch
+	if _, err := adm.DeleteRecords(ctx, os); err != nil {
+		t.Fatal(err)
+	}
+	d := startKmirror(t, topic)
+	d.waitMirrored(ctx, topic, 1)
+	logs := verifyTopic(t, ctx, topic, 1)
+	if logs[0].LogStart != 275 || logs[0].HighWatermark != 500 {
+		t.Fatalf("source log %d–%d, want 275–500 (test premise)", logs[0].LogStart, logs[0].HighWatermark)
+	}
+}
+
+// TestForeignDataOnTheDestinationFailsThePartition: a destination topic that
+// already holds records the mirror did not write goes to FAILED, with a reason
+// naming the topic and partition.
+func TestForeignDataOnTheDestinationFailsThePartition(t *testing.T) {
+	ctx := testContext(t, 2*time.Minute)
+	topic := topicName(t, "")
+	createTopic(t, ctx, superAdmin(t, source), topic, 1, 3, nil)
+	createTopic(t, ctx, superAdmin(t, destination), topic, 1, 1, nil)
+	produceSync(t, ctx, newClient(t, source, kafkatest.Identity{}, kgo.DefaultProduceTopic(topic)), &kgo.Record{Value: []byte("source")})
+	produceSync(t, ctx, newClient(t, destination, kafkatest.Identity{}, kgo.DefaultProduceTopic(topic)), &kgo.Record{Value: []byte("foreign")})
+	d := startKmirror(t, topic)
+	ps := d.waitState(ctx, topic, 0, "FAILED")
+	for _, want := range []string{"topic " + topic + " partition 0", "already holds offsets 0 to 0"} {
+		if !strings.Contains(ps.LastError, want) {
+			t.Fatalf("reason %q does not contain %q", ps.LastError, want)
+		}
+	}
+	if ps.Retry != "NonRetryable" {
+		t.Fatalf("retry = %q, want NonRetryable", ps.Retry)
+	}
+}
