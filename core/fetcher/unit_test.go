@@ -1,0 +1,192 @@
+package fetcher
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmirror/kmirror/core/batch"
+)
+
+func TestNewValidatesOptionsOnce(t *testing.T) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers("127.0.0.1:1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+
+	m, err := New(cl)
+	if err != nil {
+		t.Fatalf("New with defaults: %v", err)
+	}
+	c := m.cfg
+	if c.fetchers != 1 || c.partitionMaxBytes != 1048576 || c.minBytes != 1 || c.responseMaxBytes != 10485760 ||
+		c.maxWait != 500*time.Millisecond || c.backoff != time.Second || c.maxBuffered != 2*1048576 || c.throttle != nil {
+		t.Errorf("defaults %+v, want Kafka's replica fetcher defaults", c)
+	}
+	if m, _ := New(cl, WithPartitionMaxBytes(1000)); m.cfg.maxBuffered != 2000 {
+		t.Errorf("derived buffer limit %d, want twice the partition max bytes", m.cfg.maxBuffered)
+	}
+
+	for _, tc := range []struct {
+		opt  Option
+		want string
+	}{
+		{WithFetchersPerBroker(0), "mirror.num.replica.fetchers"},
+		{WithPartitionMaxBytes(0), "replica.fetch.max.bytes"},
+		{WithMinBytes(-1), "replica.fetch.min.bytes"},
+		{WithResponseMaxBytes(0), "replica.fetch.response.max.bytes"},
+		{WithMaxWait(-time.Millisecond), "replica.fetch.wait.max.ms"},
+		{WithMaxWait(1 << 62), "replica.fetch.wait.max.ms"},
+		{WithBackoff(-1), "replica.fetch.backoff.ms"},
+		{WithMaxBufferedBytes(0), "max buffered bytes"},
+		{WithLogger(nil), "logger"},
+	} {
+		_, err := New(cl, tc.opt)
+		if !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("option for %s: error %v, want ErrInvalidOption naming it", tc.want, err)
+		}
+	}
+	_, err = New(cl, WithMinBytes(100), WithResponseMaxBytes(10))
+	if err == nil || !strings.Contains(err.Error(), "must not exceed replica.fetch.response.max.bytes") {
+		t.Errorf("min bytes above response max: %v", err)
+	}
+	_, err = New(cl, WithFetchersPerBroker(0), WithBackoff(-1))
+	if err == nil || !strings.Contains(err.Error(), "mirror.num.replica.fetchers") || !strings.Contains(err.Error(), "replica.fetch.backoff.ms") {
+		t.Errorf("two bad options: %v, want both named", err)
+	}
+	if _, err := New(nil); !errors.Is(err, ErrInvalidOption) {
+		t.Errorf("nil client: %v", err)
+	}
+}
+
+func TestAddRejectsBadSpecs(t *testing.T) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers("127.0.0.1:1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	m, err := New(cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := NewQueue()
+	for _, tc := range []struct {
+		spec PartitionSpec
+		sink Sink
+	}{
+		{PartitionSpec{Partition: 0, LeaderEpoch: -1}, q},
+		{PartitionSpec{Topic: "t", Partition: -1, LeaderEpoch: -1}, q},
+		{PartitionSpec{Topic: "t", FetchOffset: -1, LeaderEpoch: -1}, q},
+		{PartitionSpec{Topic: "t", LeaderEpoch: -2}, q},
+		{PartitionSpec{Topic: "t", LeaderEpoch: -1}, nil},
+	} {
+		if err := m.Add(tc.spec, tc.sink); err == nil {
+			t.Errorf("Add(%+v) accepted", tc.spec)
+		}
+	}
+	if err := m.Add(PartitionSpec{Topic: "t", LeaderEpoch: -1}, q); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Add(PartitionSpec{Topic: "t", LeaderEpoch: -1}, q); !errors.Is(err, ErrAlreadyAdded) {
+		t.Errorf("second Add: %v, want ErrAlreadyAdded", err)
+	}
+	st, ok := m.Status("t", 0)
+	if !ok || st.State != StateWaitingForLeader || st.Lag() != -1 || st.Leader != -1 {
+		t.Errorf("status before Run %+v, want waiting for a leader with unknown lag", st)
+	}
+}
+
+// fetcherID must agree with Kafka's AbstractFetcherManager.getFetcherId:
+// Utils.abs(31 * topic.hashCode() + partition) % n.
+func TestFetcherIDMatchesKafka(t *testing.T) {
+	for _, tc := range []struct {
+		topic     string
+		partition int32
+		n         int
+		want      int
+	}{
+		// "a".hashCode() = 97: 31*97+0 = 3007.
+		{"a", 0, 3, 3007 % 3},
+		{"a", 5, 4, 3012 % 4},
+		// "hello".hashCode() = 99162322: 31*99162322+1 overflows to -1220935313.
+		{"hello", 1, 7, 1220935313 % 7},
+		// "polygenelubricants".hashCode() = MinInt32; 31*MinInt32 wraps to
+		// MinInt32, whose Utils.abs is 0.
+		{"polygenelubricants", 0, 5, 0},
+		// Non-ASCII: Java hashes UTF-16 code units; "é" = 0xE9 = 233,
+		// "😀" = D83D DE00: (233*31+0xD83D)*31+0xDE00.
+		{"é😀", 0, 1000, ((233*31+0xD83D)*31 + 0xDE00) * 31 % 1000},
+		{"anything", 9, 1, 0},
+	} {
+		if got := fetcherID(tc.topic, tc.partition, tc.n); got != tc.want {
+			t.Errorf("fetcherID(%q, %d, %d) = %d, want %d", tc.topic, tc.partition, tc.n, got, tc.want)
+		}
+	}
+}
+
+func TestQueueOrderAndCoalescing(t *testing.T) {
+	q := NewQueue()
+	b, err := batch.Encode(batch.EncodeOptions{BaseOffset: 5}, []batch.Record{{Offset: 5, Value: []byte("v")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.Deliver(Fetched{HighWatermark: 1})
+	q.Deliver(Fetched{HighWatermark: 2}) // replaces the first: both carry only watermarks
+	q.Deliver(Fetched{Batches: []batch.Batch{b}, HighWatermark: 6})
+	q.Deliver(Fetched{HighWatermark: 7})
+	q.Deliver(Fetched{Err: ErrDiverged})
+	q.Deliver(Fetched{HighWatermark: 8})
+	if q.Len() != 5 {
+		t.Fatalf("Len %d, want 5", q.Len())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	var hws []int64
+	for range 5 {
+		f, err := q.Next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hws = append(hws, f.HighWatermark)
+		if f.HighWatermark == 6 && f.Bytes() != len(b) {
+			t.Errorf("Bytes %d, want %d", f.Bytes(), len(b))
+		}
+	}
+	if want := []int64{2, 6, 7, 0, 8}; !slices.Equal(hws, want) {
+		t.Errorf("high watermarks in order %v, want %v (an error or data separates watermark-only deliveries)", hws, want)
+	}
+	if _, ok := q.TryNext(); ok {
+		t.Error("queue not empty")
+	}
+	short, cancel2 := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel2()
+	if _, err := q.Next(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Next on an empty queue: %v", err)
+	}
+}
+
+func TestErrorsNameThePartitionAndTheWayOut(t *testing.T) {
+	oor := &OffsetOutOfRangeError{Topic: "t", Partition: 3, FetchOffset: 5, LogStartOffset: 10, LogEndOffset: 20}
+	if !errors.Is(oor, ErrOffsetOutOfRange) || !strings.Contains(oor.Error(), "t-3") || !strings.Contains(oor.Error(), "deleted") {
+		t.Errorf("out of range below the start: %v", oor)
+	}
+	beyond := &OffsetOutOfRangeError{Topic: "t", Partition: 3, FetchOffset: 50, LogStartOffset: -1, LogEndOffset: 20}
+	if !strings.Contains(beyond.Error(), "shorter") || !strings.Contains(beyond.Error(), "log start unknown") {
+		t.Errorf("out of range beyond the end: %v", beyond)
+	}
+	de := &DivergedError{Topic: "t", Partition: 1, FetchOffset: 9, LastFetchedEpoch: 4, DivergingEpoch: 3, DivergingEndOffset: 7}
+	if !errors.Is(de, ErrDiverged) || !strings.Contains(de.Error(), "t-1") || !strings.Contains(de.Error(), "unclean") {
+		t.Errorf("diverged: %v", de)
+	}
+	for s, want := range map[State]string{StateWaitingForLeader: "waiting-for-leader", StateFetching: "fetching", StatePaused: "paused", StateFailed: "failed", State(9): "State(9)"} {
+		if s.String() != want {
+			t.Errorf("State %d String %q, want %q", s, s.String(), want)
+		}
+	}
+}
