@@ -248,7 +248,11 @@ func (p *Partition) appendData(ctx context.Context, b batch.Batch, expect int64)
 	srcOffset := b.BaseOffset()
 	b.SetBaseOffset(0) // producers send 0; the broker assigns the offset
 	b.Restamp(pid, epoch, seq)
-	op, inFlight, err := p.produce(ctx, b)
+	txnID := ""
+	if tw != nil {
+		txnID = tw.info.TransactionalID
+	}
+	op, inFlight, err := p.produce(ctx, b, txnID)
 	if !inFlight {
 		b.SetBaseOffset(srcOffset)
 	}
@@ -416,7 +420,11 @@ func (p *Partition) listEnd(ctx context.Context) (int64, error) {
 // produce sends b through the leader's sink until it is appended, retrying
 // retriable errors. inFlight reports that it gave up (ctx ended) while a
 // request carrying b was in flight: b must not be modified then.
-func (p *Partition) produce(ctx context.Context, b batch.Batch) (op *produceOp, inFlight bool, err error) {
+//
+// txnID is the destination transactional id of a transactional batch, ""
+// otherwise: brokers verify a request's transactional batches against the
+// request's one transactional id, so the sink never puts two in a request.
+func (p *Partition) produce(ctx context.Context, b batch.Batch, txnID string) (op *produceOp, inFlight bool, err error) {
 	r := p.w.newRetrier()
 	for {
 		var retryErr error
@@ -439,6 +447,7 @@ func (p *Partition) produce(ctx context.Context, b batch.Batch) (op *produceOp, 
 		}
 		op = p.op
 		op.records = b
+		op.txnID = txnID
 		if err := s.enqueue(op); err != nil {
 			return nil, false, p.errorf("produce", err)
 		}

@@ -15,6 +15,10 @@ type produceOp struct {
 	topic     string
 	partition int32
 	records   []byte
+	// txnID is the transactional id of a transactional batch, "" for an
+	// idempotent one. A ProduceRequest carries one transactional id, which
+	// the broker checks every transactional batch of the request against.
+	txnID string
 
 	done chan struct{} // capacity 1; the sink signals once per enqueue
 
@@ -98,24 +102,30 @@ func (s *sink) remove(op *produceOp) bool {
 	return false
 }
 
-// take moves queued ops of distinct partitions, up to MaxRequestBytes, into
-// dst. Ops left behind (a second op of a partition, or over the byte limit)
-// wake another worker.
+// take moves queued ops of distinct partitions, up to MaxRequestBytes and of
+// at most one transactional id, into dst. Ops left behind (a second op of a
+// partition, another transactional id, or over the byte limit) wake another
+// worker.
 func (s *sink) take(dst []*produceOp, seen map[tpKey]struct{}) []*produceOp {
 	clear(seen)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var size int
+	var txnID string
 	kept := s.queue[:0]
 	for _, op := range s.queue {
 		k := tpKey{op.topic, op.partition}
 		_, dup := seen[k]
-		if dup || (len(dst) > 0 && size+len(op.records) > s.w.cfg.maxRequestBytes) {
+		otherTxn := op.txnID != "" && txnID != "" && op.txnID != txnID
+		if dup || otherTxn || (len(dst) > 0 && size+len(op.records) > s.w.cfg.maxRequestBytes) {
 			kept = append(kept, op)
 			continue
 		}
 		seen[k] = struct{}{}
 		size += len(op.records)
+		if op.txnID != "" {
+			txnID = op.txnID
+		}
 		dst = append(dst, op)
 	}
 	clear(s.queue[len(kept):])
@@ -190,6 +200,9 @@ func (wk *sinkWorker) send(ctx context.Context) {
 	clear(wk.topicIdx)
 	clear(wk.byTP)
 	for i, op := range wk.ops {
+		if op.txnID != "" {
+			req.TransactionID = &op.txnID
+		}
 		wk.byTP[tpKey{op.topic, op.partition}] = i
 		ti, ok := wk.topicIdx[op.topic]
 		if !ok {

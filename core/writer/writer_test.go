@@ -396,3 +396,70 @@ func TestIntrospectionDuringAppends(t *testing.T) {
 		t.Fatal("the introspection goroutine never ran")
 	}
 }
+
+// TestProduceRequestsCarryTheirOneTransactionalID: a real broker checks every
+// transactional batch of a ProduceRequest against the request's one
+// transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED otherwise), so
+// concurrent transactional appends of several partitions must never share a
+// request, and each request must name its id.
+func TestProduceRequestsCarryTheirOneTransactionalID(t *testing.T) {
+	const parts = 4
+	c := newCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(parts, "txns"))
+	var (
+		mu      sync.Mutex
+		bad     string
+		txnReqs int
+	)
+	c.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		pr := req.(*kmsg.ProduceRequest)
+		mu.Lock()
+		defer mu.Unlock()
+		txnal := 0
+		for _, rt := range pr.Topics {
+			for _, rp := range rt.Partitions {
+				if b, err := batch.Parse(rp.Records); err == nil && b.IsTransactional() {
+					txnal++
+				}
+			}
+		}
+		switch {
+		case txnal > 1:
+			bad = fmt.Sprintf("a request carried %d transactional batches", txnal)
+		case txnal == 1 && pr.TransactionID == nil:
+			bad = "a request with a transactional batch has no transactional id"
+		}
+		if txnal > 0 {
+			txnReqs++
+		}
+		time.Sleep(2 * time.Millisecond) // let appends queue up together
+		return nil, nil, false
+	})
+	w := newWriter(t, c, MaxInflightPerBroker(1))
+	var wg sync.WaitGroup
+	errs := make(chan error, parts)
+	for part := range int32(parts) {
+		p := openPartition(t, w, "txns", part, &recorder{})
+		wg.Go(func() {
+			for i := range int64(10) {
+				if _, err := p.Append(context.Background(), kvBatch(t, i, 7000+int64(part), true, "k", "v")); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if bad != "" {
+		t.Fatal(bad)
+	}
+	if txnReqs != parts*10 {
+		t.Fatalf("%d requests carried transactional batches, want %d (one each)", txnReqs, parts*10)
+	}
+}
