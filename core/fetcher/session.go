@@ -149,8 +149,11 @@ func (s *session) run(ctx context.Context) {
 			}
 		}
 
+		// Cutting and CRC-checking batches is the costly part: do it
+		// before taking the Manager's lock.
+		scans := scanResponse(resp)
 		m.mu.Lock()
-		oor, backoff := s.handle(in, resp)
+		oor, backoff := s.handle(in, resp, scans)
 		m.mu.Unlock()
 		if len(oor) > 0 {
 			s.reportOutOfRange(ctx, oor)
@@ -297,7 +300,7 @@ func (s *session) requestFailed(err error) {
 // Called with m.mu held. It returns the partitions found out of range (to
 // report once their log bounds are read, without the lock) and whether the
 // session should back off.
-func (s *session) handle(in *inflight, resp *kmsg.FetchResponse) (oor []oorItem, backoff bool) {
+func (s *session) handle(in *inflight, resp *kmsg.FetchResponse, scans [][]scanned) (oor []oorItem, backoff bool) {
 	m := s.m
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
 		s.sessionErr++
@@ -361,7 +364,7 @@ func (s *session) handle(in *inflight, resp *kmsg.FetchResponse) (oor []oorItem,
 			err := kerr.ErrorForCode(rp.ErrorCode)
 			switch {
 			case err == nil:
-				s.apply(p, rp)
+				s.apply(p, rp, &scans[i][j])
 			case errors.Is(err, kerr.OffsetOutOfRange):
 				m.detach(p)
 				p.state = psReporting
@@ -384,8 +387,37 @@ func (s *session) handle(in *inflight, resp *kmsg.FetchResponse) (oor []oorItem,
 	return oor, false
 }
 
+// scanned is one partition's Records cut into whole, CRC-checked batches.
+type scanned struct {
+	batches []batch.Batch
+	err     error  // the batch at rest is invalid
+	rest    []byte // trailing partial batch, or the invalid batch onwards
+}
+
+// scanResponse cuts every partition's Records, indexed like resp.Topics and
+// their Partitions.
+func scanResponse(resp *kmsg.FetchResponse) [][]scanned {
+	out := make([][]scanned, len(resp.Topics))
+	for i := range resp.Topics {
+		parts := resp.Topics[i].Partitions
+		out[i] = make([]scanned, len(parts))
+		for j := range parts {
+			if len(parts[j].RecordBatches) == 0 {
+				continue
+			}
+			sc := batch.NewScanner(parts[j].RecordBatches)
+			var bs []batch.Batch
+			for sc.Next() {
+				bs = append(bs, sc.Batch())
+			}
+			out[i][j] = scanned{batches: bs, err: sc.Err(), rest: sc.Rest()}
+		}
+	}
+	return out
+}
+
 // apply delivers one partition's error-free response. Called with m.mu held.
-func (s *session) apply(p *partition, rp *kmsg.FetchResponseTopicPartition) {
+func (s *session) apply(p *partition, rp *kmsg.FetchResponseTopicPartition, sc *scanned) {
 	m := s.m
 	if rp.DivergingEpoch.Epoch >= 0 || rp.DivergingEpoch.EndOffset >= 0 {
 		m.fail(p, &DivergedError{
@@ -408,15 +440,12 @@ func (s *session) apply(p *partition, rp *kmsg.FetchResponseTopicPartition) {
 	update(&p.lso, rp.LastStableOffset)
 	update(&p.logStart, rp.LogStartOffset)
 
-	var batches []batch.Batch
+	batches := sc.batches
+	for len(batches) > 0 && batches[0].NextOffset() <= p.offset {
+		batches = batches[1:] // ends before the fetch offset
+	}
 	n := 0
-	sc := batch.NewScanner(rp.RecordBatches)
-	for sc.Next() {
-		b := sc.Batch()
-		if b.NextOffset() <= p.offset {
-			continue // ends before the fetch offset
-		}
-		batches = append(batches, b)
+	for _, b := range batches {
 		n += len(b)
 	}
 	p.err = nil
@@ -450,7 +479,7 @@ func (s *session) apply(p *partition, rp *kmsg.FetchResponseTopicPartition) {
 			p.paused = true // forgotten in the next request until Done
 		}
 	}
-	if err := sc.Err(); err != nil {
+	if err := sc.err; err != nil {
 		err = fmt.Errorf("%s: source batch at or after offset %d: %w", p.key, p.offset, err)
 		if errors.Is(err, batch.ErrUnsupportedMagic) || p.corrupt >= maxCorruptRefetches {
 			m.fail(p, err)
@@ -460,7 +489,7 @@ func (s *session) apply(p *partition, rp *kmsg.FetchResponseTopicPartition) {
 		m.relocate(p, err)
 		return
 	}
-	if rest := sc.Rest(); len(batches) == 0 && len(rest) >= batch.LogOverhead {
+	if rest := sc.rest; len(batches) == 0 && len(rest) >= batch.LogOverhead {
 		// Only a partial batch: it is larger than the partition limit
 		// (a broker that does not return an oversized first batch
 		// whole). Ask for it whole, once.
