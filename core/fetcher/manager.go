@@ -544,9 +544,13 @@ func (m *Manager) relocate(p *partition, err error) {
 	m.signal()
 }
 
+// minRetry keeps a zero backoff from turning placement into a busy loop of
+// metadata requests.
+const minRetry = 10 * time.Millisecond
+
 func (m *Manager) retryLater(p *partition, now time.Time, err error) {
 	p.state = psPending
-	p.notBefore = now.Add(m.cfg.backoff)
+	p.notBefore = now.Add(max(m.cfg.backoff, minRetry))
 	p.err = err
 	m.pending[p.key] = p
 	m.log.Debug("partition waits for a leader", "partition", p.key.String(), "retry_in", m.cfg.backoff, "reason", err)

@@ -102,7 +102,8 @@ func WithMaxBufferedBytes(n int64) Option {
 func WithLogger(l hclog.Logger) Option { return func(c *config) { c.log = l } }
 
 // WithThrottle sets the hook called with each response's record bytes before
-// delivery. Default none.
+// delivery, e.g. the Wait method of the daemon's core/throttle Limiter.
+// Default none.
 func WithThrottle(f ThrottleFunc) Option { return func(c *config) { c.throttle = f } }
 
 // ErrInvalidOption: New was given an option value out of range.
