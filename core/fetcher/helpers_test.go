@@ -273,16 +273,14 @@ func rawLog(t *testing.T, ctx context.Context, cl *kgo.Client, c *kfake.Cluster,
 	if err != nil {
 		t.Fatalf("raw fetch of %s: %v", key, err)
 	}
-	for _, rt := range resp.Topics {
-		for _, rp := range rt.Partitions {
-			if rp.ErrorCode != 0 {
-				t.Fatalf("raw fetch of %s: error code %d", key, rp.ErrorCode)
-			}
-			return rp.RecordBatches
-		}
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		t.Fatalf("raw fetch of %s: %d topics in the response, want this one partition", key, len(resp.Topics))
 	}
-	t.Fatalf("raw fetch of %s: no partition in the response", key)
-	return nil
+	got := resp.Topics[0].Partitions[0]
+	if got.ErrorCode != 0 {
+		t.Fatalf("raw fetch of %s: error code %d", key, got.ErrorCode)
+	}
+	return got.RecordBatches
 }
 
 func topicID(t *testing.T, ctx context.Context, cl *kgo.Client, topic string) [16]byte {
