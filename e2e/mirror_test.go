@@ -118,6 +118,8 @@ func TestKIPHangingTransactionExample(t *testing.T) {
 	produceSync(t, ctx, b, &kgo.Record{Key: []byte("X"), Value: []byte("9")})
 	must(a.EndTransaction(ctx, kgo.TryCommit))
 	must(b.EndTransaction(ctx, kgo.TryAbort))
+	// Real brokers write markers after EndTxn returns: wait for both before Z.
+	waitEndOffset(t, ctx, source, topic, 0, 5)
 	produceSync(t, ctx, plain, &kgo.Record{Key: []byte("Z"), Value: []byte("10")})
 
 	d := startKmirror(t, topic)
@@ -291,5 +293,24 @@ func TestForeignDataOnTheDestinationFailsThePartition(t *testing.T) {
 	}
 	if ps.Retry != "NonRetryable" {
 		t.Fatalf("retry = %q, want NonRetryable", ps.Retry)
+	}
+}
+
+// waitEndOffset waits until partition p of topic on c has end offset want.
+func waitEndOffset(t *testing.T, ctx context.Context, c *kafkatest.Cluster, topic string, p int32, want int64) {
+	t.Helper()
+	adm := superAdmin(t, c)
+	for {
+		ends, err := adm.ListEndOffsets(ctx, topic)
+		if err == nil {
+			if o, ok := ends.Lookup(topic, p); ok && o.Offset == want {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s[%d] on %s did not reach end offset %d", topic, p, c.Name(), want)
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 }

@@ -249,3 +249,29 @@ func TestEngineFailsAPartitionWhoseDestinationHoldsForeignData(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+func TestEngineAlignsASourceLogThatStartsInsideABatch(t *testing.T) {
+	f := newFixture(t)
+	f.createTopic(t, "trimmed", 1)
+	cl := f.client(t, f.src, kgo.DefaultProduceTopic("trimmed"), kgo.ProducerLinger(50*time.Millisecond))
+	for i := 0; i < 10; i++ {
+		var recs []*kgo.Record
+		for j := 0; j < 50; j++ {
+			recs = append(recs, &kgo.Record{Key: fmt.Appendf(nil, "k%d-%d", i, j)})
+		}
+		if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var os kadm.Offsets
+	os.Add(kadm.Offset{Topic: "trimmed", Partition: 0, At: 275})
+	if _, err := kadm.NewClient(f.srcCl).DeleteRecords(context.Background(), os); err != nil {
+		t.Fatal(err)
+	}
+	e := startEngine(t, f.config(t, "trimmed"), memstore.New())
+	f.waitMirrored(t, e, "trimmed", 1)
+	f.verify(t, "trimmed", 1) // compares log starts and every offset
+	if p := e.Status().Mirrors[0].Partitions[0]; p.Mode != "preserve" {
+		t.Fatalf("mode %q, want preserve (aligned with filler)", p.Mode)
+	}
+}

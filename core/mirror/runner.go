@@ -346,7 +346,10 @@ func (r *runner) mirror(ctx context.Context) error {
 		}
 	}
 	r.prepared = false
-	q, err := r.m.dp.subscribe(r, r.getNext())
+	// After alignment the next offset is the base of the source batch that
+	// holds the source log start; brokers refuse fetches below the log
+	// start, so fetch from the log start: the answer starts with that batch.
+	q, err := r.m.dp.subscribe(r, max(r.getNext(), r.deleteTo))
 	if err != nil {
 		return err
 	}
