@@ -74,6 +74,12 @@ type daemon struct {
 // extra is appended to the mirror's block (indented by four spaces).
 func startKmirror(t *testing.T, include string, extra ...string) *daemon {
 	t.Helper()
+	return startKmirrorWith(t, include, nil, extra...)
+}
+
+// startKmirrorWith is startKmirror with extra daemon-wide keys ("key: value").
+func startKmirrorWith(t *testing.T, include string, daemonKeys []string, extra ...string) *daemon {
+	t.Helper()
 	dir := t.TempDir()
 	port := freePort(t)
 	name := "m" + strings.ToLower(regexp.MustCompile(`[^A-Za-z0-9]`).ReplaceAllString(strings.TrimPrefix(t.Name(), "Test"), ""))
@@ -99,6 +105,7 @@ mirrors:
 	for _, e := range extra {
 		cfg += "    " + e + "\n"
 	}
+	cfg = strings.Join(daemonKeys, "\n") + "\n" + cfg
 	path := filepath.Join(dir, "kmirror.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -313,4 +320,26 @@ func consumeExactly(t *testing.T, ctx context.Context, c *kafkatest.Cluster, top
 		t.Fatalf("consuming %s (read_committed=%v): %d records, want %d", topic, committed, len(out), want)
 	}
 	return out
+}
+
+// metric reads one sample of the daemon's /metrics: the first line starting
+// with prefix (a metric name with its labels).
+func (d *daemon) metric(prefix string) (float64, bool) {
+	resp, err := http.Get("http://" + d.httpAddr + "/metrics")
+	if err != nil {
+		return 0, false
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, prefix) {
+			var v float64
+			if _, err := fmt.Sscanf(line[strings.LastIndexByte(line, ' ')+1:], "%g", &v); err == nil {
+				return v, true
+			}
+		}
+	}
+	return 0, false
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/core/config"
 	"github.com/kmirror/kmirror/core/metrics"
@@ -56,7 +57,7 @@ func (f *fixture) client(t *testing.T, c *kfake.Cluster, opts ...kgo.Opt) *kgo.C
 	return cl
 }
 
-func (f *fixture) config(t *testing.T, include string) *config.Config {
+func (f *fixture) config(t *testing.T, include string, extra ...string) *config.Config {
 	t.Helper()
 	cfg, err := config.Parse([]byte(fmt.Sprintf(`
 mirror.metadata.refresh.interval.ms: 500
@@ -70,7 +71,7 @@ mirrors:
   - name: test
     bootstrap.servers: %s
     mirror.topics.include: %q
-`, strings.Join(f.dst.ListenAddrs(), ","), strings.Join(f.src.ListenAddrs(), ","), include)), "yaml", nil, nil)
+%s`, strings.Join(f.dst.ListenAddrs(), ","), strings.Join(f.src.ListenAddrs(), ","), include, strings.Join(extra, "\n"))), "yaml", nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,4 +275,88 @@ func TestEngineAlignsASourceLogThatStartsInsideABatch(t *testing.T) {
 	if p := e.Status().Mirrors[0].Partitions[0]; p.Mode != "preserve" {
 		t.Fatalf("mode %q, want preserve (aligned with filler)", p.Mode)
 	}
+}
+
+// waitState waits until topic/partition reaches state.
+func waitState(t *testing.T, e *Engine, topic string, p int32, state string) PartitionStatus {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	var last PartitionStatus
+	for time.Now().Before(deadline) {
+		for _, m := range e.Status().Mirrors {
+			for _, ps := range m.Partitions {
+				if ps.Topic == topic && ps.Partition == p {
+					last = ps
+					if ps.State == state {
+						return ps
+					}
+				}
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("%s[%d] did not reach %s; last %+v", topic, p, state, last)
+	return last
+}
+
+// TestStopAbortsTheOpenDestinationTransaction: a partition whose topic leaves
+// the mirror's scope while a source transaction is open goes through
+// STOPPING to STOPPED; its destination transaction is aborted, so the last
+// stable offset equals the high watermark (read_committed consumers are not
+// blocked), and the last mirrored offset is recorded.
+func TestStopAbortsTheOpenDestinationTransaction(t *testing.T) {
+	f := newFixture(t)
+	f.createTopic(t, "pending", 1)
+	ctx := context.Background()
+	plain := f.client(t, f.src, kgo.DefaultProduceTopic("pending"))
+	txn := f.client(t, f.src, kgo.DefaultProduceTopic("pending"), kgo.TransactionalID("open-txn"))
+	if err := plain.ProduceSync(ctx, &kgo.Record{Value: []byte("before")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.ProduceSync(ctx, &kgo.Record{Value: []byte("open")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	store := memstore.New()
+	e := startEngine(t, f.config(t, "pending"), store)
+	f.waitMirrored(t, e, "pending", 1)
+	if lso := listOffset(t, f.dstCl, "pending", true); lso != 1 {
+		t.Fatalf("destination last stable offset %d before the stop, want 1 (the open transaction starts at 1)", lso)
+	}
+	if err := e.Reload(ctx, f.config(t, "pending", "    mirror.topics.exclude: \"pend.*\"")); err != nil {
+		t.Fatal(err)
+	}
+	ps := waitState(t, e, "pending", 0, "STOPPED")
+	hw, lso := listOffset(t, f.dstCl, "pending", false), listOffset(t, f.dstCl, "pending", true)
+	if hw != lso || hw != 3 {
+		t.Fatalf("after STOPPED: high watermark %d, last stable offset %d; want both 3 (the abort marker at 2)", hw, lso)
+	}
+	if ps.LastMirroredOffset != 1 {
+		t.Fatalf("last mirrored offset %d, want 1", ps.LastMirroredOffset)
+	}
+	_ = txn.EndTransaction(ctx, kgo.TryAbort)
+}
+
+// listOffset returns the latest offset of partition 0: the last stable
+// offset with committed, else the high watermark.
+func listOffset(t *testing.T, cl *kgo.Client, topic string, committed bool) int64 {
+	t.Helper()
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.ReplicaID = -1
+	if committed {
+		req.IsolationLevel = 1
+	}
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = 0, -1, -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(context.Background(), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Topics[0].Partitions[0].Offset
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmirror/kmirror/core/config"
+	"github.com/kmirror/kmirror/core/partition"
 )
 
 // topicPartition names one partition of a topic.
@@ -174,15 +175,61 @@ func (m *mirrorRun) syncTopics(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			m.mu.Lock()
-			m.runners[tp] = r
-			m.mu.Unlock()
-			m.wg.Add(1)
-			go func() {
-				defer m.wg.Done()
-				r.run(m.ctx)
-			}()
+			m.launch(tp, r)
 		}
+	}
+	return m.stopOutOfScope(ctx)
+}
+
+// launch registers r and starts its goroutine, owned by m.wg.
+func (m *mirrorRun) launch(tp topicPartition, r *runner) {
+	m.mu.Lock()
+	m.runners[tp] = r
+	m.mu.Unlock()
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		r.run(m.ctx)
+	}()
+}
+
+// stopOutOfScope takes every partition whose topic no longer matches the
+// mirror's include/exclude patterns through STOPPING to STOPPED: running
+// ones, and ones a previous run (or configuration) left MIRRORING, PAUSED or
+// FAILED in the state store.
+func (m *mirrorRun) stopOutOfScope(ctx context.Context) error {
+	const reason = "the topic no longer matches mirror.topics.include, or matches mirror.topics.exclude"
+	m.mu.Lock()
+	for tp, r := range m.runners {
+		if !inScope(&m.cfg, tp.topic) {
+			r.requestStop(reason)
+		}
+	}
+	m.mu.Unlock()
+	parts, err := m.e.machine.LoadMirror(ctx, m.name)
+	if err != nil && len(parts) == 0 {
+		return fmt.Errorf("mirror %s: loading partition states: %w", m.name, err)
+	}
+	for _, p := range parts {
+		rec := p.Record()
+		if inScope(&m.cfg, rec.Topic) {
+			continue
+		}
+		switch rec.State {
+		case partition.Mirroring, partition.Paused, partition.Failed, partition.Stopping:
+		default:
+			continue
+		}
+		tp := topicPartition{rec.Topic, rec.Partition}
+		m.mu.Lock()
+		_, running := m.runners[tp]
+		m.mu.Unlock()
+		if running {
+			continue
+		}
+		r := runnerFor(m, sourceTopic{Name: rec.Topic}, p)
+		r.requestStop(reason)
+		m.launch(tp, r)
 	}
 	return nil
 }

@@ -49,6 +49,12 @@ type runner struct {
 	omap     *offsetmap.Map
 	deleteTo int64 // pending DeleteRecords target after alignment; 0: none
 	prepared bool  // prepare just set the resume point: mirror need not resume
+
+	// stopReq is closed when the partition must stop (its topic left the
+	// mirror's scope); stopReason says why.
+	stopReq    chan struct{}
+	stopOnce   sync.Once
+	stopReason string
 	dstNext  int64 // next destination offset (== next in preserve mode)
 
 	mu     sync.Mutex // guards the status fields below
@@ -60,14 +66,18 @@ type runner struct {
 }
 
 func newRunner(ctx context.Context, m *mirrorRun, t sourceTopic, p int32) (*runner, error) {
-	part, created, err := m.e.machine.LoadOrCreate(ctx, m.name, t.Name, p, "topic in scope of the mirror")
+	part, _, err := m.e.machine.LoadOrCreate(ctx, m.name, t.Name, p, "topic in scope of the mirror")
 	if err != nil {
 		return nil, fmt.Errorf("mirror %s: topic %s partition %d: loading its state: %w", m.name, t.Name, p, err)
 	}
-	r := &runner{m: m, topic: t.Name, topicID: t.ID, partition: p, p: part, next: -1, srcHW: -1, srcLS: -1, dstEnd: -1,
-		log: m.log.With("topic", t.Name, "partition", p)}
-	_ = created // the machine reports the creation to the observer
-	return r, nil
+	return runnerFor(m, t, part), nil
+}
+
+// runnerFor returns a runner for an already loaded partition.
+func runnerFor(m *mirrorRun, t sourceTopic, part *partition.Partition) *runner {
+	p := part.Record().Partition
+	return &runner{m: m, topic: t.Name, topicID: t.ID, partition: p, p: part, next: -1, srcHW: -1, srcLS: -1, dstEnd: -1,
+		log: m.log.With("topic", t.Name, "partition", p), stopReq: make(chan struct{})}
 }
 
 // errorf builds an error that names the mirror, topic and partition.
@@ -75,12 +85,45 @@ func (r *runner) errorf(format string, args ...any) error {
 	return fmt.Errorf("mirror %s: topic %s partition %d: %w", r.m.name, r.topic, r.partition, fmt.Errorf(format, args...))
 }
 
+// requestStop asks the runner to take the partition through STOPPING to
+// STOPPED (its topic left the mirror's scope).
+func (r *runner) requestStop(reason string) {
+	r.stopOnce.Do(func() {
+		r.stopReason = reason
+		close(r.stopReq)
+	})
+}
+
+func (r *runner) stopRequested() bool {
+	select {
+	case <-r.stopReq:
+		return true
+	default:
+		return false
+	}
+}
+
 // run loops over the partition's states until ctx is done.
 func (r *runner) run(ctx context.Context) {
 	for ctx.Err() == nil {
 		var err error
-		switch st := r.p.State(); st {
+		st := r.p.State()
+		if r.stopRequested() && (st == partition.Mirroring || st == partition.Paused || st == partition.Failed) {
+			if err := r.p.Transition(ctx, partition.Stopping, r.stopReason); err != nil {
+				r.log.Error("cannot record the transition to STOPPING", "error", err)
+				sleepCtx(ctx, time.Second)
+			}
+			continue
+		}
+		switch st {
 		case partition.Preparing:
+			if r.stopRequested() {
+				// Nothing was mirrored under this preparation; PREPARING has no
+				// way to STOPPING, so the partition waits for its topic to
+				// come back into scope.
+				<-ctx.Done()
+				return
+			}
 			if err = r.prepare(ctx); err == nil {
 				err = r.p.TransitionWith(ctx, partition.Mirroring, fmt.Sprintf("prepared: %s mode from source offset %d", r.mode, r.getNext()), func(d *partition.Data) error {
 					d.Mode = r.mode
@@ -125,11 +168,22 @@ func (r *runner) fail(ctx context.Context, cause error) {
 func (r *runner) waitRetry(ctx context.Context) {
 	rec := r.p.Record()
 	if rec.NeedsOperator() {
-		<-ctx.Done()
+		select {
+		case <-ctx.Done():
+		case <-r.stopReq:
+		}
 		return
 	}
-	if d := time.Until(rec.RetryAt); d > 0 && !sleepCtx(ctx, d) {
-		return
+	if d := time.Until(rec.RetryAt); d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.stopReq:
+			return
+		case <-t.C:
+		}
 	}
 	if err := r.p.Retry(ctx); err != nil {
 		r.log.Error("retry failed", "error", err)
@@ -354,10 +408,19 @@ func (r *runner) mirror(ctx context.Context) error {
 		return err
 	}
 	defer r.m.dp.unsubscribe(r)
+	qctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() { // owned by mirror(): ends when it returns (cancel) or on a stop request.
+		select {
+		case <-r.stopReq:
+			cancel()
+		case <-qctx.Done():
+		}
+	}()
 	for {
-		f, err := q.Next(ctx)
+		f, err := q.Next(qctx)
 		if err != nil {
-			return nil // ctx done
+			return nil // ctx done or stop requested
 		}
 		r.mu.Lock()
 		if f.HighWatermark >= 0 {
@@ -524,6 +587,27 @@ func (r *runner) classify(err error) error {
 // then STOPPED.
 func (r *runner) stopPartition(ctx context.Context) error {
 	r.m.dp.unsubscribe(r)
+	// The writer learns the open transactions from the destination (after a
+	// restart it knows none by itself), then aborts them.
+	if err := r.m.dp.resumeWriters(ctx, r); err != nil {
+		return err
+	}
+	if r.getNext() < 0 { // not mirrored by this process: where did mirroring stop?
+		_, dstEnd, err := offsets(ctx, r.m.e.dstAdm, r.topic, r.partition)
+		if err != nil {
+			return r.errorf("reading the destination end offset: %w", err)
+		}
+		next := dstEnd
+		if r.p.Record().Mode == partition.ModeMap {
+			m, err := r.loadMap(ctx)
+			if err != nil {
+				return err
+			}
+			m.TruncateDest(dstEnd)
+			next = m.SourceNext()
+		}
+		r.setNext(next)
+	}
 	if err := r.m.dp.abortAll(ctx, r); err != nil {
 		return err
 	}
