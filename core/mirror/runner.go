@@ -55,7 +55,7 @@ type runner struct {
 	stopReq    chan struct{}
 	stopOnce   sync.Once
 	stopReason string
-	dstNext  int64 // next destination offset (== next in preserve mode)
+	dstNext    int64 // next destination offset (== next in preserve mode)
 
 	mu     sync.Mutex // guards the status fields below
 	next   int64      // next source offset to mirror; -1 unknown
