@@ -161,6 +161,15 @@ func (d *daemon) start() {
 	}()
 }
 
+// signal sends sig to the running daemon.
+func (d *daemon) signal(sig syscall.Signal) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.cmd != nil {
+		_ = d.cmd.Process.Signal(sig)
+	}
+}
+
 // stop sends sig and waits for the process to exit.
 func (d *daemon) stop(sig syscall.Signal) {
 	d.mu.Lock()

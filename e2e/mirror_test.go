@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"sync"
 	"syscall"
@@ -410,5 +411,61 @@ func TestThrottleHoldsTheConfiguredRate(t *testing.T) {
 	}
 	if v, ok := d.metric("kmirror_replication_throttled_rate"); !ok || v != rate {
 		t.Fatalf("kmirror_replication_throttled_rate = %v (found %v), want %d", v, ok, rate)
+	}
+}
+
+// TestStopAbortsOpenTransaction: a topic excluded by a reload (SIGHUP) while
+// a source transaction is open: its partitions go through STOPPING to
+// STOPPED, the destination transaction is aborted, and a read_committed
+// consumer on the destination is not blocked (last stable offset equals the
+// high watermark).
+func TestStopAbortsOpenTransaction(t *testing.T) {
+	ctx := testContext(t, 3*time.Minute)
+	topic := topicName(t, "")
+	createTopic(t, ctx, superAdmin(t, source), topic, 1, 3, nil)
+	plain := newClient(t, source, kafkatest.Identity{}, kgo.DefaultProduceTopic(topic))
+	txn := newClient(t, source, kafkatest.Identity{}, kgo.DefaultProduceTopic(topic), kgo.TransactionalID(topic+"-open"))
+	produceSync(t, ctx, plain, &kgo.Record{Key: []byte("committed"), Value: []byte("1")})
+	if err := txn.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	produceSync(t, ctx, txn, &kgo.Record{Key: []byte("open"), Value: []byte("2")})
+	defer func() { _ = txn.EndTransaction(context.Background(), kgo.TryAbort) }()
+
+	d := startKmirror(t, topic)
+	d.waitMirrored(ctx, topic, 1)
+	dadm := superAdmin(t, destination)
+	if lso, err := dadm.ListCommittedOffsets(ctx, topic); err != nil {
+		t.Fatal(err)
+	} else if o, _ := lso.Lookup(topic, 0); o.Offset != 1 {
+		t.Fatalf("destination last stable offset %d while the source transaction is open, want 1", o.Offset)
+	}
+
+	cfg, err := os.ReadFile(d.cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg = append(cfg, fmt.Sprintf("    mirror.topics.exclude: %q\n", topic)...)
+	if err := os.WriteFile(d.cfgPath, cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d.signal(syscall.SIGHUP)
+	ps := d.waitState(ctx, topic, 0, "STOPPED")
+	if ps.LastMirroredOffset != 1 {
+		t.Fatalf("last mirrored offset %d, want 1", ps.LastMirroredOffset)
+	}
+	hw, err1 := dadm.ListEndOffsets(ctx, topic)
+	lso, err2 := dadm.ListCommittedOffsets(ctx, topic)
+	if err1 != nil || err2 != nil {
+		t.Fatal(err1, err2)
+	}
+	h, _ := hw.Lookup(topic, 0)
+	l, _ := lso.Lookup(topic, 0)
+	if h.Offset != l.Offset || h.Offset != 3 {
+		t.Fatalf("after STOPPED: high watermark %d, last stable offset %d; want both 3 (abort marker at 2)", h.Offset, l.Offset)
+	}
+	recs := consumeExactly(t, ctx, destination, topic, true, 1)
+	if string(recs[0].Key) != "committed" {
+		t.Fatalf("read_committed consumer saw %q", recs[0].Key)
 	}
 }
