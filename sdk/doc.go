@@ -11,6 +11,8 @@
 //     PLAIN/SCRAM credentials, OAUTHBEARER tokens).
 //   - filter: decisions over batches of topics, groups and ACL bindings,
 //     chainable.
+//   - plugin: the go-plugin handshake (magic cookie, major protocol version
+//     per kind) that host and plugin binaries agree on.
 //
 // Packages below sdk document the contract a plugin must meet; conformance
 // suites (statestore/storetest, auth/authtest, filter/filtertest) let an implementation prove it.
