@@ -62,6 +62,7 @@ type daemon struct {
 	cfgPath  string
 	httpAddr string
 	mirror   string
+	stateDir string
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -110,7 +111,7 @@ mirrors:
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	d := &daemon{t: t, cfgPath: path, httpAddr: fmt.Sprintf("127.0.0.1:%d", port), mirror: name}
+	d := &daemon{t: t, cfgPath: path, httpAddr: fmt.Sprintf("127.0.0.1:%d", port), mirror: name, stateDir: filepath.Join(dir, "state")}
 	d.start()
 	t.Cleanup(func() {
 		d.stop(syscall.SIGTERM)
