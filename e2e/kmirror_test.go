@@ -102,7 +102,7 @@ mirrors:
   - name: %s
     bootstrap.servers: %s
     mirror.topics.include: %q
-`, port, destination.BootstrapServers(kafkatest.Plaintext), filepath.Join(dir, "state"), name, source.BootstrapServers(kafkatest.Plaintext), include)
+`, port, destination.BootstrapServers(kafkatest.Plaintext), filepath.Join(dir, "state"), name, sourceBootstrap(&extra), include)
 	for _, e := range extra {
 		cfg += "    " + e + "\n"
 	}
@@ -352,4 +352,17 @@ func (d *daemon) metric(prefix string) (float64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// sourceBootstrap returns the mirror's source bootstrap servers: the plain
+// listener of the shared source cluster, unless extra holds a
+// "bootstrap.servers: ..." entry, which it then takes out of extra.
+func sourceBootstrap(extra *[]string) string {
+	for i, e := range *extra {
+		if v, ok := strings.CutPrefix(e, "bootstrap.servers:"); ok {
+			*extra = append((*extra)[:i:i], (*extra)[i+1:]...)
+			return strings.TrimSpace(v)
+		}
+	}
+	return source.BootstrapServers(kafkatest.Plaintext)
 }

@@ -7,8 +7,10 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
@@ -394,6 +396,35 @@ func findKey(data []byte) keyKind {
 // KgoConnOpts returns the franz-go options that connect to the cluster:
 // seed brokers, client id and the TLS dialer. It adds no SASL mechanism.
 func (c *Cluster) KgoConnOpts() ([]kgo.Opt, error) {
+	return c.kgoConnOpts(nil)
+}
+
+// SocketOptions are the TCP settings of a client's connections
+// (send.buffer.bytes, receive.buffer.bytes, replica.socket.receive.buffer.bytes
+// and socket.connection.setup.timeout.ms). A buffer size of -1 or 0 keeps the
+// operating system's default.
+type SocketOptions struct {
+	SendBuffer    int
+	ReceiveBuffer int
+	DialTimeout   time.Duration
+}
+
+// KgoOptsWithSockets is KgoOpts with connections dialed by kmirror's own
+// dialer, which applies so and then TLS (franz-go takes either a TLS
+// configuration or a dialer, not both).
+func (c *Cluster) KgoOptsWithSockets(so SocketOptions) ([]kgo.Opt, error) {
+	opts, err := c.kgoConnOpts(&so)
+	if err != nil {
+		return nil, err
+	}
+	sasl, err := c.saslOpts()
+	if err != nil {
+		return nil, err
+	}
+	return append(opts, sasl...), nil
+}
+
+func (c *Cluster) kgoConnOpts(so *SocketOptions) ([]kgo.Opt, error) {
 	opts := []kgo.Opt{kgo.SeedBrokers(c.BootstrapServers...)}
 	if c.ClientID != "" {
 		opts = append(opts, kgo.ClientID(c.ClientID))
@@ -402,10 +433,49 @@ func (c *Cluster) KgoConnOpts() ([]kgo.Opt, error) {
 	if err != nil {
 		return nil, err
 	}
-	if tc != nil {
+	switch {
+	case so != nil:
+		opts = append(opts, kgo.Dialer(Dialer(*so, tc)))
+	case tc != nil:
 		opts = append(opts, kgo.DialTLSConfig(tc))
 	}
 	return opts, nil
+}
+
+// Dialer returns a dial function that opens a TCP connection with so's buffer
+// sizes and timeout and, when tc is not nil, runs the TLS handshake on it (the
+// server name defaults to the host dialed, as franz-go's own TLS dialing does).
+func Dialer(so SocketOptions, tc *tls.Config) func(ctx context.Context, network, host string) (net.Conn, error) {
+	d := &net.Dialer{Timeout: so.DialTimeout}
+	return func(ctx context.Context, network, host string) (net.Conn, error) {
+		conn, err := d.DialContext(ctx, network, host)
+		if err != nil {
+			return nil, err
+		}
+		if tcp, ok := conn.(*net.TCPConn); ok {
+			if so.SendBuffer > 0 {
+				_ = tcp.SetWriteBuffer(so.SendBuffer)
+			}
+			if so.ReceiveBuffer > 0 {
+				_ = tcp.SetReadBuffer(so.ReceiveBuffer)
+			}
+		}
+		if tc == nil {
+			return conn, nil
+		}
+		cfg := tc.Clone()
+		if cfg.ServerName == "" {
+			if h, _, err := net.SplitHostPort(host); err == nil {
+				cfg.ServerName = h
+			}
+		}
+		tlsConn := tls.Client(conn, cfg)
+		if err := tlsConn.HandshakeContext(ctx); err != nil {
+			conn.Close()
+			return nil, err
+		}
+		return tlsConn, nil
+	}
 }
 
 // KgoOpts returns KgoConnOpts plus the SASL mechanism for PLAIN and SCRAM.
@@ -417,6 +487,16 @@ func (c *Cluster) KgoOpts() ([]kgo.Opt, error) {
 	if err != nil {
 		return nil, err
 	}
+	sasl, err := c.saslOpts()
+	if err != nil {
+		return nil, err
+	}
+	return append(opts, sasl...), nil
+}
+
+// saslOpts returns the franz-go SASL option of the cluster, if it uses SASL.
+func (c *Cluster) saslOpts() ([]kgo.Opt, error) {
+	var opts []kgo.Opt
 	if !c.UsesSASL() {
 		return opts, nil
 	}

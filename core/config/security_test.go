@@ -504,3 +504,53 @@ mirrors:
 		t.Errorf("OAUTHBEARER KgoConnOpts = %d opts, %v", len(opts), err)
 	}
 }
+
+// TestDialerRunsTheTLSHandshake: kmirror's own dialer (used so that socket
+// buffer sizes apply) verifies the broker's certificate and host name, and
+// presents the client certificate, like franz-go's TLS dialing.
+func TestDialerRunsTheTLSHandshake(t *testing.T) {
+	p := newPKI(t)
+	serverPair, err := tls.X509KeyPair(p.serverCert, p.serverKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clientCAs := x509.NewCertPool()
+	clientCAs.AppendCertsFromPEM(p.caPEM)
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{serverPair}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: clientCAs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() { // serves handshakes until the listener closes
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { _ = c.(*tls.Conn).Handshake(); c.Close() }()
+		}
+	}()
+	cfg := mustParse(t, "state: {dir: /tmp/s}\ndestination:\n  bootstrap.servers: broker.test:9093\n  security.protocol: SSL\n  ssl.truststore.location: "+p.caFile+"\n  ssl.keystore.location: "+p.clientPairFile+"\n", nil, nil)
+	tc, err := cfg.Destination.TLSConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	so := SocketOptions{ReceiveBuffer: 1 << 20, DialTimeout: 5 * time.Second}
+	// Dialed by address, the host name 127.0.0.1 is not in the certificate.
+	if conn, err := Dialer(so, tc)(ctx, "tcp", ln.Addr().String()); err == nil {
+		conn.Close()
+		t.Fatal("handshake succeeded although the certificate does not name 127.0.0.1")
+	}
+	named := tc.Clone()
+	named.ServerName = "broker.test"
+	conn, err := Dialer(so, named)(ctx, "tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatalf("handshake with the right name and a client certificate: %v", err)
+	}
+	defer conn.Close()
+	if st := conn.(*tls.Conn).ConnectionState(); !st.HandshakeComplete || len(st.PeerCertificates) == 0 {
+		t.Fatalf("connection state %+v", st)
+	}
+}

@@ -14,7 +14,17 @@ import (
 // the daemon-wide connection keys. role names the client in errors and in the
 // client id ("source" or "destination").
 func clientOpts(cfg *config.Config, cl *config.Cluster, role string) ([]kgo.Opt, error) {
-	opts, err := cl.KgoOpts()
+	// Source connections carry fetches: replica.socket.receive.buffer.bytes
+	// sizes their receive buffer and replica.socket.timeout.ms bounds their
+	// reads; destination connections use receive.buffer.bytes and
+	// request.timeout.ms.
+	so := config.SocketOptions{SendBuffer: cfg.SendBufferBytes, ReceiveBuffer: cfg.ReceiveBufferBytes, DialTimeout: cfg.SocketConnectionSetupTimeout}
+	readTimeout := cfg.RequestTimeout
+	if role == "source" {
+		so.ReceiveBuffer = cfg.ReplicaSocketReceiveBuffer
+		readTimeout = cfg.ReplicaSocketTimeout
+	}
+	opts, err := cl.KgoOptsWithSockets(so)
 	if errors.Is(err, config.ErrTokenSourceRequired) {
 		return nil, fmt.Errorf("%s cluster: sasl.mechanism OAUTHBEARER needs a credential provider plugin, which this build does not wire yet; use PLAIN or SCRAM: %w", role, err)
 	}
@@ -23,8 +33,7 @@ func clientOpts(cfg *config.Config, cl *config.Cluster, role string) ([]kgo.Opt,
 	}
 	backoff := cfg.ReconnectBackoff
 	opts = append(opts,
-		kgo.DialTimeout(cfg.SocketConnectionSetupTimeout),
-		kgo.RequestTimeoutOverhead(cfg.RequestTimeout),
+		kgo.RequestTimeoutOverhead(readTimeout),
 		kgo.RetryBackoffFn(func(tries int) time.Duration {
 			d := backoff << min(tries, 10)
 			return min(d, 10*time.Second)

@@ -268,10 +268,12 @@ func (dp *dataPath) close() {
 
 // subscribe starts fetching the runner's partition from offset into a queue
 // the runner reads.
-func (dp *dataPath) subscribe(r *runner, offset int64) (*fetcher.Queue, error) {
+// epoch is the source leader epoch of the batch that ends right before
+// offset (-1 when unknown); the source reports a divergence against it.
+func (dp *dataPath) subscribe(r *runner, offset int64, epoch int32) (*fetcher.Queue, error) {
 	q := fetcher.NewQueue()
 	dp.f.Remove(r.topic, r.partition)
-	err := dp.f.Add(fetcher.PartitionSpec{Topic: r.topic, TopicID: r.topicID, Partition: r.partition, FetchOffset: offset, LeaderEpoch: -1}, q)
+	err := dp.f.Add(fetcher.PartitionSpec{Topic: r.topic, TopicID: r.topicID, Partition: r.partition, FetchOffset: offset, LeaderEpoch: epoch}, q)
 	if err != nil {
 		return nil, r.errorf("%w", err)
 	}

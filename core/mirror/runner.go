@@ -21,7 +21,17 @@ import (
 const (
 	extAlignment  = "alignment"   // alignmentState while filler is being written
 	extTxnWriters = "txn_writers" // []txnWriterRecord: destination transactional writers
+	extEpoch      = "source_epoch" // sourceEpoch: leader epoch of the last batch forwarded
 )
+
+// sourceEpoch is the source partition leader epoch of the batches being
+// forwarded. It is recorded before the first batch of a new epoch is
+// appended, so that after a restart the fetcher can send it as
+// LastFetchedEpoch and the source reports a divergence (an unclean leader
+// election that replaced records the mirror already copied).
+type sourceEpoch struct {
+	Epoch int32 `json:"epoch"`
+}
 
 // alignmentState records a filler alignment in progress, so that a crash in
 // the middle resumes it rather than mistaking the filler for foreign data.
@@ -49,6 +59,7 @@ type runner struct {
 	omap     *offsetmap.Map
 	deleteTo int64 // pending DeleteRecords target after alignment; 0: none
 	prepared bool  // prepare just set the resume point: mirror need not resume
+	epoch    int32 // source leader epoch of the last batch forwarded; -1 unknown
 
 	// stopReq is closed when the partition must stop (its topic left the
 	// mirror's scope); stopReason says why.
@@ -77,7 +88,7 @@ func newRunner(ctx context.Context, m *mirrorRun, t sourceTopic, p int32) (*runn
 func runnerFor(m *mirrorRun, t sourceTopic, part *partition.Partition) *runner {
 	p := part.Record().Partition
 	return &runner{m: m, topic: t.Name, topicID: t.ID, partition: p, p: part, next: -1, srcHW: -1, srcLS: -1, dstEnd: -1,
-		log: m.log.With("topic", t.Name, "partition", p), stopReq: make(chan struct{})}
+		log: m.log.With("topic", t.Name, "partition", p), stopReq: make(chan struct{}), epoch: -1}
 }
 
 // errorf builds an error that names the mirror, topic and partition.
@@ -321,6 +332,11 @@ func (r *runner) resume(ctx context.Context) error {
 	}
 	r.setOffsets(srcStart, srcEnd, dstEnd)
 	r.mode = rec.Mode
+	r.epoch = -1
+	var se sourceEpoch
+	if ok, _ := rec.Extension(extEpoch, &se); ok {
+		r.epoch = se.Epoch
+	}
 	var align alignmentState
 	if ok, _ := rec.Extension(extAlignment, &align); ok && r.mode == partition.ModePreserve && dstEnd <= align.FillTo {
 		if err := r.align(ctx, align, dstEnd); err != nil {
@@ -403,7 +419,11 @@ func (r *runner) mirror(ctx context.Context) error {
 	// After alignment the next offset is the base of the source batch that
 	// holds the source log start; brokers refuse fetches below the log
 	// start, so fetch from the log start: the answer starts with that batch.
-	q, err := r.m.dp.subscribe(r, max(r.getNext(), r.deleteTo))
+	epoch := r.epoch
+	if r.getNext() == 0 || r.deleteTo > 0 {
+		epoch = -1 // nothing fetched yet (or fetched from the log start): no epoch to check
+	}
+	q, err := r.m.dp.subscribe(r, max(r.getNext(), r.deleteTo), epoch)
 	if err != nil {
 		return err
 	}
@@ -450,6 +470,12 @@ func (r *runner) forward(ctx context.Context, b batch.Batch) error {
 	}
 	if b.BaseOffset() < next {
 		return partition.NonRetryable(r.errorf("source batch at offsets %d to %d straddles the resume offset %d: the source log changed under the mirror", b.BaseOffset(), b.LastOffset(), next))
+	}
+	if e := b.PartitionLeaderEpoch(); e != r.epoch {
+		if err := r.p.Update(ctx, func(d *partition.Data) error { return d.SetExtension(extEpoch, sourceEpoch{Epoch: e}) }); err != nil {
+			return r.errorf("recording source leader epoch %d: %w", e, err)
+		}
+		r.epoch = e
 	}
 	if r.mode == partition.ModePreserve && (b.BaseOffset() != next || !b.Dense()) {
 		if err := r.switchToMap(ctx, next, b); err != nil {
