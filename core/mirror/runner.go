@@ -19,8 +19,8 @@ import (
 // Extension names under which the runner keeps its own facts in the
 // partition record (partition.Data.Extensions).
 const (
-	extAlignment  = "alignment"   // alignmentState while filler is being written
-	extTxnWriters = "txn_writers" // []txnWriterRecord: destination transactional writers
+	extAlignment  = "alignment"    // alignmentState while filler is being written
+	extTxnWriters = "txn_writers"  // []txnWriterRecord: destination transactional writers
 	extEpoch      = "source_epoch" // sourceEpoch: leader epoch of the last batch forwarded
 )
 
