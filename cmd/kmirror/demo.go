@@ -138,7 +138,7 @@ mirrors:
 	go func() { produced <- produceDemoTraffic(ctx, src.ListenAddrs(), records) }()
 
 	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(500 * time.Millisecond)
+	tick := time.NewTicker(300 * time.Millisecond)
 	defer tick.Stop()
 	producing := true
 	for {
@@ -233,6 +233,12 @@ func produceDemoTraffic(ctx context.Context, seeds []string, records int) error 
 				firstErr = err
 			}
 		})
+		if i%1000 == 999 { // pace the traffic so that mirroring runs alongside it
+			if err := plain.Flush(ctx); err != nil {
+				return err
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
 		if i%(records/10+1) == 0 {
 			if err := demoTransaction(ctx, txn, i, i%(records/5+1) != 0); err != nil {
 				return err
