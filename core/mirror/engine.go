@@ -43,6 +43,9 @@ type Engine struct {
 	dst     *kgo.Client
 	dstAdm  *kadm.Client
 	mirrors map[string]*mirrorRun
+
+	claimMu sync.Mutex
+	claims  map[string]string // destination topic → the mirror that writes it
 }
 
 // New validates opts and returns an Engine; nothing runs until Start.
@@ -50,7 +53,7 @@ func New(opts Options) (*Engine, error) {
 	if opts.Store == nil || opts.Logger == nil || opts.Metrics == nil {
 		return nil, errors.New("mirror: Options.Store, Logger and Metrics are required")
 	}
-	e := &Engine{opts: opts, log: opts.Logger.Named("mirror"), limiter: throttle.New(throttle.Unlimited), mirrors: map[string]*mirrorRun{}}
+	e := &Engine{opts: opts, log: opts.Logger.Named("mirror"), limiter: throttle.New(throttle.Unlimited), mirrors: map[string]*mirrorRun{}, claims: map[string]string{}}
 	inst, err := newInstruments(opts.Metrics, e)
 	if err != nil {
 		return nil, err
@@ -132,6 +135,9 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) error {
 			}
 		}
 	}
+	for _, m := range e.mirrors {
+		m.triggerSync() // a reload syncs at once, even when nothing changed
+	}
 	for i := range cfg.Mirrors {
 		if _, ok := e.mirrors[cfg.Mirrors[i].Name]; !ok {
 			e.log.Info("mirror added", "mirror", cfg.Mirrors[i].Name)
@@ -165,6 +171,42 @@ func daemonSettingsChanged(a, b *config.Config) bool {
 		a.ReplicaFetchWaitMax != b.ReplicaFetchWaitMax || a.ReplicaFetchBackoff != b.ReplicaFetchBackoff ||
 		a.RequestTimeout != b.RequestTimeout || a.MetadataRefreshInterval != b.MetadataRefreshInterval ||
 		a.OffsetAlignmentMaxRecords != b.OffsetAlignmentMaxRecords
+}
+
+// claimTopics makes mirror the owner of each of topics that no other
+// mirror owns, releases its claim on every topic not listed, and returns, for
+// each listed topic another mirror owns, that mirror's name. All mirrors
+// write one destination, so a topic two mirrors' include patterns match would
+// get two writers; the first mirror to claim it keeps it.
+func (e *Engine) claimTopics(mirror string, topics []string) map[string]string {
+	e.claimMu.Lock()
+	defer e.claimMu.Unlock()
+	want := make(map[string]bool, len(topics))
+	for _, t := range topics {
+		want[t] = true
+	}
+	for t, owner := range e.claims {
+		if owner == mirror && !want[t] {
+			delete(e.claims, t)
+		}
+	}
+	conflicts := map[string]string{}
+	for _, t := range topics {
+		switch owner, ok := e.claims[t]; {
+		case !ok:
+			e.claims[t] = mirror
+		case owner != mirror:
+			conflicts[t] = owner
+		}
+	}
+	return conflicts
+}
+
+// topicOwner returns the mirror that writes a destination topic ("": none).
+func (e *Engine) topicOwner(topic string) string {
+	e.claimMu.Lock()
+	defer e.claimMu.Unlock()
+	return e.claims[topic]
 }
 
 // Stop stops every mirror (runners, fetchers, writers) and closes the

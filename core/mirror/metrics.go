@@ -19,6 +19,8 @@ type instruments struct {
 	bytes       metric.Int64Counter
 	batches     metric.Int64Counter
 	records     metric.Int64Counter
+	mdErrors    metric.Int64Counter
+	cfgErrors   metric.Int64Counter
 }
 
 func newInstruments(p *metrics.Provider, e *Engine) (*instruments, error) {
@@ -35,6 +37,12 @@ func newInstruments(p *metrics.Provider, e *Engine) (*instruments, error) {
 		return nil, err
 	}
 	if in.records, err = m.Int64Counter("mirrored.offsets", metric.WithDescription("Source offsets mirrored (records and markers), by mirror.")); err != nil {
+		return nil, err
+	}
+	if in.mdErrors, err = m.Int64Counter("metadata.refresh.error", metric.WithDescription("Failed rounds of the topics sync loop (KIP-1279 MetadataRefreshError), by mirror.")); err != nil {
+		return nil, err
+	}
+	if in.cfgErrors, err = m.Int64Counter("topic.config.metadata.sync.error", metric.WithDescription("Topic configs the destination rejected, and failed rounds of the topic config sync loop (KIP-1279 TopicConfigMetadataSyncError), by mirror.")); err != nil {
 		return nil, err
 	}
 	_, err = m.Int64ObservableGauge("partition.state",
@@ -130,4 +138,12 @@ func (in *instruments) appended(mirror string, bytes, offsets int64) {
 	in.bytes.Add(context.Background(), bytes, attrs)
 	in.batches.Add(context.Background(), 1, attrs)
 	in.records.Add(context.Background(), offsets, attrs)
+}
+
+func (in *instruments) metadataRefreshError(mirror string) {
+	in.mdErrors.Add(context.Background(), 1, metric.WithAttributes(attribute.String("mirror", mirror)))
+}
+
+func (in *instruments) configSyncError(mirror string) {
+	in.cfgErrors.Add(context.Background(), 1, metric.WithAttributes(attribute.String("mirror", mirror)))
 }

@@ -2,8 +2,10 @@ package mirror
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -38,12 +40,17 @@ type mirrorRun struct {
 	srcAdm  *kadm.Client
 	dp      *dataPath
 	runners map[topicPartition]*runner
-	err     string // why the mirror as a whole cannot run, if it cannot
+	errs    map[string]string // sync loop → why its last round failed
+	loops   []*syncLoop
+	warned  map[string]bool
+	// cfgErrs are the topic configs the destination rejected in the last
+	// config sync round.
+	cfgErrs []TopicConfigError
 }
 
 func newMirrorRun(e *Engine, dcfg *config.Config, mc config.Mirror) *mirrorRun {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &mirrorRun{e: e, name: mc.Name, cfg: mc, dcfg: dcfg, log: e.log.With("mirror", mc.Name), ctx: ctx, cancel: cancel, runners: map[topicPartition]*runner{}}
+	return &mirrorRun{e: e, name: mc.Name, cfg: mc, dcfg: dcfg, log: e.log.With("mirror", mc.Name), ctx: ctx, cancel: cancel, runners: map[topicPartition]*runner{}, errs: map[string]string{}, warned: map[string]bool{}}
 }
 
 // start launches the mirror's supervisor goroutine, owned by m.wg.
@@ -66,6 +73,7 @@ func (m *mirrorRun) stop(ctx context.Context) {
 		m.log.Warn("mirror did not stop before the shutdown deadline")
 		return
 	}
+	m.e.claimTopics(m.name, nil)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.dp != nil {
@@ -76,21 +84,24 @@ func (m *mirrorRun) stop(ctx context.Context) {
 	}
 }
 
-func (m *mirrorRun) setErr(err error) {
+// setErr records the outcome of a sync loop's round: err nil clears the
+// loop's error. The mirror's status shows every loop's error.
+func (m *mirrorRun) setErr(loop string, err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err == nil {
-		m.err = ""
+		delete(m.errs, loop)
 		return
 	}
-	if m.err != err.Error() {
-		m.log.Error("mirror cannot run; retrying", "error", err)
+	if m.errs[loop] != err.Error() {
+		m.log.Error("sync loop failed; retrying", "loop", loop, "error", err)
 	}
-	m.err = err.Error()
+	m.errs[loop] = err.Error()
 }
 
-// supervise connects, then runs the topic sync every refresh interval until
-// the mirror is stopped.
+// supervise connects, then runs the mirror's sync loops (topics, topic
+// configs) until the mirror is stopped. Each loop runs in its own goroutine,
+// owned by m.wg, so that one loop's failure does not hold up the others.
 func (m *mirrorRun) supervise() {
 	cfg := m.dcfg
 	backoff := time.Second
@@ -99,25 +110,48 @@ func (m *mirrorRun) supervise() {
 		if err == nil {
 			break
 		}
-		m.setErr(err)
+		m.setErr("connect", err)
 		if !sleepCtx(m.ctx, backoff) {
 			return
 		}
 		backoff = min(2*backoff, 30*time.Second)
 	}
-	ticker := time.NewTicker(cfg.MetadataRefreshInterval)
-	defer ticker.Stop()
-	for {
-		if err := m.syncTopics(m.ctx); err != nil && m.ctx.Err() == nil {
-			m.setErr(err)
+	m.setErr("connect", nil)
+	loops := []*syncLoop{
+		newSyncLoop("topics", cfg.MetadataRefreshInterval, m.syncTopics, m.loopDone),
+		newSyncLoop("topic-configs", cfg.MetadataRefreshInterval, m.syncTopicConfigs, m.loopDone),
+	}
+	m.mu.Lock()
+	m.loops = loops
+	m.mu.Unlock()
+	for _, l := range loops[1:] {
+		m.wg.Add(1)
+		go func() {
+			defer m.wg.Done()
+			l.Run(m.ctx)
+		}()
+	}
+	loops[0].Run(m.ctx)
+}
+
+// loopDone records a sync round's outcome and counts its failure.
+func (m *mirrorRun) loopDone(loop string, err error) {
+	if err != nil {
+		if loop == "topic-configs" {
+			m.e.inst.configSyncError(m.name)
 		} else {
-			m.setErr(nil)
+			m.e.inst.metadataRefreshError(m.name)
 		}
-		select {
-		case <-m.ctx.Done():
-			return
-		case <-ticker.C:
-		}
+	}
+	m.setErr(loop, err)
+}
+
+// triggerSync asks every sync loop for a round now (reload).
+func (m *mirrorRun) triggerSync() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, l := range m.loops {
+		l.trigger()
 	}
 }
 
@@ -147,23 +181,68 @@ func (m *mirrorRun) connect(cfg *config.Config) error {
 	return nil
 }
 
-// syncTopics starts a runner for every partition of every in-scope topic
-// that has none yet, creating destination topics as needed.
+// syncTopics is the topics loop's round. For every in-scope source topic
+// this mirror may own (a topic claimed by another mirror is refused), it
+// creates the destination topic with the source's partition count and
+// configs, expands its partitions to the source's count, and starts a runner
+// for each partition that has none. Partitions whose source topic was
+// deleted, or left the mirror's scope, go through STOPPING to STOPPED; those
+// whose source topic was recreated (new topic id) fail for good. It is
+// idempotent: a round changes only what differs.
 func (m *mirrorRun) syncTopics(ctx context.Context) error {
-	topics, err := listSourceTopics(ctx, m.srcAdm, &m.cfg)
+	topics, present, err := listSourceTopics(ctx, m.srcAdm, &m.cfg)
 	if err != nil {
 		return fmt.Errorf("mirror %s: %w", m.name, err)
 	}
-	for _, t := range topics {
-		dstParts, err := ensureDestinationTopic(ctx, m.e.dstAdm, t)
+	recreated := m.checkTopicIDs(present)
+	names := make([]string, len(topics))
+	for i, t := range topics {
+		names[i] = t.Name
+	}
+	conflicts := m.e.claimTopics(m.name, names)
+	var errs []error
+	dstParts := map[string]int32{}
+	if len(names) > 0 {
+		details, err := m.e.dstAdm.ListTopics(ctx, names...)
 		if err != nil {
-			return fmt.Errorf("mirror %s: %w", m.name, err)
+			return fmt.Errorf("mirror %s: describing destination topics: %w", m.name, err)
 		}
-		n := min(t.Partitions, dstParts)
-		if dstParts < t.Partitions {
-			m.log.Warn("destination topic has fewer partitions than the source; the extra source partitions are not mirrored yet", "topic", t.Name, "source", t.Partitions, "destination", dstParts)
+		for _, d := range details {
+			if d.Err == nil {
+				dstParts[d.Topic] = int32(len(d.Partitions))
+			}
 		}
-		for p := int32(0); p < n; p++ {
+	}
+	var missing []string
+	for _, t := range topics {
+		if _, ok := dstParts[t.Name]; !ok && conflicts[t.Name] == "" {
+			missing = append(missing, t.Name)
+		}
+	}
+	srcConfigs, err := topicConfigs(ctx, m.srcAdm, missing...)
+	if err != nil {
+		return fmt.Errorf("mirror %s: describing source topic configs: %w", m.name, err)
+	}
+	for _, t := range topics {
+		if other := conflicts[t.Name]; other != "" {
+			errs = append(errs, fmt.Errorf("mirror %s: topic %s is claimed by mirror %s and mirror %s; two mirrors cannot write one destination topic, "+
+				"so mirror %s does not start its partitions: narrow mirror.topics.include or mirror.topics.exclude of one of them", m.name, t.Name, other, m.name, m.name))
+			continue
+		}
+		if recreated[t.Name] {
+			continue // its partitions fail; a new partition of the new topic must not start mirroring into the old one
+		}
+		n, err := ensureDestinationTopic(ctx, m.e.dstAdm, t, dstParts[t.Name], mirroredConfigs(srcConfigs[t.Name], m.cfg.TopicPropertiesExclude))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("mirror %s: %w", m.name, err))
+			if n == 0 {
+				continue
+			}
+		}
+		if n > t.Partitions {
+			m.warnOnce("topic "+t.Name+" has more partitions on the destination", "the destination topic has more partitions than the source; the extra ones are not mirrored", "topic", t.Name, "source", t.Partitions, "destination", n)
+		}
+		for p := int32(0); p < min(n, t.Partitions); p++ {
 			tp := topicPartition{t.Name, p}
 			m.mu.Lock()
 			_, running := m.runners[tp]
@@ -173,12 +252,45 @@ func (m *mirrorRun) syncTopics(ctx context.Context) error {
 			}
 			r, err := newRunner(ctx, m, t, p)
 			if err != nil {
-				return err
+				errs = append(errs, err)
+				break
 			}
 			m.launch(tp, r)
 		}
 	}
-	return m.stopOutOfScope(ctx)
+	if err := m.stopGone(ctx, present); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// warnOnce logs msg the first time key is seen.
+func (m *mirrorRun) warnOnce(key, msg string, args ...any) {
+	m.mu.Lock()
+	seen := m.warned[key]
+	m.warned[key] = true
+	m.mu.Unlock()
+	if !seen {
+		m.log.Warn(msg, args...)
+	}
+}
+
+// checkTopicIDs compares the topic id each runner started with against the
+// source's current one, fails the partitions of a recreated topic (same
+// name, new id), and returns the names of recreated topics.
+func (m *mirrorRun) checkTopicIDs(present map[string][16]byte) map[string]bool {
+	out := map[string]bool{}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for tp, r := range m.runners {
+		id, ok := present[tp.topic]
+		if !ok || r.topicID == ([16]byte{}) || id == ([16]byte{}) || id == r.topicID {
+			continue
+		}
+		out[tp.topic] = true
+		r.requestRecreated(id)
+	}
+	return out
 }
 
 // launch registers r and starts its goroutine, owned by m.wg.
@@ -193,15 +305,26 @@ func (m *mirrorRun) launch(tp topicPartition, r *runner) {
 	}()
 }
 
-// stopOutOfScope takes every partition whose topic no longer matches the
-// mirror's include/exclude patterns through STOPPING to STOPPED: running
-// ones, and ones a previous run (or configuration) left MIRRORING, PAUSED or
-// FAILED in the state store.
-func (m *mirrorRun) stopOutOfScope(ctx context.Context) error {
-	const reason = "the topic no longer matches mirror.topics.include, or matches mirror.topics.exclude"
+// stopGone takes every partition whose topic no longer matches the mirror's
+// include/exclude patterns, or was deleted on the source (missing from
+// present), through STOPPING to STOPPED: running ones, and ones a previous
+// run (or configuration) left MIRRORING, PAUSED or FAILED in the state store.
+// The destination topic is never deleted.
+func (m *mirrorRun) stopGone(ctx context.Context, present map[string][16]byte) error {
+	const outOfScope = "the topic no longer matches mirror.topics.include, or matches mirror.topics.exclude"
+	const deleted = "the source topic was deleted; the destination topic is kept and is writable"
+	reasonFor := func(topic string) string {
+		if !inScope(&m.cfg, topic) {
+			return outOfScope
+		}
+		if _, ok := present[topic]; !ok {
+			return deleted
+		}
+		return ""
+	}
 	m.mu.Lock()
 	for tp, r := range m.runners {
-		if !inScope(&m.cfg, tp.topic) {
+		if reason := reasonFor(tp.topic); reason != "" {
 			r.requestStop(reason)
 		}
 	}
@@ -212,7 +335,8 @@ func (m *mirrorRun) stopOutOfScope(ctx context.Context) error {
 	}
 	for _, p := range parts {
 		rec := p.Record()
-		if inScope(&m.cfg, rec.Topic) {
+		reason := reasonFor(rec.Topic)
+		if reason == "" {
 			continue
 		}
 		switch rec.State {
@@ -240,7 +364,12 @@ func (m *mirrorRun) status() MirrorStatus {
 	for _, r := range m.runners {
 		rs = append(rs, r)
 	}
-	ms := MirrorStatus{Name: m.name, Error: m.err}
+	var errs []string
+	for _, e := range m.errs {
+		errs = append(errs, e)
+	}
+	sort.Strings(errs)
+	ms := MirrorStatus{Name: m.name, Error: strings.Join(errs, "; "), TopicConfigErrors: append([]TopicConfigError(nil), m.cfgErrs...)}
 	m.mu.Unlock()
 	sort.Slice(rs, func(i, j int) bool {
 		if rs[i].topic != rs[j].topic {

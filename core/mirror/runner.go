@@ -2,6 +2,7 @@ package mirror
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"sync"
@@ -19,9 +20,10 @@ import (
 // Extension names under which the runner keeps its own facts in the
 // partition record (partition.Data.Extensions).
 const (
-	extAlignment  = "alignment"    // alignmentState while filler is being written
-	extTxnWriters = "txn_writers"  // []txnWriterRecord: destination transactional writers
-	extEpoch      = "source_epoch" // sourceEpoch: leader epoch of the last batch forwarded
+	extAlignment  = "alignment"       // alignmentState while filler is being written
+	extTxnWriters = "txn_writers"     // []txnWriterRecord: destination transactional writers
+	extEpoch      = "source_epoch"    // sourceEpoch: leader epoch of the last batch forwarded
+	extTopicID    = "source_topic_id" // string: the source topic id the partition mirrors
 )
 
 // sourceEpoch is the source partition leader epoch of the batches being
@@ -68,6 +70,14 @@ type runner struct {
 	stopReason string
 	dstNext    int64 // next destination offset (== next in preserve mode)
 
+	// recreateReq is closed when the source topic was found recreated (same
+	// name, new topic id); recreateErr is the non-retryable failure to
+	// record. recreateDone (runner goroutine only) is set once it is.
+	recreateReq  chan struct{}
+	recreateOnce sync.Once
+	recreateErr  error
+	recreateDone bool
+
 	mu     sync.Mutex // guards the status fields below
 	next   int64      // next source offset to mirror; -1 unknown
 	srcHW  int64
@@ -76,19 +86,37 @@ type runner struct {
 	notes  []string
 }
 
+// newRunner loads or creates the partition's record. The source topic id
+// is recorded on first use; when the record holds another id, the source
+// topic was recreated while kmirror was not looking, and the runner fails
+// the partition as soon as it runs.
 func newRunner(ctx context.Context, m *mirrorRun, t sourceTopic, p int32) (*runner, error) {
 	part, _, err := m.e.machine.LoadOrCreate(ctx, m.name, t.Name, p, "topic in scope of the mirror")
 	if err != nil {
 		return nil, fmt.Errorf("mirror %s: topic %s partition %d: loading its state: %w", m.name, t.Name, p, err)
 	}
-	return runnerFor(m, t, part), nil
+	var recorded string
+	ok, _ := part.Record().Extension(extTopicID, &recorded)
+	if !ok && t.ID != ([16]byte{}) {
+		if err := part.Update(ctx, func(d *partition.Data) error { return d.SetExtension(extTopicID, topicIDString(t.ID)) }); err != nil {
+			return nil, fmt.Errorf("mirror %s: topic %s partition %d: recording the source topic id: %w", m.name, t.Name, p, err)
+		}
+	}
+	r := runnerFor(m, t, part)
+	if ok && recorded != topicIDString(t.ID) && t.ID != ([16]byte{}) {
+		if old, err := base64.RawURLEncoding.DecodeString(recorded); err == nil && len(old) == 16 {
+			r.topicID = [16]byte(old)
+		}
+		r.requestRecreated(t.ID)
+	}
+	return r, nil
 }
 
 // runnerFor returns a runner for an already loaded partition.
 func runnerFor(m *mirrorRun, t sourceTopic, part *partition.Partition) *runner {
 	p := part.Record().Partition
 	return &runner{m: m, topic: t.Name, topicID: t.ID, partition: p, p: part, next: -1, srcHW: -1, srcLS: -1, dstEnd: -1,
-		log: m.log.With("topic", t.Name, "partition", p), stopReq: make(chan struct{}), epoch: -1}
+		log: m.log.With("topic", t.Name, "partition", p), stopReq: make(chan struct{}), recreateReq: make(chan struct{}), epoch: -1}
 }
 
 // errorf builds an error that names the mirror, topic and partition.
@@ -105,6 +133,66 @@ func (r *runner) requestStop(reason string) {
 	})
 }
 
+// requestRecreated asks the runner to fail the partition for good: the
+// source topic now has id newID, not the one mirrored. The runner may be
+// mid-fetch (the fetcher reports ErrTopicIDChanged too) or STOPPED (the
+// topic was deleted first); either way the partition ends FAILED with a
+// reason that names both ids.
+func (r *runner) requestRecreated(newID [16]byte) {
+	r.recreateOnce.Do(func() {
+		r.recreateErr = partition.NonRetryable(r.errorf("source topic %s was deleted and recreated (topic id %s → %s); kmirror does not merge a new topic into the mirrored one: "+
+			"delete the destination topic or reset the partitions", r.topic, topicIDString(r.topicID), topicIDString(newID)))
+		close(r.recreateReq)
+	})
+}
+
+// pendingRecreate returns the channel that signals a recreated source
+// topic, or nil once the failure is recorded (a nil channel never fires).
+func (r *runner) pendingRecreate() chan struct{} {
+	if r.recreateDone {
+		return nil
+	}
+	return r.recreateReq
+}
+
+// pendingStop returns the stop request channel, or nil once the partition
+// failed for a recreated topic: that failure waits for an operator.
+func (r *runner) pendingStop() chan struct{} {
+	if r.recreateDone {
+		return nil
+	}
+	return r.stopReq
+}
+
+// handleRecreated records the failure of a recreated source topic; it
+// returns false when there is nothing (more) to do in the current state.
+// STOPPED (the topic was deleted, then recreated) and FAILED go through
+// PREPARING, the restart state, which can fail; STOPPING finishes first.
+func (r *runner) handleRecreated(ctx context.Context, st partition.State) bool {
+	select {
+	case <-r.pendingRecreate():
+	default:
+		return false
+	}
+	switch st {
+	case partition.Preparing, partition.Mirroring:
+		if err := r.p.Fail(ctx, r.recreateErr); err != nil {
+			r.log.Error("cannot record the failure", "failure", r.recreateErr, "error", err)
+			sleepCtx(ctx, time.Second)
+			return true
+		}
+		r.recreateDone = true
+		return true
+	case partition.Stopped, partition.Failed:
+		if err := r.p.Transition(ctx, partition.Preparing, "the source topic was recreated"); err != nil {
+			r.log.Error("cannot record the transition to PREPARING", "error", err)
+			sleepCtx(ctx, time.Second)
+		}
+		return true
+	}
+	return false
+}
+
 func (r *runner) stopRequested() bool {
 	select {
 	case <-r.stopReq:
@@ -119,7 +207,10 @@ func (r *runner) run(ctx context.Context) {
 	for ctx.Err() == nil {
 		var err error
 		st := r.p.State()
-		if r.stopRequested() && (st == partition.Mirroring || st == partition.Paused || st == partition.Failed) {
+		if r.handleRecreated(ctx, st) {
+			continue
+		}
+		if r.stopRequested() && !r.recreateDone && (st == partition.Mirroring || st == partition.Paused || st == partition.Failed) {
 			if err := r.p.Transition(ctx, partition.Stopping, r.stopReason); err != nil {
 				r.log.Error("cannot record the transition to STOPPING", "error", err)
 				sleepCtx(ctx, time.Second)
@@ -131,9 +222,13 @@ func (r *runner) run(ctx context.Context) {
 			if r.stopRequested() {
 				// Nothing was mirrored under this preparation; PREPARING has no
 				// way to STOPPING, so the partition waits for its topic to
-				// come back into scope.
-				<-ctx.Done()
-				return
+				// come back into scope (or to be found recreated).
+				select {
+				case <-ctx.Done():
+					return
+				case <-r.pendingRecreate():
+					continue
+				}
 			}
 			if err = r.prepare(ctx); err == nil {
 				err = r.p.TransitionWith(ctx, partition.Mirroring, fmt.Sprintf("prepared: %s mode from source offset %d", r.mode, r.getNext()), func(d *partition.Data) error {
@@ -158,8 +253,16 @@ func (r *runner) run(ctx context.Context) {
 			}
 			continue
 		default: // PAUSED, STOPPED: nothing runs until an operator acts.
-			<-ctx.Done()
-			return
+			recreated := r.pendingRecreate()
+			if st != partition.Stopped {
+				recreated = nil
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-recreated:
+				continue
+			}
 		}
 		if err != nil && ctx.Err() == nil {
 			r.fail(ctx, err)
@@ -181,7 +284,8 @@ func (r *runner) waitRetry(ctx context.Context) {
 	if rec.NeedsOperator() {
 		select {
 		case <-ctx.Done():
-		case <-r.stopReq:
+		case <-r.pendingStop():
+		case <-r.pendingRecreate():
 		}
 		return
 	}
@@ -191,7 +295,9 @@ func (r *runner) waitRetry(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-r.stopReq:
+		case <-r.pendingStop():
+			return
+		case <-r.pendingRecreate():
 			return
 		case <-t.C:
 		}
@@ -433,6 +539,8 @@ func (r *runner) mirror(ctx context.Context) error {
 	go func() { // owned by mirror(): ends when it returns (cancel) or on a stop request.
 		select {
 		case <-r.stopReq:
+			cancel()
+		case <-r.recreateReq:
 			cancel()
 		case <-qctx.Done():
 		}

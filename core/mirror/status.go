@@ -13,8 +13,18 @@ type MirrorStatus struct {
 	Name string `json:"name"`
 	// Error is why the mirror as a whole cannot run (for example an
 	// unreachable source cluster); its partitions keep their states.
-	Error      string            `json:"error,omitempty"`
-	Partitions []PartitionStatus `json:"partitions"`
+	Error string `json:"error,omitempty"`
+	// TopicConfigErrors are the topic configs the destination rejected in
+	// the last config sync round, one per topic and key.
+	TopicConfigErrors []TopicConfigError `json:"topic_config_errors,omitempty"`
+	Partitions        []PartitionStatus  `json:"partitions"`
+}
+
+// TopicConfigError is a source topic config the destination rejected.
+type TopicConfigError struct {
+	Topic string `json:"topic"`
+	Key   string `json:"key"`
+	Error string `json:"error"`
 }
 
 // PartitionStatus describes one mirrored partition, with the columns of

@@ -2,6 +2,7 @@ package mirror
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"sort"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/core/config"
 )
@@ -31,44 +33,136 @@ type sourceTopic struct {
 	Partitions int32
 }
 
-// listSourceTopics returns the in-scope topics of the source, sorted by name.
-func listSourceTopics(ctx context.Context, adm *kadm.Client, m *config.Mirror) ([]sourceTopic, error) {
+// topicIDString prints a topic id the way Kafka's tools do (URL-safe
+// base64 without padding).
+func topicIDString(id [16]byte) string { return base64.RawURLEncoding.EncodeToString(id[:]) }
+
+// listSourceTopics returns the in-scope topics of the source that can be
+// mirrored now, sorted by name, and the id of every topic the source has
+// (in scope or not, usable or not): a topic missing from present was
+// deleted, whereas one with a metadata error (no leader yet) merely waits.
+func listSourceTopics(ctx context.Context, adm *kadm.Client, m *config.Mirror) (topics []sourceTopic, present map[string][16]byte, err error) {
 	md, err := adm.Metadata(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("listing source topics: %w", err)
+		return nil, nil, fmt.Errorf("listing source topics: %w", err)
 	}
-	var out []sourceTopic
+	present = make(map[string][16]byte, len(md.Topics))
 	for _, t := range md.Topics {
+		if errors.Is(t.Err, kerr.UnknownTopicOrPartition) {
+			continue
+		}
+		present[t.Topic] = t.ID
 		if t.Err != nil || t.IsInternal || !inScope(m, t.Topic) {
 			continue
 		}
-		out = append(out, sourceTopic{Name: t.Topic, ID: t.ID, Partitions: int32(len(t.Partitions))})
+		topics = append(topics, sourceTopic{Name: t.Topic, ID: t.ID, Partitions: int32(len(t.Partitions))})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	sort.Slice(topics, func(i, j int) bool { return topics[i].Name < topics[j].Name })
+	return topics, present, nil
+}
+
+// topicConfigs returns the dynamic topic configs (DescribeConfigs source
+// DYNAMIC_TOPIC_CONFIG: the ones set on the topic itself, not defaults or
+// broker settings) of the topics that exist on the cluster behind adm.
+// Sensitive configs (no value returned) are left out: they cannot be copied.
+func topicConfigs(ctx context.Context, adm *kadm.Client, topics ...string) (map[string]map[string]string, error) {
+	out := map[string]map[string]string{}
+	if len(topics) == 0 {
+		return out, nil
+	}
+	rcs, err := adm.DescribeTopicConfigs(ctx, topics...)
+	if err != nil {
+		return nil, err
+	}
+	for _, rc := range rcs {
+		if rc.Err != nil {
+			continue // the topic is missing (or was just deleted)
+		}
+		cfg := map[string]string{}
+		for _, c := range rc.Configs {
+			if c.Source == kmsg.ConfigSourceDynamicTopicConfig && c.Value != nil {
+				cfg[c.Key] = *c.Value
+			}
+		}
+		out[rc.Name] = cfg
+	}
 	return out, nil
 }
 
-// ensureDestinationTopic creates the destination topic with the source's
-// partition count when it is missing, and returns the destination's partition
-// count. The destination's default replication factor applies. (The topic
-// sync loop of issue #4 extends this: configs, partition expansion.)
-func ensureDestinationTopic(ctx context.Context, adm *kadm.Client, t sourceTopic) (int32, error) {
-	details, err := adm.ListTopics(ctx, t.Name)
-	if err != nil {
-		return 0, fmt.Errorf("describing destination topic %s: %w", t.Name, err)
+// mirroredConfigs returns the source configs minus mirror.topic.properties.exclude.
+func mirroredConfigs(src map[string]string, exclude config.RegexList) map[string]*string {
+	out := map[string]*string{}
+	for k, v := range src {
+		if !exclude.Match(k) {
+			out[k] = &v
+		}
 	}
-	if d, ok := details[t.Name]; ok && d.Err == nil {
-		return int32(len(d.Partitions)), nil
+	return out
+}
+
+// configChanges returns the incremental changes that make the destination's
+// dynamic topic configs dst equal the source's src, ignoring excluded keys on
+// both sides, sorted by key: SET where the value differs or is missing, DELETE
+// (back to the destination's default) where the destination sets a key the
+// source does not.
+func configChanges(src, dst map[string]string, exclude config.RegexList) []kadm.AlterConfig {
+	var out []kadm.AlterConfig
+	for k, v := range src {
+		if exclude.Match(k) {
+			continue
+		}
+		if d, ok := dst[k]; !ok || d != v {
+			out = append(out, kadm.AlterConfig{Op: kadm.SetConfig, Name: k, Value: &v})
+		}
 	}
-	resp, err := adm.CreateTopic(ctx, t.Partitions, -1, nil, t.Name)
-	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
-		return 0, fmt.Errorf("creating destination topic %s with %d partitions: %w", t.Name, t.Partitions, err)
+	for k := range dst {
+		if _, ok := src[k]; !ok && !exclude.Match(k) {
+			out = append(out, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: k})
+		}
 	}
-	if resp.Err != nil && !errors.Is(resp.Err, kerr.TopicAlreadyExists) {
-		return 0, fmt.Errorf("creating destination topic %s with %d partitions: %w", t.Name, t.Partitions, resp.Err)
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// ensureDestinationTopic makes the destination topic exist with at least the
+// source's partition count and returns its partition count. dstParts is the
+// destination's current count (0: the topic is missing). A missing topic is
+// created with the source's partition count and configs (already stripped of
+// the excluded ones) and the destination's default replication factor; if
+// the destination rejects the configs, it is created without them and the
+// config sync reports each rejected key. A destination with fewer partitions
+// is expanded (CreatePartitions) to the source's count.
+func ensureDestinationTopic(ctx context.Context, adm *kadm.Client, t sourceTopic, dstParts int32, configs map[string]*string) (int32, error) {
+	switch {
+	case dstParts == 0:
+		resp, err := adm.CreateTopic(ctx, t.Partitions, -1, configs, t.Name)
+		if err == nil {
+			err = resp.Err
+		}
+		if isConfigRejection(err) && len(configs) > 0 {
+			resp, err = adm.CreateTopic(ctx, t.Partitions, -1, nil, t.Name)
+			if err == nil {
+				err = resp.Err
+			}
+		}
+		if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+			return 0, fmt.Errorf("creating destination topic %s with %d partitions: %w", t.Name, t.Partitions, err)
+		}
+	case dstParts < t.Partitions:
+		resp, err := adm.UpdatePartitions(ctx, int(t.Partitions), t.Name)
+		if err == nil {
+			if r, ok := resp[t.Name]; ok && r.Err != nil {
+				err = fmt.Errorf("%w %s", r.Err, r.ErrMessage)
+			}
+		}
+		if err != nil {
+			return dstParts, fmt.Errorf("adding partitions to destination topic %s (from %d to the source's %d): %w", t.Name, dstParts, t.Partitions, err)
+		}
+	default:
+		return dstParts, nil
 	}
-	// A new topic's partitions take a moment to get leaders; wait for them
-	// so that the partitions do not start with a spurious failure.
+	// New partitions take a moment to get leaders; wait for them so that
+	// they do not start with a spurious failure.
 	for i := 0; i < 50; i++ {
 		ends, err := adm.ListEndOffsets(ctx, t.Name)
 		ready := err == nil
@@ -81,4 +175,10 @@ func ensureDestinationTopic(ctx context.Context, adm *kadm.Client, t sourceTopic
 		}
 	}
 	return t.Partitions, nil
+}
+
+// isConfigRejection reports whether a CreateTopics error is about the
+// configs it carried.
+func isConfigRejection(err error) bool {
+	return errors.Is(err, kerr.InvalidConfig) || errors.Is(err, kerr.PolicyViolation) || errors.Is(err, kerr.InvalidRequest)
 }

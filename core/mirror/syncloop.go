@@ -1,0 +1,53 @@
+package mirror
+
+import (
+	"context"
+	"time"
+)
+
+// syncLoop is the one template every sync loop of a mirror follows: sync is
+// idempotent (it compares the source with the destination and changes only
+// what differs), Run calls it at once, then every interval and whenever
+// trigger is called. An error is reported to onErr (logged, counted, shown
+// in the mirror status) and never ends the loop: the next round retries, and
+// one loop's failure does not stop the mirror's other loops.
+type syncLoop struct {
+	name  string
+	every time.Duration
+	sync  func(ctx context.Context) error
+	onErr func(name string, err error) // err nil: the round succeeded
+
+	wake chan struct{} // buffered(1): a pending trigger
+}
+
+func newSyncLoop(name string, every time.Duration, sync func(context.Context) error, onErr func(string, error)) *syncLoop {
+	return &syncLoop{name: name, every: every, sync: sync, onErr: onErr, wake: make(chan struct{}, 1)}
+}
+
+// trigger asks for a round as soon as the current one (if any) ends; it
+// never blocks, and triggers that arrive during a round collapse into one.
+func (l *syncLoop) trigger() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run runs rounds until ctx ends.
+func (l *syncLoop) Run(ctx context.Context) {
+	ticker := time.NewTicker(l.every)
+	defer ticker.Stop()
+	for {
+		err := l.sync(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		l.onErr(l.name, err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		case <-l.wake:
+		}
+	}
+}
