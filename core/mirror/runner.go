@@ -2,7 +2,6 @@ package mirror
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"sync"
@@ -104,8 +103,8 @@ func newRunner(ctx context.Context, m *mirrorRun, t sourceTopic, p int32) (*runn
 	}
 	r := runnerFor(m, t, part)
 	if ok && recorded != topicIDString(t.ID) && t.ID != ([16]byte{}) {
-		if old, err := base64.RawURLEncoding.DecodeString(recorded); err == nil && len(old) == 16 {
-			r.topicID = [16]byte(old)
+		if old, ok := parseTopicID(recorded); ok {
+			r.topicID = old
 		}
 		r.requestRecreated(t.ID)
 	}
@@ -183,7 +182,15 @@ func (r *runner) handleRecreated(ctx context.Context, st partition.State) bool {
 		}
 		r.recreateDone = true
 		return true
-	case partition.Stopped, partition.Failed:
+	case partition.Failed:
+		if r.p.Record().NeedsOperator() {
+			// Already failed for good (the fetcher saw the new topic id
+			// first, or another non-retryable cause): nothing to add.
+			r.recreateDone = true
+			return true
+		}
+		fallthrough
+	case partition.Stopped:
 		if err := r.p.Transition(ctx, partition.Preparing, "the source topic was recreated"); err != nil {
 			r.log.Error("cannot record the transition to PREPARING", "error", err)
 			sleepCtx(ctx, time.Second)

@@ -2,7 +2,7 @@ package mirror
 
 import (
 	"context"
-	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"sort"
@@ -33,9 +33,20 @@ type sourceTopic struct {
 	Partitions int32
 }
 
-// topicIDString prints a topic id the way Kafka's tools do (URL-safe
-// base64 without padding).
-func topicIDString(id [16]byte) string { return base64.RawURLEncoding.EncodeToString(id[:]) }
+// topicIDString prints a topic id as a UUID, as the fetcher's errors do.
+func topicIDString(id [16]byte) string {
+	return fmt.Sprintf("%x-%x-%x-%x-%x", id[0:4], id[4:6], id[6:8], id[8:10], id[10:16])
+}
+
+// parseTopicID reads what topicIDString wrote.
+func parseTopicID(s string) ([16]byte, bool) {
+	var id [16]byte
+	b, err := hex.DecodeString(strings.ReplaceAll(s, "-", ""))
+	if err != nil || len(b) != 16 {
+		return id, false
+	}
+	return [16]byte(b), true
+}
 
 // listSourceTopics returns the in-scope topics of the source that can be
 // mirrored now, sorted by name, and the id of every topic the source has

@@ -1,0 +1,315 @@
+package mirror
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/core/config"
+	"github.com/kmirror/kmirror/sdk/statestore/memstore"
+)
+
+func (f *fixture) createTopicWith(t *testing.T, topic string, partitions int32, configs map[string]*string) {
+	t.Helper()
+	resp, err := kadm.NewClient(f.srcCl).CreateTopic(context.Background(), partitions, 1, configs, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		t.Fatalf("creating source topic %s: %v", topic, err)
+	}
+}
+
+// dynamicConfigs returns the configs set on a topic (not defaults).
+func dynamicConfigs(t *testing.T, cl *kgo.Client, topic string) map[string]string {
+	t.Helper()
+	cfgs, err := topicConfigs(context.Background(), kadm.NewClient(cl), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfgs[topic]
+}
+
+// eventually retries cond every 20ms for up to 20s; it fails with the last
+// description cond returned.
+func eventually(t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	var last string
+	for time.Now().Before(deadline) {
+		var ok bool
+		if ok, last = cond(); ok {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("%s: not within 20s; last: %s", what, last)
+}
+
+func partitionCount(t *testing.T, cl *kgo.Client, topic string) int32 {
+	t.Helper()
+	d, err := kadm.NewClient(cl).ListTopics(context.Background(), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if td, ok := d[topic]; ok && td.Err == nil {
+		return int32(len(td.Partitions))
+	}
+	return 0
+}
+
+func TestConfigChangesSetDifferencesAndDeleteExtrasButNeverTouchExcludedKeys(t *testing.T) {
+	excl, err := config.CompileRegexList([]string{"min.insync.replicas", ".*throttled.*"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := map[string]string{"retention.ms": "1000", "cleanup.policy": "compact", "min.insync.replicas": "2", "leader.replication.throttled.replicas": "*"}
+	dst := map[string]string{"retention.ms": "5000", "segment.bytes": "1024", "min.insync.replicas": "1"}
+	var got []string
+	for _, c := range configChanges(src, dst, excl) {
+		v := ""
+		if c.Value != nil {
+			v = "=" + *c.Value
+		}
+		got = append(got, opName(c.Op)+" "+c.Name+v)
+	}
+	want := []string{"SET cleanup.policy=compact", "SET retention.ms=1000", "DELETE segment.bytes"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("changes = %q, want %q", got, want)
+	}
+	if ch := configChanges(map[string]string{"a": "1"}, map[string]string{"a": "1"}, excl); len(ch) != 0 {
+		t.Fatalf("equal configs give changes %v", ch)
+	}
+}
+
+// TestTopicSyncCreatesInScopeTopicsWithSourceConfigsMinusExcluded: matching
+// topics appear on the destination with the source's partition count and
+// configs minus mirror.topic.properties.exclude; an excluded topic does not;
+// a topic created on the source while the mirror runs is picked up.
+func TestTopicSyncCreatesInScopeTopicsWithSourceConfigsMinusExcluded(t *testing.T) {
+	f := newFixture(t)
+	f.createTopicWith(t, "orders-eu", 3, map[string]*string{"retention.ms": kadm.StringPtr("86400000"), "min.insync.replicas": kadm.StringPtr("1"), "cleanup.policy": kadm.StringPtr("compact")})
+	f.createTopic(t, "orders.tmp-1", 1)
+	f.createTopic(t, "payments", 2)
+	f.createTopic(t, "other", 1)
+	e := startEngine(t, f.config(t, `orders.*,payments`, `    mirror.topics.exclude: "orders\\.tmp.*"`), memstore.New())
+	f.waitMirrored(t, e, "orders-eu", 3)
+	f.waitMirrored(t, e, "payments", 2)
+	got := dynamicConfigs(t, f.dstCl, "orders-eu")
+	want := map[string]string{"retention.ms": "86400000", "cleanup.policy": "compact"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("destination configs of orders-eu = %v, want %v (min.insync.replicas is excluded by default)", got, want)
+	}
+	for _, topic := range []string{"orders.tmp-1", "other"} {
+		if n := partitionCount(t, f.dstCl, topic); n != 0 {
+			t.Fatalf("out-of-scope topic %s exists on the destination with %d partitions", topic, n)
+		}
+	}
+	f.createTopic(t, "orders-us", 4)
+	f.produce(t, "orders-us", 20, "tx-us")
+	f.waitMirrored(t, e, "orders-us", 4)
+	f.verify(t, "orders-us", 4)
+}
+
+// TestTopicSyncExpandsPartitionsAndMirrorsTheNewOnesFromOffsetZero.
+func TestTopicSyncExpandsPartitionsAndMirrorsTheNewOnesFromOffsetZero(t *testing.T) {
+	f := newFixture(t)
+	f.createTopic(t, "grow", 1)
+	f.produce(t, "grow", 30, "tx-g1")
+	e := startEngine(t, f.config(t, "grow"), memstore.New())
+	f.waitMirrored(t, e, "grow", 1)
+	if _, err := kadm.NewClient(f.srcCl).UpdatePartitions(context.Background(), 3, "grow"); err != nil {
+		t.Fatal(err)
+	}
+	f.produce(t, "grow", 60, "tx-g2") // spreads over the three partitions
+	f.waitMirrored(t, e, "grow", 3)
+	if n := partitionCount(t, f.dstCl, "grow"); n != 3 {
+		t.Fatalf("destination has %d partitions, want 3", n)
+	}
+	f.verify(t, "grow", 3)
+}
+
+// TestConfigSyncAppliesSourceChangesButNotExcludedKeysAndReportsRejectedKeys.
+func TestConfigSyncAppliesSourceChangesButNotExcludedKeysAndReportsRejectedKeys(t *testing.T) {
+	f := newFixture(t)
+	f.createTopicWith(t, "conf", 1, map[string]*string{"retention.ms": kadm.StringPtr("1000")})
+	// The destination refuses any change to max.message.bytes, as a
+	// destination policy would.
+	f.dst.ControlKey(kmsg.IncrementalAlterConfigs.Int16(), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		f.dst.KeepControl()
+		req := kr.(*kmsg.IncrementalAlterConfigsRequest)
+		for _, r := range req.Resources {
+			for _, c := range r.Configs {
+				if c.Name == "max.message.bytes" {
+					resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
+					rr := kmsg.NewIncrementalAlterConfigsResponseResource()
+					rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
+					rr.ErrorCode = kerr.PolicyViolation.Code
+					msg := "max.message.bytes is fixed on this cluster"
+					rr.ErrorMessage = &msg
+					resp.Resources = append(resp.Resources, rr)
+					return resp, nil, true
+				}
+			}
+		}
+		return nil, nil, false
+	})
+	e := startEngine(t, f.config(t, "conf"), memstore.New())
+	f.waitMirrored(t, e, "conf", 1)
+	adm := kadm.NewClient(f.srcCl)
+	if _, err := adm.AlterTopicConfigs(context.Background(), []kadm.AlterConfig{
+		{Op: kadm.SetConfig, Name: "retention.ms", Value: kadm.StringPtr("2000")},
+		{Op: kadm.SetConfig, Name: "min.insync.replicas", Value: kadm.StringPtr("1")},
+		{Op: kadm.SetConfig, Name: "max.message.bytes", Value: kadm.StringPtr("2048")},
+		{Op: kadm.SetConfig, Name: "segment.ms", Value: kadm.StringPtr("60000")},
+	}, "conf"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "config errors reported", func() (bool, string) {
+		st := e.Status().Mirrors[0]
+		got := dynamicConfigs(t, f.dstCl, "conf")
+		ok := got["retention.ms"] == "2000" && got["segment.ms"] == "60000" && len(st.TopicConfigErrors) == 1
+		return ok, fmt.Sprintf("destination %v, errors %+v", got, st.TopicConfigErrors)
+	})
+	got := dynamicConfigs(t, f.dstCl, "conf")
+	if _, ok := got["min.insync.replicas"]; ok {
+		t.Fatalf("excluded min.insync.replicas reached the destination: %v", got)
+	}
+	ce := e.Status().Mirrors[0].TopicConfigErrors[0]
+	if ce.Topic != "conf" || ce.Key != "max.message.bytes" || !strings.Contains(ce.Error, "POLICY_VIOLATION") {
+		t.Fatalf("config error %+v", ce)
+	}
+	// A config removed on the source goes back to the destination's default.
+	if _, err := adm.AlterTopicConfigs(context.Background(), []kadm.AlterConfig{{Op: kadm.DeleteConfig, Name: "segment.ms"}}, "conf"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "segment.ms deleted on the destination", func() (bool, string) {
+		got := dynamicConfigs(t, f.dstCl, "conf")
+		_, set := got["segment.ms"]
+		return !set, fmt.Sprint(got)
+	})
+	if p := e.Status().Mirrors[0].Partitions[0]; p.State != "MIRRORING" {
+		t.Fatalf("partition %s after config errors, want MIRRORING", p.State)
+	}
+}
+
+// TestSourceTopicDeletedStopsItsPartitionsAndARecreatedOneFails.
+func TestSourceTopicDeletedStopsItsPartitionsAndARecreatedOneFails(t *testing.T) {
+	f := newFixture(t)
+	f.createTopic(t, "gone", 2)
+	f.produce(t, "gone", 20, "tx-gone")
+	e := startEngine(t, f.config(t, "gone"), memstore.New())
+	f.waitMirrored(t, e, "gone", 2)
+	adm := kadm.NewClient(f.srcCl)
+	if _, err := adm.DeleteTopic(context.Background(), "gone"); err != nil {
+		t.Fatal(err)
+	}
+	for p := int32(0); p < 2; p++ {
+		waitState(t, e, "gone", p, "STOPPED")
+	}
+	if n := partitionCount(t, f.dstCl, "gone"); n != 2 {
+		t.Fatalf("destination topic has %d partitions after the source deletion, want it kept with 2", n)
+	}
+	f.createTopic(t, "gone", 2)
+	for p := int32(0); p < 2; p++ {
+		ps := waitState(t, e, "gone", p, "FAILED")
+		if ps.Retry != "NonRetryable" || !strings.Contains(ps.LastError, "deleted and recreated") {
+			t.Fatalf("partition %d: failure %q (retry %q)", p, ps.LastError, ps.Retry)
+		}
+	}
+}
+
+// TestSourceTopicRecreatedWhileMirroringFailsItsPartitions: no deletion
+// seen in between (the new topic appears within one refresh interval).
+func TestSourceTopicRecreatedWhileMirroringFailsItsPartitions(t *testing.T) {
+	f := newFixture(t)
+	f.createTopic(t, "again", 1)
+	f.produce(t, "again", 10, "tx-a1")
+	cfg := f.config(t, "again")
+	cfg.MetadataRefreshInterval = time.Minute // only the reload triggers a round
+	e := startEngine(t, cfg, memstore.New())
+	f.waitMirrored(t, e, "again", 1)
+	adm := kadm.NewClient(f.srcCl)
+	if _, err := adm.DeleteTopic(context.Background(), "again"); err != nil {
+		t.Fatal(err)
+	}
+	f.createTopic(t, "again", 1)
+	if err := e.Reload(context.Background(), cfg); err != nil {
+		t.Fatal(err) // unchanged configuration: triggers a sync round at once
+	}
+	ps := waitState(t, e, "again", 0, "FAILED")
+	if ps.Retry != "NonRetryable" || !strings.Contains(ps.LastError, "recreated") {
+		t.Fatalf("failure %q (retry %q)", ps.LastError, ps.Retry)
+	}
+}
+
+// TestTwoMirrorsClaimingOneTopicRefuseTheSecond.
+func TestTwoMirrorsClaimingOneTopicRefuseTheSecond(t *testing.T) {
+	f := newFixture(t)
+	f.createTopic(t, "shared", 1)
+	f.produce(t, "shared", 5, "tx-s")
+	second := fmt.Sprintf(`  - name: second
+    bootstrap.servers: %s
+    mirror.topics.include: "sha.*"`, strings.Join(f.src.ListenAddrs(), ","))
+	e := startEngine(t, f.config(t, "shared", second), memstore.New())
+	var owner, other MirrorStatus
+	eventually(t, "one mirror refused", func() (bool, string) {
+		st := e.Status()
+		if len(st.Mirrors) != 2 {
+			return false, fmt.Sprintf("%+v", st)
+		}
+		for i, m := range st.Mirrors {
+			if m.Error != "" {
+				other, owner = m, st.Mirrors[1-i]
+				return len(owner.Partitions) == 1, fmt.Sprintf("%+v", st)
+			}
+		}
+		return false, fmt.Sprintf("%+v", st)
+	})
+	if len(other.Partitions) != 0 {
+		t.Fatalf("refused mirror %s runs partitions %+v", other.Name, other.Partitions)
+	}
+	for _, name := range []string{"test", "second", "shared"} {
+		if !strings.Contains(other.Error, name) {
+			t.Fatalf("error %q does not name %s", other.Error, name)
+		}
+	}
+	f.waitMirrored(t, e, "shared", 1)
+}
+
+// TestSourceTopicRecreatedWhileTheDaemonWasDownFailsItsPartitions: the
+// topic id recorded with the partition tells a restarted daemon that the
+// source topic is not the one it mirrored.
+func TestSourceTopicRecreatedWhileTheDaemonWasDownFailsItsPartitions(t *testing.T) {
+	f := newFixture(t)
+	f.createTopic(t, "reborn", 1)
+	f.produce(t, "reborn", 10, "tx-r1")
+	store := memstore.New()
+	cfg := f.config(t, "reborn")
+	e := startEngine(t, cfg, store)
+	f.waitMirrored(t, e, "reborn", 1)
+	before := listOffset(t, f.dstCl, "reborn", false)
+	stopEngine(t, e)
+	if _, err := kadm.NewClient(f.srcCl).DeleteTopic(context.Background(), "reborn"); err != nil {
+		t.Fatal(err)
+	}
+	f.createTopic(t, "reborn", 1)
+	f.produce(t, "reborn", 30, "tx-r2")
+	e2 := startEngine(t, cfg, store)
+	ps := waitState(t, e2, "reborn", 0, "FAILED")
+	if ps.Retry != "NonRetryable" || !strings.Contains(ps.LastError, "recreated") {
+		t.Fatalf("failure %q (retry %q)", ps.LastError, ps.Retry)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if end := listOffset(t, f.dstCl, "reborn", false); end != before {
+		t.Fatalf("destination end offset %d, want %d (nothing of the new topic merged)", end, before)
+	}
+}
