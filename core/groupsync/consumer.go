@@ -1,0 +1,141 @@
+package groupsync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// syncConsumer syncs the committed offsets of the given (included, non-share)
+// source groups. dst is the destination's group listing of this cycle.
+func (s *Syncer) syncConsumer(ctx context.Context, groups []string, dst kadm.ListedGroups) []GroupReport {
+	now := s.opts.Now()
+	reports := make([]GroupReport, 0, len(groups))
+	var candidates []string
+	for _, g := range groups {
+		if state, active := activeOn(dst, g); active {
+			reports = append(reports, GroupReport{Group: g, Kind: KindConsumer, SkippedActive: true, DestinationState: state, At: now})
+			continue
+		}
+		candidates = append(candidates, g)
+	}
+	if len(candidates) == 0 {
+		return reports
+	}
+	srcFetched := s.opts.Source.FetchManyOffsets(ctx, candidates...)
+	dstFetched := s.opts.Destination.FetchManyOffsets(ctx, candidates...)
+	for _, g := range candidates {
+		state, _ := activeOn(dst, g)
+		r := GroupReport{Group: g, Kind: KindConsumer, DestinationState: state, At: now}
+		if err := s.syncConsumerGroup(ctx, g, srcFetched[g], dstFetched[g], &r); err != nil {
+			r.Err = err.Error()
+			s.inst.consumerErr(ctx)
+			s.log.Warn("consumer group offset sync failed; retrying next cycle", "group", g, "error", err)
+		} else if r.Synced > 0 {
+			s.log.Debug("consumer group offsets synced", "group", g, "partitions", r.Synced, "clamped", r.Clamped)
+		}
+		reports = append(reports, r)
+	}
+	return reports
+}
+
+// syncConsumerGroup writes one group's offsets and fills r. Partition-level
+// failures do not stop the other partitions; they are joined into the error.
+func (s *Syncer) syncConsumerGroup(ctx context.Context, group string, src, dst kadm.FetchOffsetsResponse, r *GroupReport) error {
+	if src.Err != nil {
+		return fmt.Errorf("fetching committed offsets of group %q on the source: %w", group, src.Err)
+	}
+	if dst.Err != nil && !errors.Is(dst.Err, kerr.GroupIDNotFound) {
+		return fmt.Errorf("fetching committed offsets of group %q on the destination: %w", group, dst.Err)
+	}
+	var errs []error
+	commit := kadm.Offsets{}
+	pending := map[string]map[int32]target{}
+	for _, o := range src.Fetched.Sorted() {
+		if o.Err != nil {
+			errs = append(errs, fmt.Errorf("source offset of %s/%d: %w", o.Topic, o.Partition, o.Err))
+			continue
+		}
+		cur := int64(-1)
+		if d, ok := dst.Fetched.Lookup(o.Topic, o.Partition); ok && d.Err == nil {
+			cur = d.At
+		}
+		t, ok, err := s.decide(KindConsumer, group, o.Topic, o.Partition, o.At, cur)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		if t.clamped {
+			r.Clamped++
+		}
+		if t.kept {
+			r.Kept++
+		}
+		if !t.write {
+			s.observe(t)
+			continue
+		}
+		// The source leader epoch means nothing on the destination: -1 lets
+		// consumers skip epoch validation of the committed position.
+		addOffset(commit, kadm.Offset{Topic: o.Topic, Partition: o.Partition, At: t.at, LeaderEpoch: -1, Metadata: o.Metadata})
+		if pending[o.Topic] == nil {
+			pending[o.Topic] = map[int32]target{}
+		}
+		pending[o.Topic][o.Partition] = t
+	}
+	if len(commit) > 0 {
+		resps, err := s.opts.Destination.CommitOffsets(ctx, group, commit)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("committing offsets of group %q on the destination (a group with members cannot be written; it is retried next cycle): %w", group, err))
+		} else {
+			for _, o := range resps.Sorted() {
+				if o.Err != nil {
+					errs = append(errs, fmt.Errorf("committing %s/%d of group %q on the destination: %w", o.Topic, o.Partition, group, o.Err))
+					continue
+				}
+				if t, ok := pending[o.Topic][o.Partition]; ok {
+					s.observe(t)
+					r.Synced++
+				}
+			}
+		}
+	}
+	return joinErrs(errs)
+}
+
+// joinErrs joins errs into one error whose message stays on one line.
+func joinErrs(errs []error) error {
+	switch len(errs) {
+	case 0:
+		return nil
+	case 1:
+		return errs[0]
+	}
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		msgs[i] = e.Error()
+	}
+	return &multiError{msg: strings.Join(msgs, "; "), errs: errs}
+}
+
+type multiError struct {
+	msg  string
+	errs []error
+}
+
+func (e *multiError) Error() string   { return e.msg }
+func (e *multiError) Unwrap() []error { return e.errs }
+
+func addOffset(os kadm.Offsets, o kadm.Offset) {
+	if os[o.Topic] == nil {
+		os[o.Topic] = map[int32]kadm.Offset{}
+	}
+	os[o.Topic][o.Partition] = o
+}

@@ -1,0 +1,387 @@
+// Package groupsync owns the consumer-group and share-group offset sync loop of
+// one mirror: it copies committed offsets (classic and KIP-848 consumer groups)
+// and share-partition start offsets (KIP-932 share groups) of mirrored
+// partitions from the source cluster to the destination cluster.
+//
+// Invariants, each enforced in this package:
+//
+//   - Only groups accepted by Options.Include are touched, and only partitions
+//     that Options.Mirrored reports as mirrored.
+//   - A group that is active on the destination (any state other than Empty or
+//     Dead, or a state the broker does not report) is never written; it is
+//     reported SkippedActive and retried next cycle.
+//   - An offset is never written ahead of the mirrored data: a source offset
+//     beyond Mirrored.End is clamped to End (and re-synced next cycle).
+//   - A destination offset is never moved backwards unless the source moved it
+//     backwards. The last source offset seen per (group, topic, partition) is
+//     kept in memory; after a restart the first cycle has no history, so a
+//     destination offset that is ahead of the translated source offset is left
+//     as it is until the source is seen to move below an offset observed by
+//     this process.
+//   - Commit metadata is copied as it is. The source leader epoch is not: it
+//     means nothing on the destination, so commits carry -1 (unknown).
+//   - Share groups are optional: when either cluster does not advertise the
+//     share-group APIs, the share half is skipped, logged once and counted, and
+//     consumer groups are still synced.
+//
+// The package is a library: the engine builds one Syncer per mirror and calls
+// Sync every mirror.metadata.refresh.interval.ms (or uses Run).
+package groupsync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// Kinds of group, as reported in GroupReport.Kind.
+const (
+	// KindConsumer is a classic or KIP-848 consumer group (committed offsets).
+	KindConsumer = "consumer"
+	// KindShare is a KIP-932 share group (share-partition start offsets).
+	KindShare = "share"
+)
+
+// ErrInvalidOptions is returned by New when a required option is missing.
+var ErrInvalidOptions = errors.New("groupsync: invalid options")
+
+// Mirrored answers, for a source partition, whether it is actively mirrored
+// and up to which source offset its data is on the destination, and
+// translates a source offset to the destination.
+type Mirrored interface {
+	// End returns the next source offset to mirror: every source offset below
+	// end is on the destination. ok is false when the partition is not
+	// actively mirrored; its offsets are then not synced.
+	End(topic string, partition int32) (end int64, ok bool)
+	// Translate maps a committed source offset (the next record to read,
+	// <= End) to the destination offset of the first mirrored record at or
+	// after it. In preserve mode it is the identity.
+	Translate(topic string, partition int32, offset int64) (int64, error)
+}
+
+// Options configure a Syncer. Source, Destination and Mirrored are required.
+type Options struct {
+	// Mirror names the mirror in logs, errors and metric attributes.
+	Mirror string
+	// Source is an admin client of the source cluster.
+	Source *kadm.Client
+	// Destination is an admin client of the destination cluster.
+	Destination *kadm.Client
+	// Include decides whether a group is synced (mirror.groups.include and
+	// not mirror.groups.exclude, plus any filter plugins). Nil includes every
+	// group.
+	Include func(groupID string) bool
+	// Mirrored tells which partitions are mirrored and translates offsets.
+	Mirrored Mirrored
+	// Logger receives one line per change and per error. Nil discards.
+	Logger hclog.Logger
+	// Meter creates the sync's instruments. Nil records nothing.
+	Meter metric.Meter
+	// Now is the clock used for GroupReport.At. Nil uses time.Now.
+	Now func() time.Time
+}
+
+// GroupReport is the result of one cycle for one group.
+type GroupReport struct {
+	// Group is the group id.
+	Group string `json:"group"`
+	// Kind is KindConsumer or KindShare.
+	Kind string `json:"kind"`
+	// Synced counts the partitions whose destination offset was written this
+	// cycle.
+	Synced int `json:"synced"`
+	// Kept counts the partitions left untouched because the destination was
+	// ahead and the source had not moved backwards.
+	Kept int `json:"kept,omitempty"`
+	// Clamped counts the partitions whose source offset was beyond what is
+	// mirrored; the mirrored end was written instead.
+	Clamped int `json:"clamped,omitempty"`
+	// SkippedActive is true when the group is active on the destination and
+	// was therefore not written.
+	SkippedActive bool `json:"skipped_active,omitempty"`
+	// DestinationState is the group's state on the destination ("" when it
+	// does not exist there).
+	DestinationState string `json:"destination_state,omitempty"`
+	// Err describes what failed for this group, if anything.
+	Err string `json:"error,omitempty"`
+	// At is when the group was last examined.
+	At time.Time `json:"at"`
+}
+
+// Report is the result of one Sync cycle.
+type Report struct {
+	// Groups has one entry per included consumer group, sorted by group.
+	Groups []GroupReport
+	// ShareGroups has one entry per included share group, sorted by group.
+	ShareGroups []GroupReport
+	// Errors counts the groups (of both kinds) that failed this cycle.
+	Errors int
+	// ShareGroupsUnsupported is true when the source or the destination does
+	// not support share groups; share groups were not synced.
+	ShareGroupsUnsupported bool
+}
+
+// Syncer syncs the group offsets of one mirror. Its methods are safe for
+// concurrent use; Sync calls are serialized.
+type Syncer struct {
+	opts Options
+	log  hclog.Logger
+	inst instruments
+
+	cycle sync.Mutex // serializes Sync
+
+	mu          sync.Mutex
+	last        map[offsetKey]int64 // last source offset seen, see package doc
+	status      map[statusKey]GroupReport
+	unsupported bool // share groups unsupported at the last check
+}
+
+type offsetKey struct {
+	kind, group, topic string
+	partition          int32
+}
+
+type statusKey struct{ kind, group string }
+
+// New validates opts and builds a Syncer.
+func New(opts Options) (*Syncer, error) {
+	var missing []string
+	if opts.Source == nil {
+		missing = append(missing, "Source")
+	}
+	if opts.Destination == nil {
+		missing = append(missing, "Destination")
+	}
+	if opts.Mirrored == nil {
+		missing = append(missing, "Mirrored")
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("%w: mirror %q: %s must be set", ErrInvalidOptions, opts.Mirror, strings.Join(missing, ", "))
+	}
+	if opts.Include == nil {
+		opts.Include = func(string) bool { return true }
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	log := opts.Logger
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	inst, err := newInstruments(opts.Meter, opts.Mirror)
+	if err != nil {
+		return nil, fmt.Errorf("groupsync: mirror %q: creating metrics: %w", opts.Mirror, err)
+	}
+	return &Syncer{
+		opts:   opts,
+		log:    log.With("mirror", opts.Mirror),
+		inst:   inst,
+		last:   map[offsetKey]int64{},
+		status: map[statusKey]GroupReport{},
+	}, nil
+}
+
+// Sync runs one cycle: it lists the source groups, and for every included one
+// that is not active on the destination writes the offsets of mirrored
+// partitions. It is idempotent. The error is non-nil only when the cycle could
+// not run at all (the groups of either cluster could not be listed);
+// per-group failures are in the Report.
+func (s *Syncer) Sync(ctx context.Context) (Report, error) {
+	s.cycle.Lock()
+	defer s.cycle.Unlock()
+
+	srcGroups, err := s.opts.Source.ListGroups(ctx)
+	if err != nil {
+		s.inst.consumerErr(ctx)
+		return Report{}, fmt.Errorf("groupsync: mirror %q: listing source groups failed (check the source is reachable and the mirror may DESCRIBE groups): %w", s.opts.Mirror, err)
+	}
+	dstGroups, err := s.opts.Destination.ListGroups(ctx)
+	if err != nil {
+		s.inst.consumerErr(ctx)
+		return Report{}, fmt.Errorf("groupsync: mirror %q: listing destination groups failed (check the destination is reachable and the mirror may DESCRIBE groups): %w", s.opts.Mirror, err)
+	}
+
+	var consumer, share []string
+	for _, g := range srcGroups.Sorted() {
+		if !s.opts.Include(g.Group) {
+			continue
+		}
+		if strings.EqualFold(g.GroupType, KindShare) {
+			share = append(share, g.Group)
+		} else {
+			consumer = append(consumer, g.Group)
+		}
+	}
+
+	var rep Report
+	rep.Groups = s.syncConsumer(ctx, consumer, dstGroups)
+	rep.ShareGroups, rep.ShareGroupsUnsupported = s.syncShare(ctx, share, dstGroups)
+
+	synced := map[string]int64{KindConsumer: 0, KindShare: 0}
+	for _, list := range [][]GroupReport{rep.Groups, rep.ShareGroups} {
+		for _, g := range list {
+			switch {
+			case g.Err != "":
+				rep.Errors++
+			case !g.SkippedActive:
+				synced[g.Kind]++
+			}
+		}
+	}
+	s.inst.groupsSynced(ctx, synced)
+	s.remember(rep)
+	return rep, nil
+}
+
+// Run calls Sync every interval until ctx is done. A failed cycle is logged
+// and retried at the next tick. It returns ctx's error.
+func (s *Syncer) Run(ctx context.Context, interval time.Duration) error {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if _, err := s.Sync(ctx); err != nil && ctx.Err() == nil {
+			s.log.Warn("group offset sync cycle failed; retrying next interval", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// Status returns the last result of every group seen in the last cycle,
+// consumer groups first, each kind sorted by group (for describe).
+func (s *Syncer) Status() []GroupReport {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]GroupReport, 0, len(s.status))
+	for _, r := range s.status {
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Kind != out[j].Kind {
+			return out[i].Kind == KindConsumer
+		}
+		return out[i].Group < out[j].Group
+	})
+	return out
+}
+
+// remember replaces the status with this cycle's groups, so that groups gone
+// from the source (or no longer included) disappear from describe, and drops
+// their offset history.
+func (s *Syncer) remember(rep Report) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	seen := map[statusKey]bool{}
+	next := map[statusKey]GroupReport{}
+	for _, list := range [][]GroupReport{rep.Groups, rep.ShareGroups} {
+		for _, g := range list {
+			k := statusKey{g.Kind, g.Group}
+			seen[k] = true
+			next[k] = g
+		}
+	}
+	if rep.ShareGroupsUnsupported {
+		// Share groups were not listed this cycle: keep what describe knew.
+		for k, g := range s.status {
+			if k.kind == KindShare {
+				next[k] = g
+				seen[k] = true
+			}
+		}
+	}
+	s.status = next
+	for k := range s.last {
+		if !seen[statusKey{k.kind, k.group}] {
+			delete(s.last, k)
+		}
+	}
+}
+
+// activeOn reports whether a destination group state means members are there.
+// An unknown (empty) state counts as active: only groups known to be inactive
+// are written.
+func activeOn(dst kadm.ListedGroups, group string) (state string, active bool) {
+	g, ok := dst[group]
+	if !ok {
+		return "", false
+	}
+	switch {
+	case strings.EqualFold(g.State, "Empty"), strings.EqualFold(g.State, "Dead"):
+		return g.State, false
+	case g.State == "":
+		return "Unknown", true
+	default:
+		return g.State, true
+	}
+}
+
+// target is the decision for one partition.
+type target struct {
+	write   bool
+	kept    bool
+	clamped bool
+	at      int64 // destination offset to write
+	key     offsetKey
+	src     int64
+}
+
+// observe records src as the last source offset seen for k. It is called once
+// the partition's decision took effect (written, or nothing to write), so that
+// a failed write of a backwards move is retried next cycle.
+func (s *Syncer) observe(t target) {
+	s.mu.Lock()
+	s.last[t.key] = t.src
+	s.mu.Unlock()
+}
+
+// decide applies clamp, translation and the never-backwards rule to one
+// partition. src is the source offset (next to read), dst the destination's
+// current offset or -1 when it has none. ok is false when the partition is
+// not mirrored or has no source offset.
+func (s *Syncer) decide(kind, group, topic string, partition int32, src, dst int64) (t target, ok bool, err error) {
+	if src < 0 {
+		return t, false, nil
+	}
+	end, mirrored := s.opts.Mirrored.End(topic, partition)
+	if !mirrored {
+		return t, false, nil
+	}
+	eff := src
+	if eff > end {
+		eff = end
+		t.clamped = true
+	}
+	at, err := s.opts.Mirrored.Translate(topic, partition, eff)
+	if err != nil {
+		return t, true, fmt.Errorf("translating source offset %d of %s/%d: %w", eff, topic, partition, err)
+	}
+	t.key = offsetKey{kind, group, topic, partition}
+	t.src = src
+	s.mu.Lock()
+	prev, seen := s.last[t.key]
+	s.mu.Unlock()
+	switch {
+	case at == dst:
+		// Already there: nothing to write.
+	case at > dst:
+		t.write = true
+	case seen && src < prev:
+		// The source moved backwards: the destination follows.
+		t.write = true
+	default:
+		t.kept = true
+	}
+	t.at = at
+	return t, true, nil
+}

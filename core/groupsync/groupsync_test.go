@@ -1,0 +1,312 @@
+package groupsync
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kversion"
+)
+
+func TestNewRejectsMissingOptions(t *testing.T) {
+	_, err := New(Options{Mirror: "m1"})
+	if !errors.Is(err, ErrInvalidOptions) {
+		t.Fatalf("New without clients: got %v, want ErrInvalidOptions", err)
+	}
+	for _, want := range []string{"Source", "Destination", "Mirrored"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name %s", err, want)
+		}
+	}
+}
+
+func TestPreserveCopiesOffsetsAndMetadataAndConsumerStartsAtNextRecord(t *testing.T) {
+	e := newEnv(t, nil)
+	// The destination holds the mirrored records at the source's offsets.
+	prod := newClient(t, e.dst, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	for i := range 10 {
+		r := &kgo.Record{Topic: topic, Partition: 0, Value: []byte{byte(i)}}
+		if err := prod.ProduceSync(ctx(t), r).FirstErr(); err != nil {
+			t.Fatalf("producing: %v", err)
+		}
+	}
+	commit(t, e.srcAdm, "app", "meta-1", map[int32]int64{0: 4, 1: 0})
+	if err := e.srcAdm.CommitAllOffsets(ctx(t), "app", kadm.Offsets{unmirror: {0: {Topic: unmirror, Partition: 0, At: 7, LeaderEpoch: -1}}}); err != nil {
+		t.Fatal(err)
+	}
+
+	rep := e.sync(t)
+	g := mustFind(t, rep.Groups, "app")
+	if g.Synced != 2 || g.Err != "" || g.SkippedActive || g.Kind != KindConsumer {
+		t.Fatalf("report for app = %+v, want 2 partitions synced", g)
+	}
+	if at, meta := committed(t, e.dstAdm, "app", 0); at != 4 || meta != "meta-1" {
+		t.Fatalf("destination offset of %s/0 = %d %q, want 4 %q", topic, at, meta, "meta-1")
+	}
+	resp, err := e.dstAdm.FetchOffsets(ctx(t), "app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := resp.Lookup(unmirror, 0); ok {
+		t.Fatalf("offset of the unmirrored topic %s was copied", unmirror)
+	}
+
+	// A second cycle writes nothing: the sync is idempotent.
+	if g := mustFind(t, e.sync(t).Groups, "app"); g.Synced != 0 || g.Err != "" {
+		t.Fatalf("second cycle report = %+v, want nothing written", g)
+	}
+
+	cons := newClient(t, e.dst, kgo.ConsumerGroup("app"), kgo.ConsumeTopics(topic), kgo.FetchMaxWait(100*time.Millisecond))
+	for {
+		fs := cons.PollFetches(ctx(t))
+		if err := fs.Err0(); err != nil {
+			t.Fatalf("consuming on the destination: %v", err)
+		}
+		if recs := fs.Records(); len(recs) > 0 {
+			if recs[0].Partition != 0 || recs[0].Offset != 4 {
+				t.Fatalf("consumer started at %d/%d, want 0/4", recs[0].Partition, recs[0].Offset)
+			}
+			return
+		}
+	}
+}
+
+func TestIncludeDecidesWhichGroupsAreSynced(t *testing.T) {
+	e := newEnv(t, func(g string) bool { return strings.HasPrefix(g, "keep-") })
+	commit(t, e.srcAdm, "keep-a", "", map[int32]int64{0: 3})
+	commit(t, e.srcAdm, "drop-b", "", map[int32]int64{0: 3})
+
+	rep := e.sync(t)
+	if len(rep.Groups) != 1 || rep.Groups[0].Group != "keep-a" {
+		t.Fatalf("report groups = %+v, want only keep-a", rep.Groups)
+	}
+	listed, err := e.dstAdm.ListGroups(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := listed["keep-a"]; !ok {
+		t.Errorf("keep-a missing on the destination: %v", listed.Groups())
+	}
+	if _, ok := listed["drop-b"]; ok {
+		t.Errorf("excluded group drop-b was created on the destination")
+	}
+}
+
+func TestGroupActiveOnDestinationIsSkippedUntilItLeaves(t *testing.T) {
+	e := newEnv(t, nil)
+	commit(t, e.srcAdm, "busy", "", map[int32]int64{0: 6})
+
+	cons := newClient(t, e.dst, kgo.ConsumerGroup("busy"), kgo.ConsumeTopics(topic), kgo.FetchMaxWait(100*time.Millisecond))
+	pollCtx, cancel := context.WithCancel(ctx(t))
+	done := make(chan struct{})
+	go func() { // owned by this test: cancelled and waited for below
+		defer close(done)
+		for pollCtx.Err() == nil {
+			cons.PollFetches(pollCtx)
+		}
+	}()
+	waitState(t, e.dstAdm, "busy", func(s string) bool { return s != "" && s != "Empty" && s != "Dead" })
+
+	rep := e.sync(t)
+	g := mustFind(t, rep.Groups, "busy")
+	if !g.SkippedActive || g.Synced != 0 {
+		t.Fatalf("report for an active group = %+v, want SkippedActive", g)
+	}
+	if st := mustFind(t, e.syncer.Status(), "busy"); !st.SkippedActive || st.At.IsZero() {
+		t.Fatalf("Status for the active group = %+v, want SkippedActive with a time", st)
+	}
+	if at, _ := committed(t, e.dstAdm, "busy", 0); at == 6 {
+		t.Fatalf("the offset of an active group was written")
+	}
+
+	cancel()
+	<-done
+	cons.Close() // leaves the group
+	waitState(t, e.dstAdm, "busy", func(s string) bool { return s == "Empty" || s == "Dead" })
+
+	g = mustFind(t, e.sync(t).Groups, "busy")
+	if g.SkippedActive || g.Synced != 1 {
+		t.Fatalf("report after the member left = %+v, want 1 partition synced", g)
+	}
+	if at, _ := committed(t, e.dstAdm, "busy", 0); at != 6 {
+		t.Fatalf("destination offset = %d, want 6", at)
+	}
+}
+
+func waitState(t *testing.T, adm *kadm.Client, group string, ok func(string) bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		listed, err := adm.ListGroups(ctx(t))
+		if err == nil {
+			if g, found := listed[group]; found && ok(g.State) {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("group %s never reached the expected state (last listing %+v, err %v)", group, listed, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestOffsetBeyondMirroredEndIsClampedThenResynced(t *testing.T) {
+	e := newEnv(t, nil)
+	e.mirrored.setEnd(5)
+	commit(t, e.srcAdm, "lagging", "", map[int32]int64{0: 8})
+
+	g := mustFind(t, e.sync(t).Groups, "lagging")
+	if g.Clamped != 1 || g.Synced != 1 {
+		t.Fatalf("report = %+v, want 1 clamped and synced", g)
+	}
+	if at, _ := committed(t, e.dstAdm, "lagging", 0); at != 5 {
+		t.Fatalf("destination offset = %d, want the mirrored end 5", at)
+	}
+
+	e.mirrored.setEnd(10)
+	g = mustFind(t, e.sync(t).Groups, "lagging")
+	if g.Clamped != 0 || g.Synced != 1 {
+		t.Fatalf("report after the mirror caught up = %+v, want 1 synced, none clamped", g)
+	}
+	if at, _ := committed(t, e.dstAdm, "lagging", 0); at != 8 {
+		t.Fatalf("destination offset = %d, want 8", at)
+	}
+}
+
+func TestDestinationOffsetNeverMovesBackwardsUnlessTheSourceDid(t *testing.T) {
+	e := newEnv(t, nil)
+	commit(t, e.srcAdm, "g", "", map[int32]int64{0: 5})
+	e.sync(t)
+
+	// Someone moved the destination ahead; the source did not move.
+	commit(t, e.dstAdm, "g", "", map[int32]int64{0: 9})
+	g := mustFind(t, e.sync(t).Groups, "g")
+	if g.Kept != 1 || g.Synced != 0 {
+		t.Fatalf("report = %+v, want the partition kept", g)
+	}
+	if at, _ := committed(t, e.dstAdm, "g", 0); at != 9 {
+		t.Fatalf("destination offset = %d, want 9 untouched", at)
+	}
+
+	// A restarted process has no history: it keeps the destination too.
+	fresh := e.newSyncer(t, nil)
+	if _, err := fresh.Sync(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if at, _ := committed(t, e.dstAdm, "g", 0); at != 9 {
+		t.Fatalf("after a restart the destination offset = %d, want 9 untouched", at)
+	}
+
+	// The source moves backwards: the destination follows.
+	commit(t, e.srcAdm, "g", "", map[int32]int64{0: 3})
+	g = mustFind(t, e.sync(t).Groups, "g")
+	if g.Synced != 1 {
+		t.Fatalf("report after the source rewound = %+v, want 1 synced", g)
+	}
+	if at, _ := committed(t, e.dstAdm, "g", 0); at != 3 {
+		t.Fatalf("destination offset = %d, want 3", at)
+	}
+}
+
+func TestMapModeTranslatesOffsets(t *testing.T) {
+	e := newEnv(t, nil)
+	e.mirrored.shift = 100
+	commit(t, e.srcAdm, "mapped", "x", map[int32]int64{0: 7, 1: 2})
+	e.sync(t)
+	for p, want := range map[int32]int64{0: 107, 1: 102} {
+		if at, meta := committed(t, e.dstAdm, "mapped", p); at != want || meta != "x" {
+			t.Errorf("destination offset of %s/%d = %d %q, want %d %q", topic, p, at, meta, want, "x")
+		}
+	}
+}
+
+func TestFailedTranslationIsReportedAndCountedOtherPartitionsSynced(t *testing.T) {
+	e := newEnv(t, nil)
+	e.mirrored.failPart = 1
+	commit(t, e.srcAdm, "half", "", map[int32]int64{0: 4, 1: 4})
+	rep := e.sync(t)
+	g := mustFind(t, rep.Groups, "half")
+	if g.Synced != 1 || !strings.Contains(g.Err, "no mapping") || rep.Errors != 1 {
+		t.Fatalf("report = %+v (errors %d), want 1 synced and the translation error", g, rep.Errors)
+	}
+	if at, _ := committed(t, e.dstAdm, "half", 0); at != 4 {
+		t.Fatalf("destination offset of partition 0 = %d, want 4", at)
+	}
+	v, ok, err := e.metrics.Value("kmirror_consumer_group_offset_sync_error_total", map[string]string{"mirror": "m1"})
+	if err != nil || !ok || v != 1 {
+		t.Fatalf("consumer group sync error counter = %v (found %v, err %v), want 1", v, ok, err)
+	}
+	v, ok, err = e.metrics.Value("kmirror_group_offset_sync_groups", map[string]string{"mirror": "m1", "kind": KindConsumer})
+	if err != nil || !ok || v != 0 {
+		t.Fatalf("groups synced gauge = %v (found %v, err %v), want 0 (the only group failed)", v, ok, err)
+	}
+}
+
+func TestShareGroupStartOffsetsAreSynced(t *testing.T) {
+	e := newEnv(t, nil)
+	os := kadm.Offsets{}
+	addOffset(os, kadm.Offset{Topic: topic, Partition: 0, At: 3})
+	addOffset(os, kadm.Offset{Topic: unmirror, Partition: 0, At: 2})
+	if _, err := e.srcAdm.AlterShareGroupOffsets(ctx(t), "sg", os); err != nil {
+		t.Fatalf("creating the source share group: %v", err)
+	}
+	commit(t, e.srcAdm, "cg", "", map[int32]int64{0: 1})
+
+	rep := e.sync(t)
+	if rep.ShareGroupsUnsupported {
+		t.Fatal("kfake supports share groups, but the report says unsupported")
+	}
+	g := mustFind(t, rep.ShareGroups, "sg")
+	if g.Kind != KindShare || g.Synced != 1 || g.Err != "" {
+		t.Fatalf("share group report = %+v, want 1 partition synced", g)
+	}
+	if _, ok := find(rep.Groups, "sg"); ok {
+		t.Fatal("the share group was also treated as a consumer group")
+	}
+	desc, err := e.dstAdm.DescribeShareGroupOffsets(ctx(t), "sg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, ok := desc["sg"].Offsets.Lookup(topic, 0); !ok || o.StartOffset != 3 {
+		t.Fatalf("destination start offset of %s/0 = %+v, want 3", topic, o)
+	}
+	if o, ok := desc["sg"].Offsets.Lookup(unmirror, 0); ok && o.StartOffset >= 0 {
+		t.Fatalf("start offset of the unmirrored topic was copied: %+v", o)
+	}
+	v, ok, err := e.metrics.Value("kmirror_group_offset_sync_groups", map[string]string{"mirror": "m1", "kind": KindShare})
+	if err != nil || !ok || v != 1 {
+		t.Fatalf("share groups synced gauge = %v (found %v, err %v), want 1", v, ok, err)
+	}
+}
+
+func TestShareGroupsUnsupportedOnDestinationConsumerGroupsStillSynced(t *testing.T) {
+	e := newEnv(t, nil, kfake.MaxVersions(kversion.V3_9_0()))
+	os := kadm.Offsets{}
+	addOffset(os, kadm.Offset{Topic: topic, Partition: 0, At: 3})
+	if _, err := e.srcAdm.AlterShareGroupOffsets(ctx(t), "sg", os); err != nil {
+		t.Fatalf("creating the source share group: %v", err)
+	}
+	commit(t, e.srcAdm, "cg", "", map[int32]int64{0: 2})
+
+	for range 2 {
+		rep := e.sync(t)
+		if !rep.ShareGroupsUnsupported || len(rep.ShareGroups) != 0 {
+			t.Fatalf("report = %+v, want share groups unsupported and none synced", rep)
+		}
+		if rep.Errors != 0 {
+			t.Fatalf("report errors = %d, want 0", rep.Errors)
+		}
+	}
+	if at, _ := committed(t, e.dstAdm, "cg", 0); at != 2 {
+		t.Fatalf("consumer group offset on the destination = %d, want 2", at)
+	}
+	v, ok, err := e.metrics.Value("kmirror_share_group_offset_sync_error_total", map[string]string{"mirror": "m1"})
+	if err != nil || !ok || v != 1 {
+		t.Fatalf("share group sync error counter = %v (found %v, err %v), want 1 (counted once)", v, ok, err)
+	}
+}

@@ -1,0 +1,169 @@
+package groupsync
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmirror/kmirror/core/metrics"
+)
+
+const (
+	topic    = "orders"
+	unmirror = "other"
+)
+
+// newCluster starts an in-process cluster seeded with the mirrored topic and
+// one topic that is not mirrored.
+func newCluster(t *testing.T, opts ...kfake.Opt) *kfake.Cluster {
+	t.Helper()
+	opts = append([]kfake.Opt{kfake.NumBrokers(1), kfake.SeedTopics(2, topic, unmirror)}, opts...)
+	c, err := kfake.NewCluster(opts...)
+	if err != nil {
+		t.Fatalf("starting kfake cluster: %v", err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+func newClient(t *testing.T, c *kfake.Cluster, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)}, opts...)...)
+	if err != nil {
+		t.Fatalf("creating client: %v", err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+func newAdmin(t *testing.T, c *kfake.Cluster) *kadm.Client {
+	return kadm.NewClient(newClient(t, c))
+}
+
+// fakeMirrored mirrors every partition of topic up to end, translating by
+// adding shift.
+type fakeMirrored struct {
+	mu       sync.Mutex
+	end      int64
+	shift    int64
+	failPart int32 // partition whose Translate fails; -1 for none
+}
+
+func (m *fakeMirrored) End(tp string, _ int32) (int64, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.end, tp == topic
+}
+
+func (m *fakeMirrored) Translate(tp string, p int32, off int64) (int64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if p == m.failPart {
+		return 0, fmt.Errorf("no mapping for %s/%d offset %d", tp, p, off)
+	}
+	return off + m.shift, nil
+}
+
+func (m *fakeMirrored) setEnd(end int64) {
+	m.mu.Lock()
+	m.end = end
+	m.mu.Unlock()
+}
+
+type env struct {
+	src, dst       *kfake.Cluster
+	srcAdm, dstAdm *kadm.Client
+	mirrored       *fakeMirrored
+	metrics        *metrics.Provider
+	syncer         *Syncer
+}
+
+func newEnv(t *testing.T, include func(string) bool, dstOpts ...kfake.Opt) *env {
+	t.Helper()
+	e := &env{src: newCluster(t), dst: newCluster(t, dstOpts...), mirrored: &fakeMirrored{end: 1000, failPart: -1}}
+	e.srcAdm, e.dstAdm = newAdmin(t, e.src), newAdmin(t, e.dst)
+	p, err := metrics.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.metrics = p
+	e.syncer = e.newSyncer(t, include)
+	return e
+}
+
+func (e *env) newSyncer(t *testing.T, include func(string) bool) *Syncer {
+	t.Helper()
+	s, err := New(Options{
+		Mirror: "m1", Source: e.srcAdm, Destination: e.dstAdm, Include: include, Mirrored: e.mirrored,
+		Meter: e.metrics.Meter("test"),
+	})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return s
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+// commit commits offsets (partition → offset) of topic for group on a cluster.
+func commit(t *testing.T, adm *kadm.Client, group, meta string, offs map[int32]int64) {
+	t.Helper()
+	os := kadm.Offsets{}
+	for p, o := range offs {
+		addOffset(os, kadm.Offset{Topic: topic, Partition: p, At: o, LeaderEpoch: -1, Metadata: meta})
+	}
+	if err := adm.CommitAllOffsets(ctx(t), group, os); err != nil {
+		t.Fatalf("committing %v for group %s: %v", offs, group, err)
+	}
+}
+
+// committed returns the committed offset of topic/p for group, -1 if none.
+func committed(t *testing.T, adm *kadm.Client, group string, p int32) (int64, string) {
+	t.Helper()
+	resp, err := adm.FetchOffsets(ctx(t), group)
+	if err != nil {
+		t.Fatalf("fetching offsets of %s: %v", group, err)
+	}
+	o, ok := resp.Lookup(topic, p)
+	if !ok {
+		return -1, ""
+	}
+	return o.At, o.Metadata
+}
+
+func (e *env) sync(t *testing.T) Report {
+	t.Helper()
+	rep, err := e.syncer.Sync(ctx(t))
+	if err != nil {
+		t.Fatalf("Sync: %v", err)
+	}
+	return rep
+}
+
+func find(list []GroupReport, group string) (GroupReport, bool) {
+	for _, g := range list {
+		if g.Group == group {
+			return g, true
+		}
+	}
+	return GroupReport{}, false
+}
+
+func mustFind(t *testing.T, list []GroupReport, group string) GroupReport {
+	t.Helper()
+	g, ok := find(list, group)
+	if !ok {
+		t.Fatalf("group %s missing from report %+v", group, list)
+	}
+	return g
+}
