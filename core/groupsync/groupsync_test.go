@@ -8,8 +8,10 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 )
 
@@ -308,5 +310,107 @@ func TestShareGroupsUnsupportedOnDestinationConsumerGroupsStillSynced(t *testing
 	v, ok, err := e.metrics.Value("kmirror_share_group_offset_sync_error_total", map[string]string{"mirror": "m1"})
 	if err != nil || !ok || v != 1 {
 		t.Fatalf("share group sync error counter = %v (found %v, err %v), want 1 (counted once)", v, ok, err)
+	}
+}
+
+func TestShareGroupActiveOnDestinationIsSkipped(t *testing.T) {
+	e := newEnv(t, nil)
+	os := kadm.Offsets{}
+	addOffset(os, kadm.Offset{Topic: topic, Partition: 0, At: 3})
+	if _, err := e.srcAdm.AlterShareGroupOffsets(ctx(t), "sg", os); err != nil {
+		t.Fatalf("creating the source share group: %v", err)
+	}
+	cons := newClient(t, e.dst, kgo.ShareGroup("sg"), kgo.ConsumeTopics(topic), kgo.FetchMaxWait(100*time.Millisecond))
+	pollCtx, cancel := context.WithCancel(ctx(t))
+	done := make(chan struct{})
+	go func() { // owned by this test: cancelled and waited for below
+		defer close(done)
+		for pollCtx.Err() == nil {
+			cons.PollFetches(pollCtx)
+		}
+	}()
+	defer func() { cancel(); <-done }()
+	waitState(t, e.dstAdm, "sg", func(s string) bool { return s != "" && s != "Empty" && s != "Dead" })
+
+	g := mustFind(t, e.sync(t).ShareGroups, "sg")
+	if !g.SkippedActive || g.Synced != 0 {
+		t.Fatalf("report for an active share group = %+v, want SkippedActive", g)
+	}
+	desc, err := e.dstAdm.DescribeShareGroupOffsets(ctx(t), "sg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, ok := desc["sg"].Offsets.Lookup(topic, 0); ok && o.StartOffset == 3 {
+		t.Fatalf("the start offset of an active share group was written: %+v", o)
+	}
+}
+
+func TestSyncFailsWhenSourceGroupsCannotBeListed(t *testing.T) {
+	e := newEnv(t, nil)
+	e.src.ControlKey(int16(kmsg.ListGroups), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp, nil, true
+	})
+	_, err := e.syncer.Sync(ctx(t))
+	if !errors.Is(err, kerr.GroupAuthorizationFailed) || !strings.Contains(err.Error(), "source") {
+		t.Fatalf("Sync error = %v, want the source's GROUP_AUTHORIZATION_FAILED", err)
+	}
+	v, ok, err := e.metrics.Value("kmirror_consumer_group_offset_sync_error_total", map[string]string{"mirror": "m1"})
+	if err != nil || !ok || v != 1 {
+		t.Fatalf("consumer group sync error counter = %v (found %v, err %v), want 1", v, ok, err)
+	}
+}
+
+func TestStatusForgetsGroupsGoneFromTheSource(t *testing.T) {
+	e := newEnv(t, nil)
+	commit(t, e.srcAdm, "old", "", map[int32]int64{0: 1})
+	commit(t, e.srcAdm, "stays", "", map[int32]int64{0: 1})
+	e.sync(t)
+	if len(e.syncer.Status()) != 2 {
+		t.Fatalf("Status = %+v, want 2 groups", e.syncer.Status())
+	}
+	if _, err := e.srcAdm.DeleteGroup(ctx(t), "old"); err != nil {
+		t.Fatal(err)
+	}
+	e.sync(t)
+	st := e.syncer.Status()
+	if len(st) != 1 || st[0].Group != "stays" {
+		t.Fatalf("Status after deleting a source group = %+v, want only stays", st)
+	}
+}
+
+func TestRunSyncsUntilCancelled(t *testing.T) {
+	e := newEnv(t, nil)
+	commit(t, e.srcAdm, "periodic", "", map[int32]int64{0: 2})
+	runCtx, cancel := context.WithCancel(ctx(t))
+	errc := make(chan error, 1)
+	go func() { errc <- e.syncer.Run(runCtx, 20*time.Millisecond) }() // owned by this test
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if at, _ := committed(t, e.dstAdm, "periodic", 0); at == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatal("Run never synced the group")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// A commit made after the first cycle is picked up by a later tick.
+	commit(t, e.srcAdm, "periodic", "", map[int32]int64{0: 5})
+	for {
+		if at, _ := committed(t, e.dstAdm, "periodic", 0); at == 5 {
+			break
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatal("Run never synced the second commit")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run returned %v, want context.Canceled", err)
 	}
 }
