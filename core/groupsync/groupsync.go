@@ -20,6 +20,10 @@
 //     this process.
 //   - Commit metadata is copied as it is. The source leader epoch is not: it
 //     means nothing on the destination, so commits carry -1 (unknown).
+//   - Every listed group that is not a share group is synced as a consumer
+//     group (classic, KIP-848 consumer, or any other type that commits
+//     offsets). A destination listing that fails, even partly, fails the
+//     cycle: a group missing from it could be an active one.
 //   - Share groups are optional: when either cluster does not advertise the
 //     share-group APIs, the share half is skipped, logged once and counted, and
 //     consumer groups are still synced.
@@ -112,8 +116,11 @@ type GroupReport struct {
 	DestinationState string `json:"destination_state,omitempty"`
 	// Err describes what failed for this group, if anything.
 	Err string `json:"error,omitempty"`
-	// At is when the group was last examined.
+	// At is when the group was examined in this cycle.
 	At time.Time `json:"at"`
+	// LastSynced is when the group was last found in sync on the destination
+	// (written, or nothing to write) by this process; zero if never.
+	LastSynced time.Time `json:"last_synced,omitzero"`
 }
 
 // Report is the result of one Sync cycle.
@@ -237,7 +244,7 @@ func (s *Syncer) Sync(ctx context.Context) (Report, error) {
 		}
 	}
 	s.inst.groupsSynced(ctx, synced)
-	s.remember(rep)
+	s.remember(&rep)
 	return rep, nil
 }
 
@@ -276,19 +283,25 @@ func (s *Syncer) Status() []GroupReport {
 	return out
 }
 
-// remember replaces the status with this cycle's groups, so that groups gone
-// from the source (or no longer included) disappear from describe, and drops
-// their offset history.
-func (s *Syncer) remember(rep Report) {
+// remember fills LastSynced in rep and replaces the status with this cycle's
+// groups, so that groups gone from the source (or no longer included)
+// disappear from describe, and drops their offset history.
+func (s *Syncer) remember(rep *Report) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	seen := map[statusKey]bool{}
 	next := map[statusKey]GroupReport{}
 	for _, list := range [][]GroupReport{rep.Groups, rep.ShareGroups} {
-		for _, g := range list {
+		for i := range list {
+			g := &list[i]
 			k := statusKey{g.Kind, g.Group}
+			if g.Err == "" && !g.SkippedActive {
+				g.LastSynced = g.At
+			} else {
+				g.LastSynced = s.status[k].LastSynced
+			}
 			seen[k] = true
-			next[k] = g
+			next[k] = *g
 		}
 	}
 	if rep.ShareGroupsUnsupported {

@@ -125,6 +125,9 @@ func TestGroupActiveOnDestinationIsSkippedUntilItLeaves(t *testing.T) {
 	if at, _ := committed(t, e.dstAdm, "busy", 0); at == 6 {
 		t.Fatalf("the offset of an active group was written")
 	}
+	if !g.LastSynced.IsZero() {
+		t.Fatalf("LastSynced = %v for a group never synced, want zero", g.LastSynced)
+	}
 
 	cancel()
 	<-done
@@ -137,6 +140,9 @@ func TestGroupActiveOnDestinationIsSkippedUntilItLeaves(t *testing.T) {
 	}
 	if at, _ := committed(t, e.dstAdm, "busy", 0); at != 6 {
 		t.Fatalf("destination offset = %d, want 6", at)
+	}
+	if st := mustFind(t, e.syncer.Status(), "busy"); st.SkippedActive || st.LastSynced.IsZero() || !st.LastSynced.Equal(g.At) {
+		t.Fatalf("Status after the sync = %+v, want LastSynced = At = %v", st, g.At)
 	}
 }
 
@@ -412,5 +418,35 @@ func TestRunSyncsUntilCancelled(t *testing.T) {
 	cancel()
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run returned %v, want context.Canceled", err)
+	}
+}
+
+func TestLastSyncedIsKeptWhenALaterCycleFails(t *testing.T) {
+	e := newEnv(t, nil)
+	clock := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	s, err := New(Options{Mirror: "m1", Source: e.srcAdm, Destination: e.dstAdm, Mirrored: e.mirrored, Now: func() time.Time { return clock }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit(t, e.srcAdm, "g", "", map[int32]int64{0: 1})
+	first := clock
+	if _, err := s.Sync(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	clock = clock.Add(time.Minute)
+	e.mirrored.mu.Lock()
+	e.mirrored.failPart = 0
+	e.mirrored.mu.Unlock()
+	commit(t, e.srcAdm, "g", "", map[int32]int64{0: 2})
+	rep, err := s.Sync(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := mustFind(t, rep.Groups, "g")
+	if g.Err == "" || !g.At.Equal(clock) || !g.LastSynced.Equal(first) {
+		t.Fatalf("report = %+v, want an error, At %v and LastSynced %v", g, clock, first)
+	}
+	if st := mustFind(t, s.Status(), "g"); !st.LastSynced.Equal(first) || st.Err == "" {
+		t.Fatalf("Status = %+v, want the error and LastSynced %v", st, first)
 	}
 }
