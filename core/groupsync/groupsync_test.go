@@ -13,6 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
+
+	"github.com/kmirror/kmirror/core/metrics"
 )
 
 func TestNewRejectsMissingOptions(t *testing.T) {
@@ -448,5 +450,25 @@ func TestLastSyncedIsKeptWhenALaterCycleFails(t *testing.T) {
 	}
 	if st := mustFind(t, s.Status(), "g"); !st.LastSynced.Equal(first) || st.Err == "" {
 		t.Fatalf("Status = %+v, want the error and LastSynced %v", st, first)
+	}
+}
+
+func TestShareGroupsUnsupportedOnSourceConsumerGroupsStillSynced(t *testing.T) {
+	e := &env{src: newCluster(t, kfake.MaxVersions(kversion.V3_9_0())), dst: newCluster(t), mirrored: &fakeMirrored{end: 1000, failPart: -1}}
+	e.srcAdm, e.dstAdm = newAdmin(t, e.src), newAdmin(t, e.dst)
+	p, err := metrics.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.metrics = p
+	e.syncer = e.newSyncer(t, nil)
+	commit(t, e.srcAdm, "cg", "", map[int32]int64{0: 2})
+
+	rep := e.sync(t)
+	if !rep.ShareGroupsUnsupported || rep.Errors != 0 {
+		t.Fatalf("report = %+v, want share groups unsupported and no errors", rep)
+	}
+	if g := mustFind(t, rep.Groups, "cg"); g.Synced != 1 {
+		t.Fatalf("consumer group report = %+v, want 1 synced", g)
 	}
 }

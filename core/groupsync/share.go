@@ -34,7 +34,7 @@ func (s *Syncer) syncShare(ctx context.Context, groups []string, dst kadm.Listed
 		s.mu.Unlock()
 		if first {
 			s.inst.shareErr(ctx)
-			s.log.Info("share groups are not synced: a cluster does not support them (KIP-932, Apache Kafka 4.1+); consumer groups are still synced", "reason", err)
+			s.log.Info("share groups are not synced: a cluster does not advertise the KIP-932 share-group admin APIs; consumer groups are still synced", "reason", err)
 		}
 		return nil, true
 	case err != nil:
