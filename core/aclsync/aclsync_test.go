@@ -1,0 +1,208 @@
+package aclsync
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/core/aclrule"
+)
+
+func TestSyncCopiesExactlyTheBindingsTheRulesMatch(t *testing.T) {
+	for _, tc := range []struct {
+		rules string
+		want  []acl
+	}{
+		// Whole-match regex: my-orders and payments stay out.
+		{"TOPIC;orders.*", []acl{ordersEU, ordersPrefix, ordersUSDeny}},
+		// Operation, permission and principal all filter: no DENY, no
+		// DESCRIBE, no carol, no other-group.
+		{"GROUP;consumer-.*;READ;ALLOW;User:bob", []acl{consumerA, consumerPfx}},
+		// Every resource type of one principal.
+		{"*;*;*;*;User:alice", []acl{ordersEU, payments, clusterAlice, txnAlice}},
+	} {
+		t.Run(tc.rules, func(t *testing.T) {
+			e := newEnv(t, tc.rules, nil)
+			add(t, e.srcCl, sourceSet...)
+
+			rep := e.sync(t)
+			if rep.Created != len(tc.want) || rep.InScope != len(tc.want) || rep.Deleted != 0 || len(rep.Errors) != 0 {
+				t.Fatalf("report %+v, want %d created and in scope, nothing deleted, no errors", rep, len(tc.want))
+			}
+			assertACLs(t, "destination", list(t, e.dstCl), sorted(tc.want...))
+			assertACLs(t, "source (untouched)", list(t, e.srcCl), sorted(sourceSet...))
+		})
+	}
+}
+
+func TestSyncPreservesPatternTypeAndHost(t *testing.T) {
+	e := newEnv(t, "TRANSACTIONAL_ID", nil)
+	add(t, e.srcCl, txnAlice, txnDave)
+	e.sync(t)
+	got := list(t, e.dstCl)
+	assertACLs(t, "destination", got, sorted(txnAlice, txnDave))
+	for _, a := range got {
+		if a.ResourceName == "tx-" && (a.PatternType != prefixed || a.Host != "192.168.1.1") {
+			t.Fatalf("prefixed binding copied as %s, want pattern PREFIXED and host 192.168.1.1", a)
+		}
+	}
+}
+
+func TestSyncDeletesWhatTheSourceNoLongerHasAndNothingElse(t *testing.T) {
+	e := newEnv(t, "TOPIC;orders.*", nil)
+	add(t, e.srcCl, sourceSet...)
+	e.sync(t)
+
+	// Bindings that differ from a kept source binding in one field only:
+	// the sync must tell them apart and delete them alone.
+	stalePattern := ordersEU
+	stalePattern.PatternType = prefixed
+	staleHost := ordersEU
+	staleHost.Host = "10.9.9.9"
+	staleOp := ordersEU
+	staleOp.Operation = kmsg.ACLOperationAll
+	add(t, e.dstCl, stalePattern, staleHost, staleOp)
+	remove(t, e.srcCl, ordersPrefix)
+
+	obs := observe(e.dst, kmsg.DeleteACLs)
+	rep := e.sync(t)
+	if rep.Deleted != 4 || rep.Created != 0 || rep.InScope != 2 || len(rep.Errors) != 0 {
+		t.Fatalf("report %+v, want 4 deleted, 0 created, 2 in scope, no errors", rep)
+	}
+	assertACLs(t, "destination", list(t, e.dstCl), sorted(ordersEU, ordersUSDeny))
+
+	filters := obs.deleteFilters()
+	if len(filters) != 4 {
+		t.Fatalf("destination saw %d delete filters, want one per deleted binding (4)", len(filters))
+	}
+	for _, f := range filters {
+		if f.ResourceName == nil || f.Principal == nil || f.Host == nil ||
+			f.ResourceType == kmsg.ACLResourceTypeAny || f.Operation == kmsg.ACLOperationAny || f.PermissionType == kmsg.ACLPermissionTypeAny ||
+			(f.ResourcePatternType != literal && f.ResourcePatternType != prefixed) {
+			t.Fatalf("delete filter %+v is not exact: every field must be set and the pattern type LITERAL or PREFIXED", f)
+		}
+	}
+}
+
+func TestSyncLeavesOutOfScopeAndManagedBindingsAlone(t *testing.T) {
+	// kmirror's own read-only ACL on mirror topics.
+	managed := func(b aclrule.Binding) bool {
+		return b.ResourceType == "TOPIC" && b.Principal == "User:*" && b.Operation == "WRITE" && b.Permission == "DENY"
+	}
+	readOnlyEU := bind(topic, "orders-eu", literal, "User:*", "*", write, deny)
+	readOnlyUS := bind(topic, "orders-us", literal, "User:*", "*", write, deny)
+	outside := bind(topic, "billing", literal, "User:erin", "*", read, allow)
+	staleInside := bind(topic, "orders-old", literal, "User:erin", "*", read, allow)
+
+	e := newEnv(t, "TOPIC;orders.*", managed)
+	// The source has a read-only ACL of its own on orders-us: in the rules'
+	// scope but managed, so it is not copied either.
+	add(t, e.srcCl, append([]acl{readOnlyUS}, sourceSet...)...)
+	add(t, e.dstCl, readOnlyEU, outside, staleInside)
+
+	rep := e.sync(t)
+	if rep.Created != 3 || rep.Deleted != 1 || rep.InScope != 3 || len(rep.Errors) != 0 {
+		t.Fatalf("report %+v, want 3 created, 1 deleted (the stale in-scope binding), 3 in scope", rep)
+	}
+	assertACLs(t, "destination", list(t, e.dstCl), sorted(ordersEU, ordersPrefix, ordersUSDeny, readOnlyEU, outside))
+}
+
+func TestSyncIsIdempotent(t *testing.T) {
+	e := newEnv(t, "TOPIC;orders.*,GROUP;consumer-.*;READ;ALLOW;User:bob,*;*;*;*;User:alice", nil)
+	add(t, e.srcCl, sourceSet...)
+	obs := observe(e.dst, kmsg.CreateACLs, kmsg.DeleteACLs)
+	first := e.sync(t)
+	// 3 topic + 2 group + 4 of alice's, orders-eu counted once.
+	if first.Created != 8 {
+		t.Fatalf("first cycle created %d, want 8 (%+v)", first.Created, first)
+	}
+	before := list(t, e.dstCl)
+	firstHits := obs.h.Hits()
+	if firstHits == 0 {
+		t.Fatal("the observer saw no create request in the first cycle; it cannot prove the second sends none")
+	}
+
+	rep := e.sync(t)
+	if rep.Created != 0 || rep.Deleted != 0 || rep.InScope != 8 || len(rep.Errors) != 0 {
+		t.Fatalf("second cycle report %+v, want nothing created or deleted, 8 in scope", rep)
+	}
+	if n := obs.h.Hits() - firstHits; n != 0 {
+		t.Fatalf("second cycle sent %d create/delete requests, want none", n)
+	}
+	assertACLs(t, "destination after second cycle", list(t, e.dstCl), before)
+}
+
+func TestSyncReportsAndCountsFailedBindingsAndGoesOn(t *testing.T) {
+	e := newEnv(t, "TOPIC;orders.*", nil)
+	add(t, e.srcCl, sourceSet...)
+	h := e.dst.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.CreateACLs}, Resource: "orders-us", Err: kerr.PolicyViolation, Count: -1})
+
+	rep := e.sync(t)
+	if rep.Created != 2 || len(rep.Errors) != 1 || !strings.Contains(rep.Errors[0], "orders-us") {
+		t.Fatalf("report %+v, want 2 created and one error naming orders-us", rep)
+	}
+	assertACLs(t, "destination", list(t, e.dstCl), sorted(ordersEU, ordersPrefix))
+	if v := e.metric(t, "kmirror_acl_sync_error_total"); v != 1 {
+		t.Fatalf("acl sync errors = %v, want 1", v)
+	}
+	if v := e.metric(t, "kmirror_acls_synced"); v != 2 {
+		t.Fatalf("acls synced = %v, want 2", v)
+	}
+
+	h.Remove()
+	rep = e.sync(t)
+	if rep.Created != 1 || len(rep.Errors) != 0 {
+		t.Fatalf("retry report %+v, want the failed binding created", rep)
+	}
+	if v := e.metric(t, "kmirror_acls_synced"); v != 3 {
+		t.Fatalf("acls synced = %v, want 3", v)
+	}
+	if v := e.metric(t, "kmirror_acl_sync_created_total"); v != 3 {
+		t.Fatalf("acls created = %v, want 3", v)
+	}
+	if v := e.metric(t, "kmirror_acl_sync_error_total"); v != 1 {
+		t.Fatalf("acl sync errors = %v after a clean cycle, want still 1", v)
+	}
+}
+
+func TestSyncChangesNothingWhenTheSourceCannotBeRead(t *testing.T) {
+	e := newEnv(t, "TOPIC;orders.*", nil)
+	stale := bind(topic, "orders-old", literal, "User:erin", "*", read, allow)
+	add(t, e.dstCl, stale)
+	e.src.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.DescribeACLs}, TopLevel: true, Err: kerr.SecurityDisabled, Count: -1})
+
+	rep, err := e.syncer.Sync(testCtx(t))
+	if !errors.Is(err, ErrNoAuthorizer) || !errors.Is(err, kerr.SecurityDisabled) {
+		t.Fatalf("Sync error %v, want ErrNoAuthorizer wrapping SECURITY_DISABLED", err)
+	}
+	if rep.Created != 0 || rep.Deleted != 0 {
+		t.Fatalf("report %+v of a failed cycle, want no changes", rep)
+	}
+	assertACLs(t, "destination", list(t, e.dstCl), []acl{stale})
+	if v := e.metric(t, "kmirror_acl_sync_error_total"); v != 1 {
+		t.Fatalf("acl sync errors = %v, want 1", v)
+	}
+}
+
+func TestSyncWithNoRulesContactsNoCluster(t *testing.T) {
+	e := newEnv(t, "", nil)
+	add(t, e.srcCl, sourceSet...)
+	src, dst := observe(e.src, kmsg.DescribeACLs), observe(e.dst, kmsg.DescribeACLs, kmsg.CreateACLs, kmsg.DeleteACLs)
+	if rep := e.sync(t); rep.InScope != 0 || rep.Created != 0 {
+		t.Fatalf("report %+v, want an empty cycle", rep)
+	}
+	if src.h.Hits()+dst.h.Hits() != 0 {
+		t.Fatalf("an empty include list sent %d ACL requests, want none", src.h.Hits()+dst.h.Hits())
+	}
+}
+
+func TestNewRejectsMissingClients(t *testing.T) {
+	_, err := New(Options{Mirror: "m1"})
+	if !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), "Source, Destination") {
+		t.Fatalf("New without clients: %v, want ErrInvalidOptions naming Source, Destination", err)
+	}
+}
