@@ -1,15 +1,15 @@
 package aclsync
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/kmirror/kmirror/core/aclrule"
 )
 
 func TestSyncCopiesExactlyTheBindingsTheRulesMatch(t *testing.T) {
@@ -89,10 +89,8 @@ func TestSyncDeletesWhatTheSourceNoLongerHasAndNothingElse(t *testing.T) {
 }
 
 func TestSyncLeavesOutOfScopeAndManagedBindingsAlone(t *testing.T) {
-	// kmirror's own read-only ACL on mirror topics.
-	managed := func(b aclrule.Binding) bool {
-		return b.ResourceType == "TOPIC" && b.Principal == "User:*" && b.Operation == "WRITE" && b.Permission == "DENY"
-	}
+	// kmirror's own read-only ACL on its mirror topics.
+	managed := ReadOnlyManaged(func(topic string) bool { return topic == "orders-eu" || topic == "orders-us" })
 	readOnlyEU := bind(topic, "orders-eu", literal, "User:*", "*", write, deny)
 	readOnlyUS := bind(topic, "orders-us", literal, "User:*", "*", write, deny)
 	outside := bind(topic, "billing", literal, "User:erin", "*", read, allow)
@@ -204,5 +202,58 @@ func TestNewRejectsMissingClients(t *testing.T) {
 	_, err := New(Options{Mirror: "m1"})
 	if !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), "Source, Destination") {
 		t.Fatalf("New without clients: %v, want ErrInvalidOptions naming Source, Destination", err)
+	}
+}
+
+func TestReadOnlyManagedMatchesOnlyTheReadOnlyACLOfMirrorTopics(t *testing.T) {
+	managed := ReadOnlyManaged(func(topic string) bool { return topic == "orders" })
+	ro := bind(topic, "orders", literal, ReadOnlyPrincipal, "*", write, deny)
+	if !managed(ro.Binding()) {
+		t.Fatalf("%s not reported managed", ro)
+	}
+	for _, a := range []acl{
+		bind(topic, "payments", literal, ReadOnlyPrincipal, "*", write, deny), // not a mirror topic
+		bind(topic, "orders", prefixed, ReadOnlyPrincipal, "*", write, deny),
+		bind(topic, "orders", literal, "User:bob", "*", write, deny),
+		bind(topic, "orders", literal, ReadOnlyPrincipal, "10.0.0.1", write, deny),
+		bind(topic, "orders", literal, ReadOnlyPrincipal, "*", read, deny),
+		bind(topic, "orders", literal, ReadOnlyPrincipal, "*", write, allow),
+		bind(group, "orders", literal, ReadOnlyPrincipal, "*", write, deny),
+	} {
+		if managed(a.Binding()) {
+			t.Errorf("%s reported managed; only the exact read-only ACL of a mirror topic is", a)
+		}
+	}
+	if !ReadOnlyManaged(nil)(bind(topic, "any", literal, ReadOnlyPrincipal, "*", write, deny).Binding()) {
+		t.Error("ReadOnlyManaged(nil) must match the read-only ACL of any topic")
+	}
+}
+
+func TestRunSyncsUntilCanceled(t *testing.T) {
+	e := newEnv(t, "TOPIC;orders.*", nil)
+	add(t, e.srcCl, sourceSet...)
+	ctx, cancel := context.WithCancel(testCtx(t))
+	done := make(chan error, 1)
+	go func() { done <- e.syncer.Run(ctx, 10*time.Millisecond) }()
+
+	// A binding added to the source while Run is going reaches the
+	// destination at a later tick.
+	add(t, e.srcCl, bind(topic, "orders-late", literal, "User:erin", "*", read, allow))
+	deadline := time.Now().Add(10 * time.Second)
+	for len(list(t, e.dstCl)) != 4 {
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("destination has %s, want the 3 orders bindings plus orders-late", fmtACLs(list(t, e.dstCl)))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Run returned %v, want context.Canceled", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after its context was canceled")
 	}
 }
