@@ -183,6 +183,9 @@ func TestConfigSyncAppliesSourceChangesButNotExcludedKeysAndReportsRejectedKeys(
 	if _, ok := got["min.insync.replicas"]; ok {
 		t.Fatalf("excluded min.insync.replicas reached the destination: %v", got)
 	}
+	if v, ok, err := e.opts.Metrics.Value("kmirror_topic_config_metadata_sync_error_total", map[string]string{"mirror": "test"}); err != nil || !ok || v < 1 {
+		t.Fatalf("kmirror_topic_config_metadata_sync_error_total{mirror=test} = %v (found %v, %v), want >= 1", v, ok, err)
+	}
 	ce := e.Status().Mirrors[0].TopicConfigErrors[0]
 	if ce.Topic != "conf" || ce.Key != "max.message.bytes" || !strings.Contains(ce.Error, "POLICY_VIOLATION") {
 		t.Fatalf("config error %+v", ce)
@@ -283,6 +286,12 @@ func TestTwoMirrorsClaimingOneTopicRefuseTheSecond(t *testing.T) {
 		}
 	}
 	f.waitMirrored(t, e, "shared", 1)
+	if v, ok, err := e.opts.Metrics.Value("kmirror_metadata_refresh_error_total", map[string]string{"mirror": other.Name}); err != nil || !ok || v < 1 {
+		t.Fatalf("kmirror_metadata_refresh_error_total{mirror=%s} = %v (found %v, %v), want >= 1", other.Name, v, ok, err)
+	}
+	if _, ok, _ := e.opts.Metrics.Value("kmirror_metadata_refresh_error_total", map[string]string{"mirror": owner.Name}); ok {
+		t.Fatalf("kmirror_metadata_refresh_error_total counts errors for %s, which owns the topic", owner.Name)
+	}
 }
 
 // TestSourceTopicRecreatedWhileTheDaemonWasDownFailsItsPartitions: the
