@@ -322,3 +322,51 @@ func TestSourceTopicRecreatedWhileTheDaemonWasDownFailsItsPartitions(t *testing.
 		t.Fatalf("destination end offset %d, want %d (nothing of the new topic merged)", end, before)
 	}
 }
+
+// TestSyncLoopRunsAtOnceOnEveryTickAndTriggerAndSurvivesErrors: the loop
+// template syncs at start, on trigger without waiting for the interval, and
+// keeps going after a failed round, reporting each outcome.
+func TestSyncLoopRunsAtOnceOnEveryTickAndTriggerAndSurvivesErrors(t *testing.T) {
+	rounds := make(chan int, 10)
+	n := 0
+	var outcomes []error
+	l := newSyncLoop("test", time.Hour, func(context.Context) error {
+		n++
+		rounds <- n
+		if n == 1 {
+			return fmt.Errorf("round %d failed", n)
+		}
+		return nil
+	}, func(name string, err error) {
+		if name != "test" {
+			t.Errorf("loop name %q", name)
+		}
+		outcomes = append(outcomes, err)
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); l.Run(ctx) }()
+	next := func(what string) {
+		t.Helper()
+		select {
+		case <-rounds:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no round %s", what)
+		}
+	}
+	next("at start")
+	l.trigger()
+	next("after the first trigger, although the first round failed")
+	l.trigger()
+	next("after the second trigger")
+	select {
+	case r := <-rounds:
+		t.Fatalf("round %d without a trigger or tick", r)
+	case <-time.After(100 * time.Millisecond):
+	}
+	cancel()
+	<-done
+	if len(outcomes) != 3 || outcomes[0] == nil || outcomes[1] != nil || outcomes[2] != nil {
+		t.Fatalf("outcomes %v, want [error nil nil]", outcomes)
+	}
+}
