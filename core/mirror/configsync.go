@@ -23,8 +23,11 @@ func (m *mirrorRun) syncTopicConfigs(ctx context.Context) error {
 		return fmt.Errorf("mirror %s: %w", m.name, err)
 	}
 	var names []string
+	m.mu.Lock()
+	recreated := m.recreated
+	m.mu.Unlock()
 	for _, t := range topics {
-		if m.e.topicOwner(t.Name) == m.name {
+		if m.e.topicOwner(t.Name) == m.name && !recreated[t.Name] {
 			names = append(names, t.Name)
 		}
 	}

@@ -43,6 +43,9 @@ type mirrorRun struct {
 	errs    map[string]string // sync loop → why its last round failed
 	loops   []*syncLoop
 	warned  map[string]bool
+	// recreated are the source topics the last topics round found
+	// recreated (new topic id): their configs are not synced either.
+	recreated map[string]bool
 	// cfgErrs are the topic configs the destination rejected in the last
 	// config sync round.
 	cfgErrs []TopicConfigError
@@ -195,11 +198,22 @@ func (m *mirrorRun) syncTopics(ctx context.Context) error {
 		return fmt.Errorf("mirror %s: %w", m.name, err)
 	}
 	recreated := m.checkTopicIDs(present)
+	m.mu.Lock()
+	m.recreated = recreated
+	m.mu.Unlock()
 	names := make([]string, len(topics))
 	for i, t := range topics {
 		names[i] = t.Name
 	}
-	conflicts := m.e.claimTopics(m.name, names)
+	// Claim every in-scope topic the source has, including one without a
+	// leader this round, so that another mirror cannot take it meanwhile.
+	var claim []string
+	for name := range present {
+		if inScope(&m.cfg, name) {
+			claim = append(claim, name)
+		}
+	}
+	conflicts := m.e.claimTopics(m.name, claim)
 	var errs []error
 	dstParts := map[string]int32{}
 	if len(names) > 0 {
