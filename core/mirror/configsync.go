@@ -18,7 +18,7 @@ import (
 // kmirror_topic_config_metadata_sync_error_total, while the other keys and
 // topics still sync. Rejected keys are tried again every round.
 func (m *mirrorRun) syncTopicConfigs(ctx context.Context) error {
-	topics, _, err := listSourceTopics(ctx, m.srcAdm, &m.cfg)
+	topics, _, err := listSourceTopics(ctx, m.src, &m.cfg)
 	if err != nil {
 		return fmt.Errorf("mirror %s: %w", m.name, err)
 	}

@@ -193,7 +193,7 @@ func (m *mirrorRun) connect(cfg *config.Config) error {
 // whose source topic was recreated (new topic id) fail for good. It is
 // idempotent: a round changes only what differs.
 func (m *mirrorRun) syncTopics(ctx context.Context) error {
-	topics, present, err := listSourceTopics(ctx, m.srcAdm, &m.cfg)
+	topics, present, err := listSourceTopics(ctx, m.src, &m.cfg)
 	if err != nil {
 		return fmt.Errorf("mirror %s: %w", m.name, err)
 	}
@@ -327,11 +327,38 @@ func (m *mirrorRun) launch(tp topicPartition, r *runner) {
 func (m *mirrorRun) stopGone(ctx context.Context, present map[string][16]byte) error {
 	const outOfScope = "the topic no longer matches mirror.topics.include, or matches mirror.topics.exclude"
 	const deleted = "the source topic was deleted; the destination topic is kept and is writable"
+	parts, err := m.e.machine.LoadMirror(ctx, m.name)
+	if err != nil && len(parts) == 0 {
+		return fmt.Errorf("mirror %s: loading partition states: %w", m.name, err)
+	}
+	// A topic missing from the all-topics listing may only be hidden (an
+	// authorizer omits topics the principal may not describe): ask for the
+	// missing ones by name, and take as deleted only those the source
+	// answers UNKNOWN_TOPIC_OR_PARTITION for.
+	missing := map[string]bool{}
+	m.mu.Lock()
+	for tp := range m.runners {
+		if _, ok := present[tp.topic]; !ok && inScope(&m.cfg, tp.topic) {
+			missing[tp.topic] = true
+		}
+	}
+	m.mu.Unlock()
+	for _, p := range parts {
+		if t := p.Record().Topic; inScope(&m.cfg, t) {
+			if _, ok := present[t]; !ok {
+				missing[t] = true
+			}
+		}
+	}
+	gone, err := confirmDeleted(ctx, m.src, missing)
+	if err != nil {
+		return fmt.Errorf("mirror %s: %w", m.name, err)
+	}
 	reasonFor := func(topic string) string {
 		if !inScope(&m.cfg, topic) {
 			return outOfScope
 		}
-		if _, ok := present[topic]; !ok {
+		if gone[topic] {
 			return deleted
 		}
 		return ""
@@ -343,10 +370,6 @@ func (m *mirrorRun) stopGone(ctx context.Context, present map[string][16]byte) e
 		}
 	}
 	m.mu.Unlock()
-	parts, err := m.e.machine.LoadMirror(ctx, m.name)
-	if err != nil && len(parts) == 0 {
-		return fmt.Errorf("mirror %s: loading partition states: %w", m.name, err)
-	}
 	for _, p := range parts {
 		rec := p.Record()
 		reason := reasonFor(rec.Topic)

@@ -370,3 +370,30 @@ func TestSyncLoopRunsAtOnceOnEveryTickAndTriggerAndSurvivesErrors(t *testing.T) 
 		t.Fatalf("outcomes %v, want [error nil nil]", outcomes)
 	}
 }
+
+// TestReloadTriggersATopicSyncRoundAtOnce: with a refresh interval of a
+// minute, a topic created on the source is mirrored right after a reload
+// of the unchanged configuration.
+func TestReloadTriggersATopicSyncRoundAtOnce(t *testing.T) {
+	f := newFixture(t)
+	f.createTopic(t, "first", 1)
+	cfg := f.config(t, "first,second")
+	cfg.MetadataRefreshInterval = time.Minute
+	e := startEngine(t, cfg, memstore.New())
+	f.waitMirrored(t, e, "first", 1)
+	f.createTopic(t, "second", 1)
+	f.produce(t, "second", 5, "tx-second")
+	time.Sleep(300 * time.Millisecond)
+	if n := partitionCount(t, f.dstCl, "second"); n != 0 {
+		t.Fatalf("second created on the destination before the reload (%d partitions): the round was not the reload's", n)
+	}
+	if err := e.Reload(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "second mirrored after the reload", func() (bool, string) {
+		n := partitionCount(t, f.dstCl, "second")
+		return n == 1, fmt.Sprintf("%d partitions", n)
+	})
+	f.waitMirrored(t, e, "second", 1)
+	f.verify(t, "second", 1)
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/core/config"
@@ -52,24 +53,60 @@ func parseTopicID(s string) ([16]byte, bool) {
 // mirrored now, sorted by name, and the id of every topic the source has
 // (in scope or not, usable or not): a topic missing from present was
 // deleted, whereas one with a metadata error (no leader yet) merely waits.
-func listSourceTopics(ctx context.Context, adm *kadm.Client, m *config.Mirror) (topics []sourceTopic, present map[string][16]byte, err error) {
-	md, err := adm.Metadata(ctx)
+//
+// It asks a broker every time: kadm's Metadata answers from the client's
+// metadata cache, which can keep a deleted topic or miss a new one.
+func listSourceTopics(ctx context.Context, cl *kgo.Client, m *config.Mirror) (topics []sourceTopic, present map[string][16]byte, err error) {
+	req := kmsg.NewPtrMetadataRequest() // Topics nil: every topic
+	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
 		return nil, nil, fmt.Errorf("listing source topics: %w", err)
 	}
-	present = make(map[string][16]byte, len(md.Topics))
-	for _, t := range md.Topics {
-		if errors.Is(t.Err, kerr.UnknownTopicOrPartition) {
+	present = make(map[string][16]byte, len(resp.Topics))
+	for _, t := range resp.Topics {
+		if t.Topic == nil {
 			continue
 		}
-		present[t.Topic] = t.ID
-		if t.Err != nil || t.IsInternal || !inScope(m, t.Topic) {
+		name := *t.Topic
+		err := kerr.ErrorForCode(t.ErrorCode)
+		if errors.Is(err, kerr.UnknownTopicOrPartition) {
 			continue
 		}
-		topics = append(topics, sourceTopic{Name: t.Topic, ID: t.ID, Partitions: int32(len(t.Partitions))})
+		present[name] = t.TopicID
+		if err != nil || t.IsInternal || !inScope(m, name) {
+			continue
+		}
+		topics = append(topics, sourceTopic{Name: name, ID: t.TopicID, Partitions: int32(len(t.Partitions))})
 	}
 	sort.Slice(topics, func(i, j int) bool { return topics[i].Name < topics[j].Name })
 	return topics, present, nil
+}
+
+// confirmDeleted asks the source for the named topics and returns those it
+// does not know (UNKNOWN_TOPIC_OR_PARTITION): deleted. A topic answered with
+// any other error (not authorized, no leader) is not taken as deleted.
+func confirmDeleted(ctx context.Context, cl *kgo.Client, names map[string]bool) (map[string]bool, error) {
+	gone := map[string]bool{}
+	if len(names) == 0 {
+		return gone, nil
+	}
+	req := kmsg.NewPtrMetadataRequest()
+	req.AllowAutoTopicCreation = false // asking about a deleted topic must never create it again
+	for name := range names {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(name)
+		req.Topics = append(req.Topics, rt)
+	}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return nil, fmt.Errorf("checking whether source topics were deleted: %w", err)
+	}
+	for _, t := range resp.Topics {
+		if t.Topic != nil && errors.Is(kerr.ErrorForCode(t.ErrorCode), kerr.UnknownTopicOrPartition) {
+			gone[*t.Topic] = true
+		}
+	}
+	return gone, nil
 }
 
 // topicConfigs returns the dynamic topic configs (DescribeConfigs source
