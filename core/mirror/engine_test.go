@@ -360,3 +360,49 @@ func listOffset(t *testing.T, cl *kgo.Client, topic string, committed bool) int6
 	}
 	return resp.Topics[0].Partitions[0].Offset
 }
+
+// TestEngineSyncsConsumerGroupOffsets: a group that consumed part of a
+// mirrored topic on the source and committed resumes on the destination at
+// exactly the next record.
+func TestEngineSyncsConsumerGroupOffsets(t *testing.T) {
+	f := newFixture(t)
+	f.createTopic(t, "clicks", 1)
+	f.produce(t, "clicks", 50, "tx-g")
+	ctx := context.Background()
+	// Consume 20 records with group app-1 on the source and commit.
+	src := f.client(t, f.src, kgo.ConsumerGroup("app-1"), kgo.ConsumeTopics("clicks"), kgo.DisableAutoCommit(),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxPartitionBytes(1))
+	var read []*kgo.Record
+	for len(read) < 20 {
+		fs := src.PollRecords(ctx, 20-len(read))
+		read = append(read, fs.Records()...)
+	}
+	if err := src.CommitRecords(ctx, read...); err != nil {
+		t.Fatal(err)
+	}
+	src.Close()
+	want := read[len(read)-1].Offset + 1
+	e := startEngine(t, f.config(t, "clicks"), memstore.New())
+	f.waitMirrored(t, e, "clicks", 1)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		offs, err := kadm.NewClient(f.dstCl).FetchOffsets(ctx, "app-1")
+		if err == nil {
+			if o, ok := offs.Lookup("clicks", 0); ok && o.At == want {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("destination group app-1 never got offset %d: %v %v", want, offs, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	dst := f.client(t, f.dst, kgo.ConsumerGroup("app-1"), kgo.ConsumeTopics("clicks"), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	fs := dst.PollRecords(ctx, 1)
+	if recs := fs.Records(); len(recs) == 0 || recs[0].Offset != want {
+		t.Fatalf("destination consumer started at %v, want offset %d", recs, want)
+	}
+	if gs := e.Status().Mirrors[0].Groups; len(gs) == 0 || gs[0].Group != "app-1" {
+		t.Fatalf("describe shows groups %+v", gs)
+	}
+}

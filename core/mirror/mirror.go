@@ -13,7 +13,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kmirror/kmirror/core/aclsync"
 	"github.com/kmirror/kmirror/core/config"
+	"github.com/kmirror/kmirror/core/groupsync"
 	"github.com/kmirror/kmirror/core/partition"
 )
 
@@ -41,6 +43,8 @@ type mirrorRun struct {
 	dp      *dataPath
 	runners map[topicPartition]*runner
 	errs    map[string]string // sync loop → why its last round failed
+	groups  *groupsync.Syncer
+	acls    *aclsync.Syncer
 	loops   []*syncLoop
 	warned  map[string]bool
 	// recreated are the source topics the last topics round found
@@ -123,6 +127,8 @@ func (m *mirrorRun) supervise() {
 	loops := []*syncLoop{
 		newSyncLoop("topics", cfg.MetadataRefreshInterval, m.syncTopics, m.loopDone),
 		newSyncLoop("topic-configs", cfg.MetadataRefreshInterval, m.syncTopicConfigs, m.loopDone),
+		newSyncLoop("groups", cfg.MetadataRefreshInterval, m.syncGroups, m.loopDone),
+		newSyncLoop("acls", cfg.MetadataRefreshInterval, m.syncACLs, m.loopDone),
 	}
 	m.mu.Lock()
 	m.loops = loops
@@ -140,11 +146,14 @@ func (m *mirrorRun) supervise() {
 // loopDone records a sync round's outcome and counts its failure.
 func (m *mirrorRun) loopDone(loop string, err error) {
 	if err != nil {
-		if loop == "topic-configs" {
+		switch loop {
+		case "topic-configs":
 			m.e.inst.configSyncError(m.name)
-		} else {
+		case "topics":
 			m.e.inst.metadataRefreshError(m.name)
 		}
+		// The groups and acls loops count their errors themselves
+		// (ConsumerGroupOffsetSyncError, AclSyncError).
 	}
 	m.setErr(loop, err)
 }
@@ -175,6 +184,21 @@ func (m *mirrorRun) connect(cfg *config.Config) error {
 	}
 	m.mu.Lock()
 	m.src, m.srcAdm, m.dp = src, kadm.NewClient(src), dp
+	m.mu.Unlock()
+	gs, err := m.newGroupSync()
+	if err != nil {
+		dp.close()
+		src.Close()
+		return fmt.Errorf("mirror %s: %w", m.name, err)
+	}
+	as, err := m.newACLSync()
+	if err != nil {
+		dp.close()
+		src.Close()
+		return fmt.Errorf("mirror %s: %w", m.name, err)
+	}
+	m.mu.Lock()
+	m.groups, m.acls = gs, as
 	m.mu.Unlock()
 	m.wg.Add(1)
 	go func() {
@@ -407,6 +431,9 @@ func (m *mirrorRun) status() MirrorStatus {
 	}
 	sort.Strings(errs)
 	ms := MirrorStatus{Name: m.name, Error: strings.Join(errs, "; "), TopicConfigErrors: append([]TopicConfigError(nil), m.cfgErrs...)}
+	if m.groups != nil {
+		ms.Groups = m.groups.Status()
+	}
 	m.mu.Unlock()
 	sort.Slice(rs, func(i, j int) bool {
 		if rs[i].topic != rs[j].topic {

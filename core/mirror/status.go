@@ -1,6 +1,10 @@
 package mirror
 
-import "time"
+import (
+	"time"
+
+	"github.com/kmirror/kmirror/core/groupsync"
+)
 
 // Status is the engine's answer to `kmirror describe`: every mirror and every
 // partition it runs. It holds no secret.
@@ -17,7 +21,11 @@ type MirrorStatus struct {
 	// TopicConfigErrors are the topic configs the destination rejected in
 	// the last config sync round, one per topic and key.
 	TopicConfigErrors []TopicConfigError `json:"topic_config_errors,omitempty"`
-	Partitions        []PartitionStatus  `json:"partitions"`
+	// Groups is the last offset sync of each consumer and share group: when
+	// it was synced, and whether it was skipped because it is active on the
+	// destination.
+	Groups     []groupsync.GroupReport `json:"groups,omitempty"`
+	Partitions []PartitionStatus       `json:"partitions"`
 }
 
 // TopicConfigError is a source topic config the destination rejected.
