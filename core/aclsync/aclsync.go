@@ -22,7 +22,8 @@
 //     logged and counted, and retried at the next cycle (Sync is idempotent).
 //
 // The package is a library: the engine builds one Syncer per mirror and calls
-// Sync every mirror.metadata.refresh.interval.ms (or uses Run).
+// Sync from one of its sync loops (the one loop template, core/mirror), every
+// mirror.metadata.refresh.interval.ms.
 package aclsync
 
 import (
@@ -31,7 +32,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -192,23 +192,6 @@ func (s *Syncer) Sync(ctx context.Context) (Report, error) {
 		s.log.Info("ACL sync cycle", "in_scope", rep.InScope, "created", rep.Created, "deleted", rep.Deleted, "errors", len(rep.Errors))
 	}
 	return rep, nil
-}
-
-// Run calls Sync every interval until ctx is done. A failed cycle is logged
-// and retried at the next tick. It returns ctx's error.
-func (s *Syncer) Run(ctx context.Context, interval time.Duration) error {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		if _, err := s.Sync(ctx); err != nil && ctx.Err() == nil {
-			s.log.Warn("ACL sync cycle failed; retrying next interval", "error", err)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		}
-	}
 }
 
 // scope returns the bindings of acls inside the sync's scope.

@@ -1,11 +1,9 @@
 package aclsync
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -226,34 +224,5 @@ func TestReadOnlyManagedMatchesOnlyTheReadOnlyACLOfMirrorTopics(t *testing.T) {
 	}
 	if !ReadOnlyManaged(nil)(bind(topic, "any", literal, ReadOnlyPrincipal, "*", write, deny).Binding()) {
 		t.Error("ReadOnlyManaged(nil) must match the read-only ACL of any topic")
-	}
-}
-
-func TestRunSyncsUntilCanceled(t *testing.T) {
-	e := newEnv(t, "TOPIC;orders.*", nil)
-	add(t, e.srcCl, sourceSet...)
-	ctx, cancel := context.WithCancel(testCtx(t))
-	done := make(chan error, 1)
-	go func() { done <- e.syncer.Run(ctx, 10*time.Millisecond) }()
-
-	// A binding added to the source while Run is going reaches the
-	// destination at a later tick.
-	add(t, e.srcCl, bind(topic, "orders-late", literal, "User:erin", "*", read, allow))
-	deadline := time.Now().Add(10 * time.Second)
-	for len(list(t, e.dstCl)) != 4 {
-		if time.Now().After(deadline) {
-			cancel()
-			t.Fatalf("destination has %s, want the 3 orders bindings plus orders-late", fmtACLs(list(t, e.dstCl)))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	cancel()
-	select {
-	case err := <-done:
-		if !errors.Is(err, context.Canceled) {
-			t.Fatalf("Run returned %v, want context.Canceled", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not return after its context was canceled")
 	}
 }

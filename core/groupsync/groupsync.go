@@ -29,7 +29,8 @@
 //     consumer groups are still synced.
 //
 // The package is a library: the engine builds one Syncer per mirror and calls
-// Sync every mirror.metadata.refresh.interval.ms (or uses Run).
+// Sync from one of its sync loops (the one loop template, core/mirror), every
+// mirror.metadata.refresh.interval.ms.
 package groupsync
 
 import (
@@ -246,23 +247,6 @@ func (s *Syncer) Sync(ctx context.Context) (Report, error) {
 	s.inst.groupsSynced(ctx, synced)
 	s.remember(&rep)
 	return rep, nil
-}
-
-// Run calls Sync every interval until ctx is done. A failed cycle is logged
-// and retried at the next tick. It returns ctx's error.
-func (s *Syncer) Run(ctx context.Context, interval time.Duration) error {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		if _, err := s.Sync(ctx); err != nil && ctx.Err() == nil {
-			s.log.Warn("group offset sync cycle failed; retrying next interval", "error", err)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		}
-	}
 }
 
 // Status returns the last result of every group seen in the last cycle,

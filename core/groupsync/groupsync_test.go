@@ -388,41 +388,6 @@ func TestStatusForgetsGroupsGoneFromTheSource(t *testing.T) {
 	}
 }
 
-func TestRunSyncsUntilCancelled(t *testing.T) {
-	e := newEnv(t, nil)
-	commit(t, e.srcAdm, "periodic", "", map[int32]int64{0: 2})
-	runCtx, cancel := context.WithCancel(ctx(t))
-	errc := make(chan error, 1)
-	go func() { errc <- e.syncer.Run(runCtx, 20*time.Millisecond) }() // owned by this test
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if at, _ := committed(t, e.dstAdm, "periodic", 0); at == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			cancel()
-			t.Fatal("Run never synced the group")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	// A commit made after the first cycle is picked up by a later tick.
-	commit(t, e.srcAdm, "periodic", "", map[int32]int64{0: 5})
-	for {
-		if at, _ := committed(t, e.dstAdm, "periodic", 0); at == 5 {
-			break
-		}
-		if time.Now().After(deadline) {
-			cancel()
-			t.Fatal("Run never synced the second commit")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	cancel()
-	if err := <-errc; !errors.Is(err, context.Canceled) {
-		t.Fatalf("Run returned %v, want context.Canceled", err)
-	}
-}
-
 func TestLastSyncedIsKeptWhenALaterCycleFails(t *testing.T) {
 	e := newEnv(t, nil)
 	clock := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
