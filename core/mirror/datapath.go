@@ -217,6 +217,9 @@ func (dp *dataPath) append(ctx context.Context, r *runner, b batch.Batch, expect
 		if errors.Is(err, writer.ErrOffsetMismatch) {
 			return partition.NonRetryable(r.errorf("%w", err))
 		}
+		if errors.Is(err, kerr.TopicAuthorizationFailed) || errors.Is(err, kerr.TransactionalIDAuthorizationFailed) || errors.Is(err, kerr.ClusterAuthorizationFailed) {
+			return r.errorf("%w; kmirror's destination principal must be allowed to write (make it a super user: mirror topics carry a DENY WRITE ACL for User:* while mirroring)", err)
+		}
 		return r.errorf("%w", err)
 	}
 	return nil

@@ -406,3 +406,52 @@ func TestEngineSyncsConsumerGroupOffsets(t *testing.T) {
 		t.Fatalf("describe shows groups %+v", gs)
 	}
 }
+
+// readOnlyACLs returns the topics that carry kmirror's read-only ACL on cl.
+func readOnlyACLs(t *testing.T, cl *kgo.Client) []string {
+	t.Helper()
+	res, err := kadm.NewClient(cl).DescribeACLs(context.Background(), kadm.NewACLs().AnyResource().ResourcePatternType(kadm.ACLPatternLiteral).
+		Deny("User:*").DenyHosts("*").Operations(kadm.OpWrite))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var topics []string
+	for _, r := range res {
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+		for _, d := range r.Described {
+			topics = append(topics, d.Name)
+		}
+	}
+	return topics
+}
+
+// TestMirrorTopicsAreReadOnlyWhileMirroring: a DENY WRITE ACL for User:*
+// protects a mirror topic while it is mirrored and is removed once its
+// partitions are STOPPED.
+func TestMirrorTopicsAreReadOnlyWhileMirroring(t *testing.T) {
+	f := newFixture(t)
+	f.createTopic(t, "guarded", 2)
+	f.produce(t, "guarded", 20, "tx-ro")
+	e := startEngine(t, f.config(t, "guarded"), memstore.New())
+	f.waitMirrored(t, e, "guarded", 2)
+	deadline := time.Now().Add(20 * time.Second)
+	for fmt.Sprint(readOnlyACLs(t, f.dstCl)) != "[guarded]" {
+		if time.Now().After(deadline) {
+			t.Fatalf("read-only ACLs on the destination: %v, want [guarded]", readOnlyACLs(t, f.dstCl))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := e.Reload(context.Background(), f.config(t, "guarded", "    mirror.topics.exclude: guarded")); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, e, "guarded", 0, "STOPPED")
+	waitState(t, e, "guarded", 1, "STOPPED")
+	for len(readOnlyACLs(t, f.dstCl)) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("read-only ACLs left after STOPPED: %v", readOnlyACLs(t, f.dstCl))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

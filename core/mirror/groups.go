@@ -86,6 +86,7 @@ func (m *mirrorRun) newACLSync() (*aclsync.Syncer, error) {
 		Source:      m.src,
 		Destination: m.e.dst,
 		Rules:       m.cfg.ACLInclude,
+		Managed:     aclsync.ReadOnlyManaged(m.isReadOnlyTopic),
 		Logger:      m.log.Named("acls"),
 		Meter:       m.e.opts.Metrics.Meter("github.com/kmirror/kmirror/core/aclsync"),
 	})

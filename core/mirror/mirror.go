@@ -45,6 +45,7 @@ type mirrorRun struct {
 	errs    map[string]string // sync loop → why its last round failed
 	groups  *groupsync.Syncer
 	acls    *aclsync.Syncer
+	notes   []string // facts for describe
 	loops   []*syncLoop
 	warned  map[string]bool
 	// recreated are the source topics the last topics round found
@@ -129,6 +130,7 @@ func (m *mirrorRun) supervise() {
 		newSyncLoop("topic-configs", cfg.MetadataRefreshInterval, m.syncTopicConfigs, m.loopDone),
 		newSyncLoop("groups", cfg.MetadataRefreshInterval, m.syncGroups, m.loopDone),
 		newSyncLoop("acls", cfg.MetadataRefreshInterval, m.syncACLs, m.loopDone),
+		newSyncLoop("read-only", cfg.MetadataRefreshInterval, m.syncReadOnly, m.loopDone),
 	}
 	m.mu.Lock()
 	m.loops = loops
@@ -303,6 +305,18 @@ func (m *mirrorRun) syncTopics(ctx context.Context) error {
 }
 
 // warnOnce logs msg the first time key is seen.
+// setNote adds a fact to the mirror's describe output, once.
+func (m *mirrorRun) setNote(note string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, n := range m.notes {
+		if n == note {
+			return
+		}
+	}
+	m.notes = append(m.notes, note)
+}
+
 func (m *mirrorRun) warnOnce(key, msg string, args ...any) {
 	m.mu.Lock()
 	seen := m.warned[key]
@@ -434,6 +448,7 @@ func (m *mirrorRun) status() MirrorStatus {
 	if m.groups != nil {
 		ms.Groups = m.groups.Status()
 	}
+	ms.Notes = append(ms.Notes, m.notes...)
 	m.mu.Unlock()
 	sort.Slice(rs, func(i, j int) bool {
 		if rs[i].topic != rs[j].topic {

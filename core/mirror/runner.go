@@ -757,10 +757,14 @@ func (r *runner) stopPartition(ctx context.Context) error {
 		return r.errorf("reading the destination end offset: %w", err)
 	}
 	last := r.getNext() - 1
-	return r.p.TransitionWith(ctx, partition.Stopped, fmt.Sprintf("stopped; last mirrored source offset %d, destination end %d", last, dstEnd), func(d *partition.Data) error {
+	err = r.p.TransitionWith(ctx, partition.Stopped, fmt.Sprintf("stopped; last mirrored source offset %d, destination end %d", last, dstEnd), func(d *partition.Data) error {
 		d.LastMirroredOffset = last
 		return nil
 	})
+	if err == nil {
+		r.m.triggerSync() // the read-only loop makes the topic writable once all its partitions stopped
+	}
+	return err
 }
 
 // advance records that the source is mirrored up to next (exclusive) and the

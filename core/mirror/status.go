@@ -24,8 +24,11 @@ type MirrorStatus struct {
 	// Groups is the last offset sync of each consumer and share group: when
 	// it was synced, and whether it was skipped because it is active on the
 	// destination.
-	Groups     []groupsync.GroupReport `json:"groups,omitempty"`
-	Partitions []PartitionStatus       `json:"partitions"`
+	Groups []groupsync.GroupReport `json:"groups,omitempty"`
+	// Notes are facts about the mirror an operator should know (for
+	// example that the destination has no authorizer).
+	Notes      []string          `json:"notes,omitempty"`
+	Partitions []PartitionStatus `json:"partitions"`
 }
 
 // TopicConfigError is a source topic config the destination rejected.
