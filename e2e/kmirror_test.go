@@ -94,15 +94,14 @@ mirror.metadata.refresh.interval.ms: 2000
 mirror.failed.retry.initial.backoff.ms: 200
 mirror.failed.retry.max.backoff.ms: 2000
 shutdown.timeout.ms: 20000
-destination:
-  bootstrap.servers: %s
+%s
 state:
   dir: %s
 mirrors:
   - name: %s
     bootstrap.servers: %s
     mirror.topics.include: %q
-`, port, destination.BootstrapServers(kafkatest.Plaintext), filepath.Join(dir, "state"), name, sourceBootstrap(&extra), include)
+`, port, destinationBlock(&daemonKeys), filepath.Join(dir, "state"), name, sourceBootstrap(&extra), include)
 	for _, e := range extra {
 		cfg += "    " + e + "\n"
 	}
@@ -365,4 +364,18 @@ func sourceBootstrap(extra *[]string) string {
 		}
 	}
 	return source.BootstrapServers(kafkatest.Plaintext)
+}
+
+// destinationBlock returns the configuration's destination block: the plain
+// listener of the shared destination cluster, unless daemonKeys holds an
+// entry starting with "destination:" (a whole block), which it then takes out
+// of daemonKeys.
+func destinationBlock(daemonKeys *[]string) string {
+	for i, k := range *daemonKeys {
+		if strings.HasPrefix(k, "destination:") {
+			*daemonKeys = append((*daemonKeys)[:i:i], (*daemonKeys)[i+1:]...)
+			return k
+		}
+	}
+	return "destination:\n  bootstrap.servers: " + destination.BootstrapServers(kafkatest.Plaintext)
 }

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmirror/kmirror/core/offsetmap"
@@ -697,6 +699,81 @@ func TestConsumerGroupFailsOverAtTheNextRecord(t *testing.T) {
 		want := next + int64(i)
 		if r.Offset != want || string(r.Key) != fmt.Sprintf("k%d", want) {
 			t.Fatalf("destination record %d: offset %d key %s, want offset %d key k%d", i, r.Offset, r.Key, want, want)
+		}
+	}
+}
+
+// TestMirrorTopicIsReadOnlyOnADestinationWithAnAuthorizer: on a destination
+// with the standard authorizer (kmirror's principal alice is a super user),
+// a mirror topic carries a DENY WRITE ACL for User:* while it is mirrored —
+// bob cannot write to it even with an ALLOW WRITE ACL — and the ACL is removed
+// once its partitions are STOPPED, after which bob can write.
+func TestMirrorTopicIsReadOnlyOnADestinationWithAnAuthorizer(t *testing.T) {
+	ctx := testContext(t, 3*time.Minute)
+	topic := topicName(t, "")
+	createTopic(t, ctx, superAdmin(t, source), topic, 1, 3, nil)
+	produceSync(t, ctx, newClient(t, source, kafkatest.Identity{}, kgo.DefaultProduceTopic(topic)), &kgo.Record{Value: []byte("from the source")})
+	alicePass, bobPass := securedUsers["alice"], securedUsers["bob"]
+	// bob may write the topic, as far as ALLOW rules go.
+	sadm := superAdmin(t, secured)
+	allow := kadm.NewACLs().Topics(topic).ResourcePatternType(kadm.ACLPatternLiteral).Allow("User:bob").AllowHosts("*").Operations(kadm.OpWrite, kadm.OpDescribe)
+	if _, err := sadm.CreateACLs(ctx, allow); err != nil {
+		t.Fatal(err)
+	}
+	dest := fmt.Sprintf("destination:\n  bootstrap.servers: %s\n  security.protocol: SASL_PLAINTEXT\n  sasl.mechanism: SCRAM-SHA-512\n  sasl.username: alice\n  sasl.password: %s",
+		secured.BootstrapServers(kafkatest.SASLPlaintext), alicePass)
+	d := startKmirrorWith(t, topic, []string{dest})
+	d.waitState(ctx, topic, 0, "MIRRORING")
+	bob := newClient(t, secured, kafkatest.Identity{Listener: kafkatest.SASLPlaintext, Mechanism: kafkatest.ScramSHA512, User: "bob", Password: bobPass},
+		kgo.DefaultProduceTopic(topic), kgo.RecordRetries(1), kgo.RecordDeliveryTimeout(10*time.Second),
+		kgo.DisableIdempotentWrite()) // an idempotent producer would be refused at InitProducerId (cluster level) instead
+	bobWrites := func() error { return bob.ProduceSync(ctx, &kgo.Record{Value: []byte("bob")}).FirstErr() }
+	for {
+		err := bobWrites()
+		if errors.Is(err, kerr.TopicAuthorizationFailed) {
+			break // the DENY ACL is in place
+		}
+		if err == nil {
+			t.Log("bob could still write (the read-only ACL is not there yet); retrying")
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("bob was never refused: %v", err)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	if strings.Contains(d.log(), alicePass) {
+		t.Fatal("the SASL password appears in kmirror's log")
+	}
+	// Nothing but kmirror wrote to the mirror topic: it is identical to the source.
+	d.waitMirrored(ctx, topic, 1)
+	alice := newClient(t, secured, kafkatest.Identity{Listener: kafkatest.SASLPlaintext, Mechanism: kafkatest.ScramSHA512, User: "alice", Password: alicePass})
+	if _, diff, err := verify.Partition(ctx, newClient(t, source, kafkatest.Identity{}), alice, topic, 0); err != nil || diff != "" {
+		t.Fatalf("mirror topic differs from the source (someone else wrote?): %v %s", err, diff)
+	}
+	if ps, _ := d.partitionStatus(topic, 0); ps.State != "MIRRORING" {
+		t.Fatalf("partition %s (%s), want MIRRORING", ps.State, ps.LastError)
+	}
+	// Stop the topic (exclude it): the ACL goes, bob can write.
+	cfg, err := os.ReadFile(d.cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg = append(cfg, fmt.Sprintf("    mirror.topics.exclude: %q\n", topic)...)
+	if err := os.WriteFile(d.cfgPath, cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d.signal(syscall.SIGHUP)
+	d.waitState(ctx, topic, 0, "STOPPED")
+	for {
+		err := bobWrites()
+		if err == nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("bob still cannot write after STOPPED: %v", err)
+		case <-time.After(500 * time.Millisecond):
 		}
 	}
 }

@@ -37,17 +37,18 @@ type mirrorRun struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // the sync loop, the data path, the runners
 
-	mu      sync.Mutex
-	src     *kgo.Client
-	srcAdm  *kadm.Client
-	dp      *dataPath
-	runners map[topicPartition]*runner
-	errs    map[string]string // sync loop → why its last round failed
-	groups  *groupsync.Syncer
-	acls    *aclsync.Syncer
-	notes   []string // facts for describe
-	loops   []*syncLoop
-	warned  map[string]bool
+	mu        sync.Mutex
+	src       *kgo.Client
+	srcAdm    *kadm.Client
+	dp        *dataPath
+	runners   map[topicPartition]*runner
+	errs      map[string]string // sync loop → why its last round failed
+	groups    *groupsync.Syncer
+	acls      *aclsync.Syncer
+	notes     []string        // facts for describe
+	protected map[string]bool // topics whose read-only ACL this run created
+	loops     []*syncLoop
+	warned    map[string]bool
 	// recreated are the source topics the last topics round found
 	// recreated (new topic id): their configs are not synced either.
 	recreated map[string]bool
@@ -58,7 +59,7 @@ type mirrorRun struct {
 
 func newMirrorRun(e *Engine, dcfg *config.Config, mc config.Mirror) *mirrorRun {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &mirrorRun{e: e, name: mc.Name, cfg: mc, dcfg: dcfg, log: e.log.With("mirror", mc.Name), ctx: ctx, cancel: cancel, runners: map[topicPartition]*runner{}, errs: map[string]string{}, warned: map[string]bool{}}
+	return &mirrorRun{e: e, name: mc.Name, cfg: mc, dcfg: dcfg, log: e.log.With("mirror", mc.Name), ctx: ctx, cancel: cancel, runners: map[topicPartition]*runner{}, errs: map[string]string{}, protected: map[string]bool{}, warned: map[string]bool{}}
 }
 
 // start launches the mirror's supervisor goroutine, owned by m.wg.
@@ -294,6 +295,13 @@ func (m *mirrorRun) syncTopics(ctx context.Context) error {
 			if err != nil {
 				errs = append(errs, err)
 				break
+			}
+			// The topic is read-only before any of its partitions mirrors.
+			if r.p.State() != partition.Stopped {
+				if err := m.protect(ctx, t.Name); err != nil {
+					errs = append(errs, err)
+					break
+				}
 			}
 			m.launch(tp, r)
 		}

@@ -68,10 +68,57 @@ func readOnlyACL(topics ...string) *kadm.ACLBuilder {
 		Deny(aclsync.ReadOnlyPrincipal).DenyHosts("*").Operations(kadm.OpWrite)
 }
 
+// protect makes topic read-only once per mirror run, before its partitions
+// start (the read-only loop keeps it so afterwards).
+func (m *mirrorRun) protect(ctx context.Context, topic string) error {
+	m.mu.Lock()
+	done := m.protected[topic]
+	m.mu.Unlock()
+	if done {
+		return nil
+	}
+	if err := m.createReadOnly(ctx, []string{topic}); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.protected[topic] = true
+	m.mu.Unlock()
+	return nil
+}
+
 // syncReadOnly is the read-only loop's round: create the DENY WRITE ACL of
 // every protected topic, delete it from every released one.
 func (m *mirrorRun) syncReadOnly(ctx context.Context) error {
 	protect, release := m.readOnlyTopics()
+	adm := m.e.dstAdm
+	if err := m.createReadOnly(ctx, protect); err != nil {
+		return err
+	}
+	if len(release) > 0 {
+		results, err := adm.DeleteACLs(ctx, readOnlyACL(release...))
+		if err == nil {
+			for _, r := range results {
+				if r.Err != nil {
+					err = r.Err
+					break
+				}
+			}
+		}
+		if err != nil && !errors.Is(err, kerr.SecurityDisabled) {
+			return fmt.Errorf("mirror %s: making stopped topics writable again: %w", m.name, err)
+		}
+		m.mu.Lock()
+		for _, t := range release {
+			delete(m.protected, t)
+		}
+		m.mu.Unlock()
+	}
+	return nil
+}
+
+// createReadOnly creates the DENY WRITE ACL of each topic (creating an ACL
+// that exists is a no-op for Kafka).
+func (m *mirrorRun) createReadOnly(ctx context.Context, protect []string) error {
 	adm := m.e.dstAdm
 	if len(protect) > 0 {
 		results, err := adm.CreateACLs(ctx, readOnlyACL(protect...))
@@ -91,20 +138,6 @@ func (m *mirrorRun) syncReadOnly(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("mirror %s: making mirror topics read-only (DENY WRITE for %s): %w; kmirror's destination principal needs ALTER on the cluster",
 				m.name, aclsync.ReadOnlyPrincipal, err)
-		}
-	}
-	if len(release) > 0 {
-		results, err := adm.DeleteACLs(ctx, readOnlyACL(release...))
-		if err == nil {
-			for _, r := range results {
-				if r.Err != nil {
-					err = r.Err
-					break
-				}
-			}
-		}
-		if err != nil && !errors.Is(err, kerr.SecurityDisabled) {
-			return fmt.Errorf("mirror %s: making stopped topics writable again: %w", m.name, err)
 		}
 	}
 	return nil
