@@ -56,7 +56,9 @@ func TestMirrorKeepsOffsetsAndRecordsForEveryCodec(t *testing.T) {
 				return
 			}
 			defer cl.Close()
-			ts := time.UnixMilli(1_700_000_000_000 + int64(ci)*1000)
+			// Recent timestamps: records older than retention.ms (7 days by
+			// default) would be deleted by the brokers' retention check.
+			ts := time.Now().Add(-time.Hour).Add(time.Duration(ci) * time.Second).Truncate(time.Millisecond)
 			for i := 0; i < total/len(codecs); i++ {
 				r := &kgo.Record{Topic: topics[i%3], Key: fmt.Appendf(nil, "%s-%d", c.name, i), Value: fmt.Appendf(nil, "value %d compressed with %s %s", i, c.name, strings.Repeat("x", i%64)),
 					Timestamp: ts.Add(time.Duration(i) * time.Millisecond), Headers: []kgo.RecordHeader{{Key: "codec", Value: []byte(c.name)}, {Key: "i", Value: fmt.Appendf(nil, "%d", i)}}}
