@@ -52,19 +52,59 @@ func (s *Syncer) syncConsumerGroup(ctx context.Context, group string, src, dst k
 	if dst.Err != nil && !errors.Is(dst.Err, kerr.GroupIDNotFound) {
 		return fmt.Errorf("fetching committed offsets of group %q on the destination: %w", group, dst.Err)
 	}
-	var errs []error
-	commit := kadm.Offsets{}
-	pending := map[string]map[int32]target{}
+	var offs []sourceOffset
 	for _, o := range src.Fetched.Sorted() {
-		if o.Err != nil {
-			errs = append(errs, fmt.Errorf("source offset of %s/%d: %w", o.Topic, o.Partition, o.Err))
+		so := sourceOffset{topic: o.Topic, partition: o.Partition, at: o.At, cur: -1, metadata: o.Metadata, err: o.Err}
+		if d, ok := dst.Fetched.Lookup(o.Topic, o.Partition); ok && d.Err == nil {
+			so.cur = d.At
+		}
+		offs = append(offs, so)
+	}
+	commit, pending, errs := s.plan(KindConsumer, group, offs, r)
+	if len(commit) > 0 {
+		resps, err := s.opts.Destination.CommitOffsets(ctx, group, commit)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("committing offsets of group %q on the destination (a group with members cannot be written; it is retried next cycle): %w", group, err))
+		} else {
+			for _, o := range resps.Sorted() {
+				if o.Err != nil {
+					errs = append(errs, fmt.Errorf("committing %s/%d of group %q on the destination: %w", o.Topic, o.Partition, group, o.Err))
+					continue
+				}
+				if t, ok := pending[o.Topic][o.Partition]; ok {
+					s.observe(t)
+					r.Synced++
+				}
+			}
+		}
+	}
+	return joinErrs(errs)
+}
+
+// sourceOffset is one partition's offset on the source, with the
+// destination's current one (-1: none), as both group kinds read them.
+type sourceOffset struct {
+	topic     string
+	partition int32
+	at, cur   int64
+	metadata  string
+	err       error
+}
+
+// plan decides, for each source offset of a group, what to write on the
+// destination. It returns the offsets to write and, per partition, the
+// decision to record once the write succeeds; partitions left as they are
+// are recorded at once. Partition-level problems are returned, not fatal.
+func (s *Syncer) plan(kind, group string, offs []sourceOffset, r *GroupReport) (kadm.Offsets, map[string]map[int32]target, []error) {
+	var errs []error
+	write := kadm.Offsets{}
+	pending := map[string]map[int32]target{}
+	for _, o := range offs {
+		if o.err != nil {
+			errs = append(errs, fmt.Errorf("source offset of %s/%d: %w", o.topic, o.partition, o.err))
 			continue
 		}
-		cur := int64(-1)
-		if d, ok := dst.Fetched.Lookup(o.Topic, o.Partition); ok && d.Err == nil {
-			cur = d.At
-		}
-		t, ok, err := s.decide(KindConsumer, group, o.Topic, o.Partition, o.At, cur)
+		t, ok, err := s.decide(kind, group, o.topic, o.partition, o.at, o.cur)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -84,30 +124,13 @@ func (s *Syncer) syncConsumerGroup(ctx context.Context, group string, src, dst k
 		}
 		// The source leader epoch means nothing on the destination: -1 lets
 		// consumers skip epoch validation of the committed position.
-		addOffset(commit, kadm.Offset{Topic: o.Topic, Partition: o.Partition, At: t.at, LeaderEpoch: -1, Metadata: o.Metadata})
-		if pending[o.Topic] == nil {
-			pending[o.Topic] = map[int32]target{}
+		addOffset(write, kadm.Offset{Topic: o.topic, Partition: o.partition, At: t.at, LeaderEpoch: -1, Metadata: o.metadata})
+		if pending[o.topic] == nil {
+			pending[o.topic] = map[int32]target{}
 		}
-		pending[o.Topic][o.Partition] = t
+		pending[o.topic][o.partition] = t
 	}
-	if len(commit) > 0 {
-		resps, err := s.opts.Destination.CommitOffsets(ctx, group, commit)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("committing offsets of group %q on the destination (a group with members cannot be written; it is retried next cycle): %w", group, err))
-		} else {
-			for _, o := range resps.Sorted() {
-				if o.Err != nil {
-					errs = append(errs, fmt.Errorf("committing %s/%d of group %q on the destination: %w", o.Topic, o.Partition, group, o.Err))
-					continue
-				}
-				if t, ok := pending[o.Topic][o.Partition]; ok {
-					s.observe(t)
-					r.Synced++
-				}
-			}
-		}
-	}
-	return joinErrs(errs)
+	return write, pending, errs
 }
 
 // joinErrs joins errs into one error whose message stays on one line.

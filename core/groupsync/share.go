@@ -109,42 +109,15 @@ func (s *Syncer) syncShareGroup(ctx context.Context, group string, src, dst kadm
 	if dst.Err != nil && !errors.Is(dst.Err, kerr.GroupIDNotFound) {
 		return fmt.Errorf("describing share group %q offsets on the destination: %w", group, dst.Err)
 	}
-	var errs []error
-	alter := kadm.Offsets{}
-	pending := map[string]map[int32]target{}
+	var offs []sourceOffset
 	for _, o := range src.Offsets.Sorted() {
-		if o.Err != nil {
-			errs = append(errs, fmt.Errorf("source start offset of %s/%d: %w", o.Topic, o.Partition, o.Err))
-			continue
-		}
-		cur := int64(-1)
+		so := sourceOffset{topic: o.Topic, partition: o.Partition, at: o.StartOffset, cur: -1, err: o.Err}
 		if d, ok := dst.Offsets.Lookup(o.Topic, o.Partition); ok && d.Err == nil {
-			cur = d.StartOffset
+			so.cur = d.StartOffset
 		}
-		t, ok, err := s.decide(KindShare, group, o.Topic, o.Partition, o.StartOffset, cur)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if !ok {
-			continue
-		}
-		if t.clamped {
-			r.Clamped++
-		}
-		if t.kept {
-			r.Kept++
-		}
-		if !t.write {
-			s.observe(t)
-			continue
-		}
-		addOffset(alter, kadm.Offset{Topic: o.Topic, Partition: o.Partition, At: t.at, LeaderEpoch: -1})
-		if pending[o.Topic] == nil {
-			pending[o.Topic] = map[int32]target{}
-		}
-		pending[o.Topic][o.Partition] = t
+		offs = append(offs, so)
 	}
+	alter, pending, errs := s.plan(KindShare, group, offs, r)
 	if len(alter) > 0 {
 		resps, err := s.opts.Destination.AlterShareGroupOffsets(ctx, group, alter)
 		if err != nil {
