@@ -38,17 +38,9 @@ func cmdConfigValidate(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("config validate", stderr)
 	var cf configFlags
 	cf.register(fs)
-	if code, ok := parseFlags(fs, args); !ok {
+	cfg, code, ok := cf.parseAndLoad(fs, args, stderr)
+	if !ok {
 		return code
-	}
-	if cf.path == "" {
-		fmt.Fprintln(stderr, "kmirror config validate: --config FILE is required")
-		return exitUsage
-	}
-	cfg, err := config.Load(cf.source())
-	if err != nil {
-		fmt.Fprintf(stderr, "%s is not valid:\n%v\n", cf.path, err)
-		return exitFailure
 	}
 	fmt.Fprintf(stdout, "%s is valid.\n%s", cf.path, cfg.Summary())
 	return exitOK

@@ -10,7 +10,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/kmirror/kmirror/core/config"
 	"github.com/kmirror/kmirror/core/mirror"
 )
 
@@ -23,17 +22,9 @@ func cmdDescribe(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print JSON (stable field names, see docs/cli.md)")
 	only := fs.String("mirror", "", "only this mirror")
 	failed := fs.Bool("failed", false, "only FAILED partitions, with their retry state and error")
-	if code, ok := parseFlags(fs, args); !ok {
+	cfg, code, ok := cf.parseAndLoad(fs, args, stderr) // its http.address locates the daemon
+	if !ok {
 		return code
-	}
-	if cf.path == "" {
-		fmt.Fprintln(stderr, "kmirror describe: --config FILE is required (its http.address locates the daemon)")
-		return exitUsage
-	}
-	cfg, err := config.Load(cf.source())
-	if err != nil {
-		fmt.Fprintf(stderr, "kmirror describe: %s is not valid:\n%v\n", cf.path, err)
-		return exitFailure
 	}
 	st, err := fetchStatus(cfg.HTTPAddress)
 	if err != nil {

@@ -53,3 +53,22 @@ func parseFlags(fs *flag.FlagSet, args []string) (code int, ok bool) {
 	}
 	return 0, true
 }
+
+// parseAndLoad parses args into fs (where c and the command's own flags are
+// registered), requires --config and loads the configuration. ok is false
+// when the caller must return code.
+func (c *configFlags) parseAndLoad(fs *flag.FlagSet, args []string, stderr io.Writer) (cfg *config.Config, code int, ok bool) {
+	if code, ok := parseFlags(fs, args); !ok {
+		return nil, code, false
+	}
+	if c.path == "" {
+		fmt.Fprintf(stderr, "%s: --config FILE is required\n", fs.Name())
+		return nil, exitUsage, false
+	}
+	cfg, err := config.Load(c.source())
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %s is not valid:\n%v\n", fs.Name(), c.path, err)
+		return nil, exitFailure, false
+	}
+	return cfg, 0, true
+}

@@ -20,19 +20,11 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("run", stderr)
 	var cf configFlags
 	cf.register(fs)
-	if code, ok := parseFlags(fs, args); !ok {
-		return code
-	}
-	if cf.path == "" {
-		fmt.Fprintln(stderr, "kmirror run: --config FILE is required")
-		return exitUsage
-	}
 	// Load once up front so that a bad file fails before any listener starts,
 	// and so that the logger gets its level and format.
-	cfg, err := config.Load(cf.source())
-	if err != nil {
-		fmt.Fprintf(stderr, "kmirror run: %s is not valid:\n%v\n", cf.path, err)
-		return exitFailure
+	cfg, code, ok := cf.parseAndLoad(fs, args, stderr)
+	if !ok {
+		return code
 	}
 	logger, err := logging.New(stderr, cfg.LogLevel, cfg.LogFormat)
 	if err != nil {
