@@ -33,6 +33,7 @@
 //
 //	mirrors/<mirror>/partitions/<topic>/<partition>   partition state record
 //	mirrors/<mirror>/offsetmaps/<topic>/<partition>   map-mode offset map
+//	mirrors/<mirror>/leases/<lease>                   a lease (e.g. metadata-sync)
 //
 // Mirror names match [A-Za-z0-9_-]+ and Kafka topic names match
 // [A-Za-z0-9._-]+, so neither contains '/', and a key parses back uniquely.
@@ -191,6 +192,7 @@ const (
 	mirrorsRoot   = "mirrors/"
 	partitionsDir = "partitions"
 	offsetMapsDir = "offsetmaps"
+	leasesDir     = "leases"
 )
 
 // MirrorPrefix is the prefix of every key that belongs to mirror:
@@ -229,6 +231,16 @@ func OffsetMapsPrefix(mirror string) string {
 // rewrite a large map and map updates do not rewrite the state.
 func OffsetMapKey(mirror, topic string, partition int32) string {
 	return OffsetMapsPrefix(mirror) + topic + "/" + strconv.FormatInt(int64(partition), 10)
+}
+
+// LeaseKey is the key of one of mirror's leases:
+// "mirrors/<mirror>/leases/<lease>". A lease names the one daemon that does
+// a piece of a mirror's work when several daemons share a state store; its
+// value is the holder's record, written and renewed with compare-and-set.
+// kmirror uses the lease "metadata-sync" (the daemon that runs the mirror's
+// topic, config, group and ACL sync loops).
+func LeaseKey(mirror, lease string) string {
+	return MirrorPrefix(mirror) + leasesDir + "/" + lease
 }
 
 // ParsePartitionKey is the inverse of PartitionKey. The error wraps

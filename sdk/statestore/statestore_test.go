@@ -15,6 +15,7 @@ func TestKeyLayout(t *testing.T) {
 		{statestore.PartitionKey("m1", "orders.v2", 7), "mirrors/m1/partitions/orders.v2/7"},
 		{statestore.OffsetMapsPrefix("m_1-b"), "mirrors/m_1-b/offsetmaps/"},
 		{statestore.OffsetMapKey("m_1-b", "t_x-y", 0), "mirrors/m_1-b/offsetmaps/t_x-y/0"},
+		{statestore.LeaseKey("m_1-b", "metadata-sync"), "mirrors/m_1-b/leases/metadata-sync"},
 	}
 	for _, c := range cases {
 		if c.got != c.want {
@@ -44,6 +45,7 @@ func TestParsePartitionKeyRejects(t *testing.T) {
 		"mirrors/m/partitions/t/01", "mirrors/m/partitions/t/+1", "mirrors/m/partitions/t/2147483648",
 		"mirrors/m/partitions/t/x", "mirrors//partitions/t/0", "mirrors/m/partitions//0",
 		"mirrors/m/offsetmaps/t/0", "other/m/partitions/t/0", "mirrors/m/partitions/t/0/extra",
+		"mirrors/m/leases/metadata-sync",
 	}
 	for _, k := range bad {
 		if _, _, _, err := statestore.ParsePartitionKey(k); !errors.Is(err, statestore.ErrInvalidKey) {
