@@ -6,8 +6,10 @@
 //
 // Invariants, each enforced in this package:
 //
-//   - The scope of a cycle is the set of bindings that Options.Rules matches
-//     and Options.Managed does not report. Nothing outside the scope is ever
+//   - The scope of a cycle is the set of bindings that Options.Managed does
+//     not report and Options.Filter keeps (the mirror.acl.include rules,
+//     core/filters); the filter is called once for the source's bindings and
+//     once for the destination's. Nothing outside the scope is ever
 //     created or deleted on the destination; in particular the read-only
 //     DENY WRITE ACLs kmirror itself puts on mirror topics are left alone.
 //   - Bindings are compared exactly: resource type, resource name, pattern
@@ -16,8 +18,9 @@
 //   - A deletion names one binding with every field set to its value and the
 //     pattern type exact; no ANY or MATCH filter is ever sent, so a deletion
 //     cannot reach a binding the sync did not decide to remove.
-//   - Nothing is deleted unless both clusters' complete ACL lists were read in
-//     this cycle: a failed describe aborts the cycle before any change.
+//   - Nothing is deleted unless both clusters' complete ACL lists were read
+//     and filtered in this cycle: a failed describe, or a filter that makes no
+//     decision, aborts the cycle before any change.
 //   - A failed creation or deletion does not stop the others; it is reported,
 //     logged and counted, and retried at the next cycle (Sync is idempotent).
 //
@@ -40,6 +43,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/kmirror/kmirror/core/aclrule"
+	"github.com/kmirror/kmirror/sdk/filter"
 )
 
 // ErrInvalidOptions is returned by New when a required option is missing.
@@ -69,9 +73,12 @@ type Options struct {
 	// Destination is a client of the destination cluster. Its principal needs
 	// DESCRIBE and ALTER on the CLUSTER resource.
 	Destination *kgo.Client
-	// Rules is the parsed mirror.acl.include list. An empty list matches no
-	// binding: Sync then does nothing and contacts no cluster.
-	Rules aclrule.Rules
+	// Filter decides which bindings are in scope: the built-in
+	// mirror.acl.include rules (core/filters), possibly chained with filter
+	// plugins. Only its FilterACLs is called. Nil: no binding is in scope,
+	// Sync does nothing and contacts no cluster (the engine passes nil when
+	// mirror.acl.include is empty).
+	Filter filter.Filter
 	// Managed reports bindings kmirror itself manages on the destination
 	// (the read-only DENY WRITE ACLs of mirror topics); they are never
 	// created or deleted by the sync, even when a rule matches them. Nil:
@@ -144,7 +151,7 @@ func (s *Syncer) Sync(ctx context.Context) (Report, error) {
 	s.cycle.Lock()
 	defer s.cycle.Unlock()
 
-	if len(s.opts.Rules) == 0 {
+	if s.opts.Filter == nil {
 		return Report{}, nil
 	}
 	src, err := describeAll(ctx, s.opts.Source)
@@ -158,8 +165,16 @@ func (s *Syncer) Sync(ctx context.Context) (Report, error) {
 		return Report{}, fmt.Errorf("aclsync: mirror %q: describing the destination ACLs failed (the mirror's destination principal needs DESCRIBE on the cluster resource); nothing was changed: %w", s.opts.Mirror, err)
 	}
 
-	want := s.scope(src)
-	have := s.scope(dst)
+	want, err := s.scope(ctx, "source", src)
+	if err != nil {
+		s.inst.errors(ctx, 1)
+		return Report{}, err
+	}
+	have, err := s.scope(ctx, "destination", dst)
+	if err != nil {
+		s.inst.errors(ctx, 1)
+		return Report{}, err
+	}
 	var create, remove []acl
 	for a := range want {
 		if _, ok := have[a]; !ok {
@@ -194,16 +209,35 @@ func (s *Syncer) Sync(ctx context.Context) (Report, error) {
 	return rep, nil
 }
 
-// scope returns the bindings of acls inside the sync's scope.
-func (s *Syncer) scope(acls []acl) map[acl]struct{} {
-	in := make(map[acl]struct{}, len(acls))
+// scope returns the bindings of acls (read from side) inside the sync's
+// scope: not managed by kmirror, and kept by the filter in one call.
+func (s *Syncer) scope(ctx context.Context, side string, acls []acl) (map[acl]struct{}, error) {
+	cands := make([]filter.ACLBinding, 0, len(acls))
+	byBinding := make(map[filter.ACLBinding]acl, len(acls))
 	for _, a := range acls {
 		b := a.Binding()
-		if s.opts.Rules.Match(b) && !s.opts.Managed(b) {
-			in[a] = struct{}{}
+		if s.opts.Managed(b) {
+			continue
 		}
+		fb := filter.ACLBinding(b)
+		if _, dup := byBinding[fb]; dup {
+			continue // a cluster lists each binding once; never ask twice
+		}
+		byBinding[fb] = a
+		cands = append(cands, fb)
 	}
-	return in
+	kept, err := s.opts.Filter.FilterACLs(ctx, s.opts.Mirror, cands)
+	if err == nil {
+		err = filter.VerifyOutput(cands, kept)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("aclsync: mirror %q: filtering the %d %s ACLs made no decision; nothing was changed (retried next cycle): %w", s.opts.Mirror, len(cands), side, err)
+	}
+	in := make(map[acl]struct{}, len(kept))
+	for _, b := range kept {
+		in[byBinding[b]] = struct{}{}
+	}
+	return in, nil
 }
 
 // create creates the bindings of chunk on the destination in one request. It

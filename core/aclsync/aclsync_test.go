@@ -1,13 +1,20 @@
 package aclsync
 
 import (
+	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/core/aclrule"
+	"github.com/kmirror/kmirror/core/config"
+	"github.com/kmirror/kmirror/core/filters"
+	"github.com/kmirror/kmirror/sdk/filter"
 )
 
 func TestSyncCopiesExactlyTheBindingsTheRulesMatch(t *testing.T) {
@@ -225,4 +232,94 @@ func TestReadOnlyManagedMatchesOnlyTheReadOnlyACLOfMirrorTopics(t *testing.T) {
 	if !ReadOnlyManaged(nil)(bind(topic, "any", literal, ReadOnlyPrincipal, "*", write, deny).Binding()) {
 		t.Error("ReadOnlyManaged(nil) must match the read-only ACL of any topic")
 	}
+}
+
+// The filter is asked once for the source's bindings and once for the
+// destination's, never sees kmirror's own read-only ACLs, and what it keeps
+// is the scope: a plugin chained after the built-in rules narrows it.
+func TestFilterDecidesTheScopeOncePerSide(t *testing.T) {
+	managed := ReadOnlyManaged(nil)
+	readOnly := bind(topic, "orders-eu", literal, ReadOnlyPrincipal, "*", write, deny)
+	var seen [][]filter.ACLBinding
+	noCarol := filter.Funcs{Name: "no-carol", ACLs: func(_ context.Context, _ string, in []filter.ACLBinding) ([]filter.ACLBinding, error) {
+		seen = append(seen, slices.Clone(in))
+		var out []filter.ACLBinding
+		for _, b := range in {
+			if b.Principal != "User:carol" {
+				out = append(out, b)
+			}
+		}
+		return out, nil
+	}}
+	e := newEnv(t, "", managed)
+	f := filter.Chain(filters.New(&config.Mirror{ACLInclude: mustRules(t, "TOPIC;orders.*")}), noCarol)
+	s, err := e.newSyncer(f, managed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.syncer = s
+	add(t, e.srcCl, sourceSet...)
+	add(t, e.dstCl, readOnly, ordersUSDeny) // carol's binding: in the rules' scope, not in the chain's
+
+	rep := e.sync(t)
+	if rep.Created != 2 || rep.Deleted != 0 || rep.InScope != 2 {
+		t.Fatalf("report %+v, want 2 created, nothing deleted, 2 in scope", rep)
+	}
+	assertACLs(t, "destination", list(t, e.dstCl), sorted(ordersEU, ordersPrefix, ordersUSDeny, readOnly))
+	if len(seen) != 2 {
+		t.Fatalf("the chained filter was called %d times, want twice (source, destination)", len(seen))
+	}
+	for _, call := range seen {
+		for _, b := range call {
+			if !strings.HasPrefix(b.ResourceName, "orders") || b.ResourceType != "TOPIC" {
+				t.Errorf("the chained filter saw %s, which the built-in rules drop", b)
+			}
+			if b.Principal == ReadOnlyPrincipal {
+				t.Errorf("a filter saw kmirror's read-only ACL %s", b)
+			}
+		}
+	}
+}
+
+// A filter that makes no decision for either side aborts the cycle before
+// any change, and the failure is counted.
+func TestFilterErrorChangesNothing(t *testing.T) {
+	calls := 0
+	failSecond := filter.Funcs{Name: "flaky", ACLs: func(_ context.Context, _ string, in []filter.ACLBinding) ([]filter.ACLBinding, error) {
+		calls++
+		if calls == 2 {
+			return nil, filter.ErrUnavailable
+		}
+		return in, nil
+	}}
+	e := newEnv(t, "", nil)
+	s, err := e.newSyncer(failSecond, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.syncer = s
+	add(t, e.srcCl, ordersEU)
+	stale := bind(topic, "stale", literal, "User:erin", "*", read, allow)
+	add(t, e.dstCl, stale)
+	obs := observe(e.dst, kmsg.CreateACLs, kmsg.DeleteACLs)
+	_, err = e.syncer.Sync(testCtx(t))
+	if !errors.Is(err, filter.ErrUnavailable) || !strings.Contains(err.Error(), "destination ACLs made no decision") {
+		t.Fatalf("Sync = %v, want the destination filter's ErrUnavailable", err)
+	}
+	if obs.h.Hits() != 0 {
+		t.Fatalf("%d create/delete requests after a failed filter, want none", obs.h.Hits())
+	}
+	assertACLs(t, "destination", list(t, e.dstCl), []acl{stale})
+	if v := e.metric(t, "kmirror_acl_sync_error_total"); v != 1 {
+		t.Fatalf("acl sync errors = %v, want 1", v)
+	}
+}
+
+func mustRules(t *testing.T, s string) aclrule.Rules {
+	t.Helper()
+	rs, err := aclrule.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rs
 }

@@ -13,7 +13,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/core/aclrule"
+	"github.com/kmirror/kmirror/core/config"
+	"github.com/kmirror/kmirror/core/filters"
 	"github.com/kmirror/kmirror/core/metrics"
+	"github.com/kmirror/kmirror/sdk/filter"
 )
 
 const (
@@ -105,14 +108,22 @@ func newEnv(t *testing.T, rules string, managed func(aclrule.Binding) bool) *env
 	if err != nil {
 		t.Fatalf("parsing rules %q: %v", rules, err)
 	}
-	e.syncer, err = New(Options{
-		Mirror: "m1", Source: e.srcCl, Destination: e.dstCl, Rules: rs, Managed: managed,
-		Meter: p.Meter("test"),
-	})
+	var f filter.Filter // as the engine does: no rule, no filter, no ACL sync
+	if len(rs) > 0 {
+		f = filters.New(&config.Mirror{ACLInclude: rs})
+	}
+	e.syncer, err = e.newSyncer(f, managed)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
 	return e
+}
+
+func (e *env) newSyncer(f filter.Filter, managed func(aclrule.Binding) bool) (*Syncer, error) {
+	return New(Options{
+		Mirror: "m1", Source: e.srcCl, Destination: e.dstCl, Filter: f, Managed: managed,
+		Meter: e.metrics.Meter("test"),
+	})
 }
 
 func (e *env) sync(t *testing.T) Report {

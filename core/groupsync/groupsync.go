@@ -5,8 +5,10 @@
 //
 // Invariants, each enforced in this package:
 //
-//   - Only groups accepted by Options.Include are touched, and only partitions
-//     that Options.Mirrored reports as mirrored.
+//   - Only groups that Options.Filter keeps are touched (one call per cycle
+//     with every source group), and only partitions that Options.Mirrored
+//     reports as mirrored. A filter error means no decision: the cycle
+//     changes nothing.
 //   - A group that is active on the destination (any state other than Empty or
 //     Dead, or a state the broker does not report) is never written; it is
 //     reported SkippedActive and retried next cycle.
@@ -45,6 +47,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/kmirror/kmirror/sdk/filter"
 )
 
 // Kinds of group, as reported in GroupReport.Kind.
@@ -80,10 +84,11 @@ type Options struct {
 	Source *kadm.Client
 	// Destination is an admin client of the destination cluster.
 	Destination *kadm.Client
-	// Include decides whether a group is synced (mirror.groups.include and
-	// not mirror.groups.exclude, plus any filter plugins). Nil includes every
-	// group.
-	Include func(groupID string) bool
+	// Filter decides which source groups are synced: the built-in
+	// mirror.groups.include/exclude rules (core/filters), possibly chained
+	// with filter plugins. Only its FilterGroups is called, once per cycle
+	// with every group the source lists. Nil syncs every group.
+	Filter filter.Filter
 	// Mirrored tells which partitions are mirrored and translates offsets.
 	Mirrored Mirrored
 	// Logger receives one line per change and per error. Nil discards.
@@ -174,9 +179,6 @@ func New(opts Options) (*Syncer, error) {
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("%w: mirror %q: %s must be set", ErrInvalidOptions, opts.Mirror, strings.Join(missing, ", "))
 	}
-	if opts.Include == nil {
-		opts.Include = func(string) bool { return true }
-	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -217,15 +219,17 @@ func (s *Syncer) Sync(ctx context.Context) (Report, error) {
 		return Report{}, fmt.Errorf("groupsync: mirror %q: listing destination groups failed (check the destination is reachable and the mirror may DESCRIBE groups): %w", s.opts.Mirror, err)
 	}
 
+	kept, err := s.filter(ctx, srcGroups)
+	if err != nil {
+		s.inst.consumerErr(ctx)
+		return Report{}, err
+	}
 	var consumer, share []string
-	for _, g := range srcGroups.Sorted() {
-		if !s.opts.Include(g.Group) {
-			continue
-		}
-		if strings.EqualFold(g.GroupType, KindShare) {
-			share = append(share, g.Group)
+	for _, g := range kept {
+		if g.Kind == filter.GroupShare {
+			share = append(share, g.ID)
 		} else {
-			consumer = append(consumer, g.Group)
+			consumer = append(consumer, g.ID)
 		}
 	}
 
@@ -247,6 +251,36 @@ func (s *Syncer) Sync(ctx context.Context) (Report, error) {
 	s.inst.groupsSynced(ctx, synced)
 	s.remember(&rep)
 	return rep, nil
+}
+
+// filter returns the source groups that Options.Filter keeps, sorted by id.
+func (s *Syncer) filter(ctx context.Context, listed kadm.ListedGroups) ([]filter.Group, error) {
+	in := make([]filter.Group, 0, len(listed))
+	for _, g := range listed.Sorted() {
+		in = append(in, filter.Group{ID: g.Group, Kind: groupKind(g.GroupType), State: g.State})
+	}
+	if s.opts.Filter == nil {
+		return in, nil
+	}
+	out, err := s.opts.Filter.FilterGroups(ctx, s.opts.Mirror, in)
+	if err == nil {
+		err = filter.VerifyOutput(in, out)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("groupsync: mirror %q: filtering %d source groups made no decision, no group is synced this cycle (retried next cycle): %w", s.opts.Mirror, len(in), err)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+// groupKind returns the filter kind of a group type as ListGroups reports it
+// (classic, consumer, share, streams; brokers before ListGroups v5 report no
+// type, and have only classic groups).
+func groupKind(groupType string) string {
+	if groupType == "" {
+		return filter.GroupClassic
+	}
+	return strings.ToLower(groupType)
 }
 
 // Status returns the last result of every group seen in the last cycle,

@@ -3,6 +3,8 @@ package groupsync
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/kmirror/kmirror/core/metrics"
+	"github.com/kmirror/kmirror/sdk/filter"
 )
 
 func TestNewRejectsMissingOptions(t *testing.T) {
@@ -436,4 +439,101 @@ func TestShareGroupsUnsupportedOnSourceConsumerGroupsStillSynced(t *testing.T) {
 	if g := mustFind(t, rep.Groups, "cg"); g.Synced != 1 {
 		t.Fatalf("consumer group report = %+v, want 1 synced", g)
 	}
+}
+
+// The filter is called once per cycle with every source group, its kind and
+// state; what it keeps is synced, whatever order it returns.
+func TestFilterSeesEveryGroupOnceAndDecides(t *testing.T) {
+	e := newEnv(t, nil)
+	commit(t, e.srcAdm, "cg-keep", "", map[int32]int64{0: 2})
+	commit(t, e.srcAdm, "cg-drop", "", map[int32]int64{0: 2})
+	os := kadm.Offsets{}
+	addOffset(os, kadm.Offset{Topic: topic, Partition: 0, At: 3})
+	for _, g := range []string{"sg-keep", "sg-drop"} {
+		if _, err := e.srcAdm.AlterShareGroupOffsets(ctx(t), g, os); err != nil {
+			t.Fatalf("creating the source share group %s: %v", g, err)
+		}
+	}
+	var calls [][]filter.Group
+	e.syncer = e.newSyncerWith(t, filter.Funcs{Name: "keep", Groups: func(_ context.Context, _ string, in []filter.Group) ([]filter.Group, error) {
+		calls = append(calls, slices.Clone(in))
+		var out []filter.Group
+		for i := len(in) - 1; i >= 0; i-- { // reversed: the order is the filter's
+			if strings.HasSuffix(in[i].ID, "-keep") {
+				out = append(out, in[i])
+			}
+		}
+		return out, nil
+	}})
+	rep := e.sync(t)
+	if len(calls) != 1 {
+		t.Fatalf("the filter was called %d times in a cycle, want once", len(calls))
+	}
+	kinds := map[string]string{}
+	for _, g := range calls[0] {
+		kinds[g.ID] = g.Kind
+		if g.State == "" {
+			t.Errorf("group %s reached the filter without a state", g.ID)
+		}
+	}
+	want := map[string]string{"cg-keep": filter.GroupClassic, "cg-drop": filter.GroupClassic, "sg-keep": filter.GroupShare, "sg-drop": filter.GroupShare}
+	if !maps.Equal(kinds, want) {
+		t.Fatalf("the filter saw %v, want %v", kinds, want)
+	}
+	if len(rep.Groups) != 1 || rep.Groups[0].Group != "cg-keep" || len(rep.ShareGroups) != 1 || rep.ShareGroups[0].Group != "sg-keep" {
+		t.Fatalf("report groups %+v share groups %+v, want only cg-keep and sg-keep", rep.Groups, rep.ShareGroups)
+	}
+	listed, err := e.dstAdm.ListGroups(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := listed.Groups(); !slices.Equal(sorted(got), []string{"cg-keep", "sg-keep"}) {
+		t.Fatalf("destination groups %v, want cg-keep and sg-keep", got)
+	}
+}
+
+// A filter that fails, or returns a group it was not given, makes no
+// decision: the cycle fails, is counted, and writes nothing.
+func TestFilterErrorOrInventedGroupSyncsNothing(t *testing.T) {
+	for name, f := range map[string]filter.Filter{
+		"error": filter.Funcs{Name: "down", Groups: func(context.Context, string, []filter.Group) ([]filter.Group, error) {
+			return nil, filter.ErrUnavailable
+		}},
+		"invented": filter.Funcs{Name: "invents", Groups: func(_ context.Context, _ string, in []filter.Group) ([]filter.Group, error) {
+			return append(slices.Clone(in), filter.Group{ID: "ghost", Kind: filter.GroupClassic, State: "Empty"}), nil
+		}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t, nil)
+			commit(t, e.srcAdm, "app", "", map[int32]int64{0: 2})
+			e.syncer = e.newSyncerWith(t, f)
+			_, err := e.syncer.Sync(ctx(t))
+			if err == nil || !strings.Contains(err.Error(), "no group is synced") {
+				t.Fatalf("Sync = %v, want a failed cycle", err)
+			}
+			if name == "error" && !errors.Is(err, filter.ErrUnavailable) {
+				t.Fatalf("Sync = %v, want it to wrap the filter's error", err)
+			}
+			if name == "invented" && !errors.Is(err, filter.ErrInvalidOutput) {
+				t.Fatalf("Sync = %v, want ErrInvalidOutput", err)
+			}
+			listed, err := e.dstAdm.ListGroups(ctx(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(listed) != 0 {
+				t.Fatalf("destination groups %v after a failed filter, want none", listed.Groups())
+			}
+			v, ok, err := e.metrics.Value("kmirror_consumer_group_offset_sync_error_total", map[string]string{"mirror": "m1"})
+			if err != nil || !ok || v != 1 {
+				t.Fatalf("consumer group sync errors = %v (found %v, err %v), want 1", v, ok, err)
+			}
+		})
+	}
+}
+
+func sorted(s []string) []string {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return s
 }

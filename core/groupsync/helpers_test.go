@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmirror/kmirror/core/metrics"
+	"github.com/kmirror/kmirror/sdk/filter"
 )
 
 const (
@@ -101,14 +102,36 @@ func newEnv(t *testing.T, include func(string) bool, dstOpts ...kfake.Opt) *env 
 
 func (e *env) newSyncer(t *testing.T, include func(string) bool) *Syncer {
 	t.Helper()
+	var f filter.Filter
+	if include != nil {
+		f = includeFilter(include)
+	}
+	return e.newSyncerWith(t, f)
+}
+
+func (e *env) newSyncerWith(t *testing.T, f filter.Filter) *Syncer {
+	t.Helper()
 	s, err := New(Options{
-		Mirror: "m1", Source: e.srcAdm, Destination: e.dstAdm, Include: include, Mirrored: e.mirrored,
+		Mirror: "m1", Source: e.srcAdm, Destination: e.dstAdm, Filter: f, Mirrored: e.mirrored,
 		Meter: e.metrics.Meter("test"),
 	})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
 	return s
+}
+
+// includeFilter is a group filter keeping the groups include accepts.
+func includeFilter(include func(string) bool) filter.Filter {
+	return filter.Funcs{Name: "test", Groups: func(_ context.Context, _ string, in []filter.Group) ([]filter.Group, error) {
+		var out []filter.Group
+		for _, g := range in {
+			if include(g.ID) {
+				out = append(out, g)
+			}
+		}
+		return out, nil
+	}}
 }
 
 func ctx(t *testing.T) context.Context {

@@ -9,6 +9,7 @@ import (
 	"github.com/kmirror/kmirror/core/groupsync"
 	"github.com/kmirror/kmirror/core/offsetmap"
 	"github.com/kmirror/kmirror/core/partition"
+	"github.com/kmirror/kmirror/sdk/filter"
 	"github.com/kmirror/kmirror/sdk/statestore"
 )
 
@@ -67,25 +68,29 @@ func (v mirroredView) Translate(topic string, p int32, offset int64) (int64, err
 
 // newGroupSync builds the mirror's consumer/share group offset syncer.
 func (m *mirrorRun) newGroupSync() (*groupsync.Syncer, error) {
-	cfg := &m.cfg
 	return groupsync.New(groupsync.Options{
 		Mirror:      m.name,
 		Source:      m.srcAdm,
 		Destination: m.e.dstAdm,
-		Include:     func(g string) bool { return cfg.GroupsInclude.Match(g) && !cfg.GroupsExclude.Match(g) },
+		Filter:      scopeFilter(&m.cfg),
 		Mirrored:    mirroredView{m},
 		Logger:      m.log.Named("groups"),
 		Meter:       m.e.opts.Metrics.Meter("github.com/kmirror/kmirror/core/groupsync"),
 	})
 }
 
-// newACLSync builds the mirror's ACL syncer for mirror.acl.include.
+// newACLSync builds the mirror's ACL syncer for mirror.acl.include. Without
+// a rule there is no filter: the ACL sync then reads no cluster.
 func (m *mirrorRun) newACLSync() (*aclsync.Syncer, error) {
+	var f filter.Filter
+	if len(m.cfg.ACLInclude) > 0 {
+		f = scopeFilter(&m.cfg)
+	}
 	return aclsync.New(aclsync.Options{
 		Mirror:      m.name,
 		Source:      m.src,
 		Destination: m.e.dst,
-		Rules:       m.cfg.ACLInclude,
+		Filter:      f,
 		Managed:     aclsync.ReadOnlyManaged(m.isReadOnlyTopic),
 		Logger:      m.log.Named("acls"),
 		Meter:       m.e.opts.Metrics.Meter("github.com/kmirror/kmirror/core/aclsync"),

@@ -15,16 +15,22 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/core/config"
+	"github.com/kmirror/kmirror/core/filters"
+	"github.com/kmirror/kmirror/sdk/filter"
 )
 
-// inScope reports whether a source topic is mirrored: it matches some
-// mirror.topics.include pattern and no mirror.topics.exclude pattern (exclude
-// always wins), and it is not internal (internal topics never mirror).
+// scopeFilter returns the filter that decides a mirror's scope (topics,
+// groups, ACL bindings): the built-in include/exclude rules of its
+// configuration (core/filters). Filter plugins chain here, with filter.Chain.
+func scopeFilter(m *config.Mirror) filter.Filter { return filters.New(m) }
+
+// inScope reports whether a source topic is mirrored by the built-in rules:
+// it matches some mirror.topics.include pattern and no mirror.topics.exclude
+// pattern (exclude always wins), and it is not internal (internal topics
+// never mirror). It serves the checks of a single name; discovery filters
+// every source topic at once (listSourceTopics).
 func inScope(m *config.Mirror, topic string) bool {
-	if strings.HasPrefix(topic, "__") {
-		return false
-	}
-	return m.TopicsInclude.Match(topic) && !m.TopicsExclude.Match(topic)
+	return filters.New(m).Topic(filter.Topic{Name: topic})
 }
 
 // sourceTopic is what the mirror needs to know of a source topic.
@@ -63,6 +69,8 @@ func listSourceTopics(ctx context.Context, cl *kgo.Client, m *config.Mirror) (to
 		return nil, nil, fmt.Errorf("listing source topics: %w", err)
 	}
 	present = make(map[string][16]byte, len(resp.Topics))
+	usable := map[string]sourceTopic{}
+	var cands []filter.Topic
 	for _, t := range resp.Topics {
 		if t.Topic == nil {
 			continue
@@ -73,10 +81,27 @@ func listSourceTopics(ctx context.Context, cl *kgo.Client, m *config.Mirror) (to
 			continue
 		}
 		present[name] = t.TopicID
-		if err != nil || t.IsInternal || !inScope(m, name) {
+		if err != nil {
 			continue
 		}
-		topics = append(topics, sourceTopic{Name: name, ID: t.TopicID, Partitions: int32(len(t.Partitions))})
+		if _, dup := usable[name]; dup {
+			continue
+		}
+		st := sourceTopic{Name: name, ID: t.TopicID, Partitions: int32(len(t.Partitions))}
+		usable[name] = st
+		cands = append(cands, filter.Topic{Name: name, Partitions: st.Partitions, Internal: t.IsInternal})
+	}
+	// One call with every usable source topic. Configs are not read here:
+	// the built-in rules decide on names and the internal flag alone.
+	kept, err := scopeFilter(m).FilterTopics(ctx, m.Name, cands)
+	if err == nil {
+		err = filter.VerifyOutput(cands, kept)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("filtering %d source topics made no decision; topics are not synced this round: %w", len(cands), err)
+	}
+	for _, t := range kept {
+		topics = append(topics, usable[t.Name])
 	}
 	sort.Slice(topics, func(i, j int) bool { return topics[i].Name < topics[j].Name })
 	return topics, present, nil
