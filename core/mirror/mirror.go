@@ -48,6 +48,7 @@ type mirrorRun struct {
 	notes     []string        // facts for describe
 	protected map[string]bool // topics whose read-only ACL this run created
 	loops     []*syncLoop
+	lease     *syncLease // nil until connected
 	warned    map[string]bool
 	// recreated are the source topics the last topics round found
 	// recreated (new topic id): their configs are not synced either.
@@ -108,9 +109,11 @@ func (m *mirrorRun) setErr(loop string, err error) {
 	m.errs[loop] = err.Error()
 }
 
-// supervise connects, then runs the mirror's sync loops (topics, topic
-// configs) until the mirror is stopped. Each loop runs in its own goroutine,
-// owned by m.wg, so that one loop's failure does not hold up the others.
+// supervise connects, then runs the mirror's metadata-sync lease and its
+// sync loops (topics, topic configs, groups, ACLs, read-only ACLs) until the
+// mirror is stopped, and then releases the lease. Each loop runs in its own
+// goroutine, owned by supervise (itself owned by m.wg), so that one loop's
+// failure does not hold up the others.
 func (m *mirrorRun) supervise() {
 	cfg := m.dcfg
 	backoff := time.Second
@@ -126,24 +129,43 @@ func (m *mirrorRun) supervise() {
 		backoff = min(2*backoff, 30*time.Second)
 	}
 	m.setErr("connect", nil)
+	// Only the daemon holding the mirror's metadata-sync lease runs sync
+	// rounds (lease.go). The first attempt is made before the loops start,
+	// so that a daemon that takes the lease at once syncs at once.
+	lease := newSyncLease(m.e.opts.Store, m.name, cfg.MetadataRefreshInterval, m.log, m.triggerSync)
+	m.mu.Lock()
+	m.lease = lease
+	m.mu.Unlock()
+	lease.attempt(m.ctx)
 	loops := []*syncLoop{
-		newSyncLoop("topics", cfg.MetadataRefreshInterval, m.syncTopics, m.loopDone),
-		newSyncLoop("topic-configs", cfg.MetadataRefreshInterval, m.syncTopicConfigs, m.loopDone),
-		newSyncLoop("groups", cfg.MetadataRefreshInterval, m.syncGroups, m.loopDone),
-		newSyncLoop("acls", cfg.MetadataRefreshInterval, m.syncACLs, m.loopDone),
-		newSyncLoop("read-only", cfg.MetadataRefreshInterval, m.syncReadOnly, m.loopDone),
+		newSyncLoop("topics", cfg.MetadataRefreshInterval, m.syncTopics, m.loopDone).gated(lease.held),
+		newSyncLoop("topic-configs", cfg.MetadataRefreshInterval, m.syncTopicConfigs, m.loopDone).gated(lease.held),
+		newSyncLoop("groups", cfg.MetadataRefreshInterval, m.syncGroups, m.loopDone).gated(lease.held),
+		newSyncLoop("acls", cfg.MetadataRefreshInterval, m.syncACLs, m.loopDone).gated(lease.held),
+		newSyncLoop("read-only", cfg.MetadataRefreshInterval, m.syncReadOnly, m.loopDone).gated(lease.held),
 	}
 	m.mu.Lock()
 	m.loops = loops
 	m.mu.Unlock()
-	for _, l := range loops[1:] {
-		m.wg.Add(1)
+	var wg sync.WaitGroup // the lease and the loops; waited for before the release
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		lease.run(m.ctx)
+	}()
+	for _, l := range loops {
+		wg.Add(1)
 		go func() {
-			defer m.wg.Done()
+			defer wg.Done()
 			l.Run(m.ctx)
 		}()
 	}
-	loops[0].Run(m.ctx)
+	wg.Wait()
+	// Stopped cleanly: release the lease so that another daemon takes over
+	// at its next attempt rather than after the TTL.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	lease.release(ctx)
 }
 
 // loopDone records a sync round's outcome and counts its failure.
@@ -457,7 +479,19 @@ func (m *mirrorRun) status() MirrorStatus {
 		ms.Groups = m.groups.Status()
 	}
 	ms.Notes = append(ms.Notes, m.notes...)
+	lease := m.lease
 	m.mu.Unlock()
+	if lease != nil {
+		ms.SyncLeaseHeld, ms.SyncLeaseHolder = lease.status()
+		if !ms.SyncLeaseHeld {
+			who := "no daemon (the lease is free or unreadable)"
+			if ms.SyncLeaseHolder != "" {
+				who = "daemon " + ms.SyncLeaseHolder
+			}
+			ms.Notes = append(ms.Notes, "metadata sync (topics, topic configs, groups, ACLs, read-only ACLs) is done by "+who+
+				", which holds this mirror's sync lease; this daemon ("+lease.id+") skips sync rounds (and so starts no new partitions) until it takes the lease")
+		}
+	}
 	sort.Slice(rs, func(i, j int) bool {
 		if rs[i].topic != rs[j].topic {
 			return rs[i].topic < rs[j].topic

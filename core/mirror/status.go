@@ -25,6 +25,15 @@ type MirrorStatus struct {
 	// it was synced, and whether it was skipped because it is active on the
 	// destination.
 	Groups []groupsync.GroupReport `json:"groups,omitempty"`
+	// SyncLeaseHeld is true while this daemon holds the mirror's
+	// metadata-sync lease and so runs its sync loops (topics, topic
+	// configs, groups, ACLs, read-only ACLs). A daemon without it skips
+	// sync rounds and starts no partitions.
+	SyncLeaseHeld bool `json:"sync_lease_held"`
+	// SyncLeaseHolder is the daemon that holds the lease, as
+	// "<hostname>/<pid>/<random>"; empty while none is known (not yet
+	// connected, or the state store unreachable).
+	SyncLeaseHolder string `json:"sync_lease_holder,omitempty"`
 	// Notes are facts about the mirror an operator should know (for
 	// example that the destination has no authorizer).
 	Notes      []string          `json:"notes,omitempty"`

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -396,4 +397,51 @@ func TestReloadTriggersATopicSyncRoundAtOnce(t *testing.T) {
 	})
 	f.waitMirrored(t, e, "second", 1)
 	f.verify(t, "second", 1)
+}
+
+// TestGatedSyncLoopSkipsRoundsWhileClosed: a loop whose gate is closed (the
+// metadata-sync lease is another daemon's) runs no round, reports no error,
+// and runs again once the gate opens and it is triggered.
+func TestGatedSyncLoopSkipsRoundsWhileClosed(t *testing.T) {
+	var open atomic.Bool
+	rounds := make(chan struct{}, 10)
+	skipped := make(chan struct{}, 10)
+	l := newSyncLoop("gated", time.Hour, func(context.Context) error {
+		rounds <- struct{}{}
+		return nil
+	}, func(_ string, err error) {
+		if err != nil {
+			t.Errorf("outcome %v", err)
+		}
+		if !open.Load() {
+			skipped <- struct{}{}
+		}
+	}).gated(open.Load)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); l.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	select {
+	case <-skipped:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the first round was neither run nor skipped")
+	}
+	l.trigger()
+	select {
+	case <-skipped:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the triggered round was neither run nor skipped")
+	}
+	select {
+	case <-rounds:
+		t.Fatal("a round ran while the gate was closed")
+	default:
+	}
+	open.Store(true)
+	l.trigger()
+	select {
+	case <-rounds:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no round after the gate opened and the loop was triggered")
+	}
 }

@@ -11,17 +11,29 @@ import (
 // trigger is called. An error is reported to onErr (logged, counted, shown
 // in the mirror status) and never ends the loop: the next round retries, and
 // one loop's failure does not stop the mirror's other loops.
+//
+// A loop with a gate runs a round only while the gate is open (the mirror's
+// metadata-sync lease is this daemon's); a round due while it is closed is
+// skipped and reported as no error, since the loop did nothing.
 type syncLoop struct {
 	name  string
 	every time.Duration
 	sync  func(ctx context.Context) error
-	onErr func(name string, err error) // err nil: the round succeeded
+	onErr func(name string, err error) // err nil: the round succeeded or was skipped
+	gate  func() bool                  // nil: always open
 
 	wake chan struct{} // buffered(1): a pending trigger
 }
 
 func newSyncLoop(name string, every time.Duration, sync func(context.Context) error, onErr func(string, error)) *syncLoop {
 	return &syncLoop{name: name, every: every, sync: sync, onErr: onErr, wake: make(chan struct{}, 1)}
+}
+
+// gated makes the loop run rounds only while open returns true; it
+// returns l.
+func (l *syncLoop) gated(open func() bool) *syncLoop {
+	l.gate = open
+	return l
 }
 
 // trigger asks for a round as soon as the current one (if any) ends; it
@@ -38,11 +50,15 @@ func (l *syncLoop) Run(ctx context.Context) {
 	ticker := time.NewTicker(l.every)
 	defer ticker.Stop()
 	for {
-		err := l.sync(ctx)
-		if ctx.Err() != nil {
-			return
+		if l.gate == nil || l.gate() {
+			err := l.sync(ctx)
+			if ctx.Err() != nil {
+				return
+			}
+			l.onErr(l.name, err)
+		} else {
+			l.onErr(l.name, nil)
 		}
-		l.onErr(l.name, err)
 		select {
 		case <-ctx.Done():
 			return
