@@ -192,6 +192,8 @@ func TestInvalid(t *testing.T) {
 		{"negative attempts", minimal + "mirror.failed.retry.max.attempts: -1\n", "mirror.failed.retry.max.attempts", "-1 is out of range"},
 		{"socket timeout below fetch wait", minimal + "replica.socket.timeout.ms: 100\nreplica.fetch.wait.max.ms: 500\n", "replica.socket.timeout.ms", "less than replica.fetch.wait.max.ms"},
 		{"max backoff below initial", minimal + "mirror.failed.retry.max.backoff.ms: 10\n", "mirror.failed.retry.max.backoff.ms", "less than mirror.failed.retry.initial.backoff.ms (1000)"},
+		{"transaction timeout beyond int32", minimal + "mirror.transaction.timeout.ms: 3000000000\n", "mirror.transaction.timeout.ms", "3000000000 is out of range: Kafka transaction timeouts are at most 2147483647 ms"},
+		{"negative transaction timeout", minimal + "mirror.transaction.timeout.ms: -1\n", "mirror.transaction.timeout.ms", "-1 is out of range"},
 		{"invalid regex", mirror("    mirror.topics.include: \"orders.(\"\n"), "mirrors[m1].mirror.topics.include", `invalid regex "orders.(": error parsing regexp: missing closing )`},
 		{"invalid regex in list", mirror("    mirror.groups.exclude: [ok, \"[z-a]\"]\n"), "mirrors[m1].mirror.groups.exclude", `invalid regex "[z-a]": error parsing regexp: invalid character class range`},
 		{"empty regex entry", mirror("    mirror.topics.include: \"a,,b\"\n"), "mirrors[m1].mirror.topics.include", "entry 2 is empty"},

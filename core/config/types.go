@@ -54,6 +54,7 @@ type Config struct {
 
 	// kmirror's own daemon keys.
 	OffsetAlignmentMaxRecords int64         // mirror.offset.alignment.max.records
+	TransactionTimeout        time.Duration // mirror.transaction.timeout.ms (0: the destination's maximum)
 	LogLevel                  string        // log.level, lower case
 	LogFormat                 string        // log.format
 	HTTPAddress               string        // http.address; "" = no HTTP listener

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"strings"
 )
@@ -19,6 +20,9 @@ func validateDaemon(cfg *Config, failed map[string]bool, c *collector) {
 		cfg.FailedRetryMaxBackoff < cfg.FailedRetryInitialBackoff {
 		c.add("mirror.failed.retry.max.backoff.ms", fmt.Sprintf("%d is less than mirror.failed.retry.initial.backoff.ms (%d)",
 			cfg.FailedRetryMaxBackoff.Milliseconds(), cfg.FailedRetryInitialBackoff.Milliseconds()))
+	}
+	if !failed["mirror.transaction.timeout.ms"] && cfg.TransactionTimeout.Milliseconds() > math.MaxInt32 {
+		c.add("mirror.transaction.timeout.ms", fmt.Sprintf("%d is out of range: Kafka transaction timeouts are at most 2147483647 ms", cfg.TransactionTimeout.Milliseconds()))
 	}
 }
 

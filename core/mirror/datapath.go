@@ -169,8 +169,11 @@ func (dp *dataPath) partitionWriter(r *runner) (*writer.Partition, error) {
 // resumeWriters replaces the runner's partition writer with a fresh one and
 // hands it the recorded transactional writers; the writer learns from the
 // destination which transactions are open (and waits for those completing),
-// so the destination end offset read afterwards is the resume point.
-func (dp *dataPath) resumeWriters(ctx context.Context, r *runner) error {
+// so the destination end offset read afterwards is the resume point. Writers
+// the destination no longer holds as recorded are in the report's Lost list
+// for the caller (recoverLost); a transaction open on the partition that
+// kmirror did not start is an error.
+func (dp *dataPath) resumeWriters(ctx context.Context, r *runner) (writer.ResumeReport, error) {
 	dp.mu.Lock()
 	if old, ok := dp.parts[topicPartition{r.topic, r.partition}]; ok {
 		old.Close()
@@ -179,31 +182,25 @@ func (dp *dataPath) resumeWriters(ctx context.Context, r *runner) error {
 	dp.mu.Unlock()
 	pw, err := dp.partitionWriter(r)
 	if err != nil {
-		return r.errorf("%w", err)
+		return writer.ResumeReport{}, r.errorf("%w", err)
 	}
 	var list []txnWriterRecord
 	if _, err := r.p.Record().Extension(extTxnWriters, &list); err != nil {
-		return r.errorf("reading the recorded transactional writers: %w", err)
+		return writer.ResumeReport{}, r.errorf("reading the recorded transactional writers: %w", err)
 	}
 	rep, err := pw.Resume(ctx, list)
 	if err != nil {
-		return r.errorf("resuming destination transactions: %w", err)
+		return writer.ResumeReport{}, r.errorf("resuming destination transactions: %w", err)
 	}
 	for _, rw := range rep.Resumed {
 		r.log.Info("resumed an open destination transaction", "transactional_id", rw.Writer.TransactionalID)
 	}
-	if len(rep.Lost) > 0 {
-		l := rep.Lost[0]
-		return partition.NonRetryable(r.errorf("the destination transaction of source producer %d (transactional id %s) is no longer open as recorded "+
-			"(coordinator state %s, producer %d epoch %d): the destination timed it out while kmirror was down, so its records were aborted there; "+
-			"reset the partition to copy it again", l.Writer.SourceProducerID, l.Writer.TransactionalID, l.State, l.ProducerID, l.Epoch))
-	}
 	if len(rep.Foreign) > 0 {
 		f := rep.Foreign[0]
-		return partition.NonRetryable(r.errorf("producer %d has a transaction open on the destination partition since offset %d that kmirror did not start: "+
+		return writer.ResumeReport{}, partition.NonRetryable(r.errorf("producer %d has a transaction open on the destination partition since offset %d that kmirror did not start: "+
 			"someone else writes to the mirror topic", f.ProducerID, f.StartOffset))
 	}
-	return nil
+	return rep, nil
 }
 
 // append writes b to the destination partition, which must assign it base
@@ -251,7 +248,7 @@ func newDataPath(m *mirrorRun, cfg *config.Config, src *kgo.Client) (*dataPath, 
 	if err != nil {
 		return nil, err
 	}
-	w, err := writer.New(m.e.dst, writer.MirrorName(m.name), writer.Logger(m.log.Named("writer")), writer.RequestTimeout(cfg.RequestTimeout))
+	w, err := writer.New(m.e.dst, writer.MirrorName(m.name), writer.Logger(m.log.Named("writer")), writer.RequestTimeout(cfg.RequestTimeout), writer.TransactionTimeout(cfg.TransactionTimeout))
 	if err != nil {
 		return nil, err
 	}

@@ -431,19 +431,23 @@ func (r *runner) deleteRecords(ctx context.Context, before int64) error {
 // from the destination's end offset (and the offset map in map mode), and
 // resumes the destination transactions the partition holds open.
 func (r *runner) resume(ctx context.Context) error {
-	rec := r.p.Record()
-	if err := r.m.dp.resumeWriters(ctx, r); err != nil {
+	rep, err := r.m.dp.resumeWriters(ctx, r)
+	if err != nil {
 		return err
 	}
 	srcStart, srcEnd, err := offsets(ctx, r.m.srcAdm, r.topic, r.partition)
 	if err != nil {
 		return r.errorf("reading source offsets: %w", err)
 	}
-	_, dstEnd, err := offsets(ctx, r.m.e.dstAdm, r.topic, r.partition)
+	dstStart, dstEnd, err := offsets(ctx, r.m.e.dstAdm, r.topic, r.partition)
 	if err != nil {
 		return r.errorf("reading destination offsets: %w", err)
 	}
 	r.setOffsets(srcStart, srcEnd, dstEnd)
+	if handled, err := r.recoverLost(ctx, rep, dstStart, dstEnd); handled || err != nil {
+		return err
+	}
+	rec := r.p.Record()
 	r.mode = rec.Mode
 	r.epoch = -1
 	var se sourceEpoch
@@ -730,14 +734,21 @@ func (r *runner) stopPartition(ctx context.Context) error {
 	r.m.dp.unsubscribe(r)
 	// The writer learns the open transactions from the destination (after a
 	// restart it knows none by itself), then aborts them.
-	if err := r.m.dp.resumeWriters(ctx, r); err != nil {
+	rep, err := r.m.dp.resumeWriters(ctx, r)
+	if err != nil {
 		return err
 	}
-	if r.getNext() < 0 { // not mirrored by this process: where did mirroring stop?
-		_, dstEnd, err := offsets(ctx, r.m.e.dstAdm, r.topic, r.partition)
-		if err != nil {
-			return r.errorf("reading the destination end offset: %w", err)
-		}
+	dstStart, dstEnd, err := offsets(ctx, r.m.e.dstAdm, r.topic, r.partition)
+	if err != nil {
+		return r.errorf("reading the destination end offset: %w", err)
+	}
+	// A transaction the destination aborted on its own was not mirrored:
+	// the last mirrored offset is before it.
+	handled, err := r.recoverLost(ctx, rep, dstStart, dstEnd)
+	if err != nil {
+		return err
+	}
+	if !handled && r.getNext() < 0 { // not mirrored by this process: where did mirroring stop?
 		next := dstEnd
 		if r.p.Record().Mode == partition.ModeMap {
 			m, err := r.loadMap(ctx)
@@ -752,8 +763,7 @@ func (r *runner) stopPartition(ctx context.Context) error {
 	if err := r.m.dp.abortAll(ctx, r); err != nil {
 		return err
 	}
-	_, dstEnd, err := offsets(ctx, r.m.e.dstAdm, r.topic, r.partition)
-	if err != nil {
+	if _, dstEnd, err = offsets(ctx, r.m.e.dstAdm, r.topic, r.partition); err != nil {
 		return r.errorf("reading the destination end offset: %w", err)
 	}
 	last := r.getNext() - 1

@@ -43,18 +43,36 @@ type Log struct {
 
 // ReadLog reads topic/partition from its log start to its high watermark.
 func ReadLog(ctx context.Context, cl *kgo.Client, topic string, partition int32) (*Log, error) {
-	leader, topicID, err := leaderOf(ctx, cl, topic, partition)
-	if err != nil {
-		return nil, err
-	}
 	start, hw, err := bounds(ctx, cl, topic, partition)
 	if err != nil {
 		return nil, err
 	}
 	log := &Log{LogStart: start, HighWatermark: hw}
 	open := map[int64][]int{} // producer id → indexes of its pending transactional records
-	offset := start
-	for offset < hw {
+	err = Scan(ctx, cl, topic, partition, start, hw, func(b batch.Batch) error {
+		return log.add(b, open, start, hw)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return log, nil
+}
+
+// Scan reads topic/partition raw (read_uncommitted, control batches
+// included) from offset from up to offset to (exclusive), calling fn with
+// every batch that holds an offset in that range, in order. The first batch
+// may start before from (brokers answer with the batch holding the fetch
+// offset). to must not be beyond the high watermark.
+func Scan(ctx context.Context, cl *kgo.Client, topic string, partition int32, from, to int64, fn func(batch.Batch) error) error {
+	if from >= to {
+		return nil
+	}
+	leader, topicID, err := leaderOf(ctx, cl, topic, partition)
+	if err != nil {
+		return err
+	}
+	offset := from
+	for offset < to {
 		req := kmsg.NewPtrFetchRequest()
 		req.ReplicaID = -1
 		req.MaxWaitMillis = 100
@@ -74,39 +92,39 @@ func ReadLog(ctx context.Context, cl *kgo.Client, topic string, partition int32)
 		req.Topics = append(req.Topics, rt)
 		resp, err := req.RequestWith(ctx, cl.Broker(int(leader)))
 		if err != nil {
-			return nil, fmt.Errorf("fetching %s[%d] at %d: %w", topic, partition, offset, err)
+			return fmt.Errorf("fetching %s[%d] at %d: %w", topic, partition, offset, err)
 		}
 		if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-			return nil, fmt.Errorf("fetching %s[%d] at %d: %w", topic, partition, offset, err)
+			return fmt.Errorf("fetching %s[%d] at %d: %w", topic, partition, offset, err)
 		}
 		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-			return nil, fmt.Errorf("fetching %s[%d]: unexpected response shape", topic, partition)
+			return fmt.Errorf("fetching %s[%d]: unexpected response shape", topic, partition)
 		}
 		p := resp.Topics[0].Partitions[0]
 		if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-			return nil, fmt.Errorf("fetching %s[%d] at %d: %w", topic, partition, offset, err)
+			return fmt.Errorf("fetching %s[%d] at %d: %w", topic, partition, offset, err)
 		}
 		batches, _, err := batch.Split(p.RecordBatches)
 		if err != nil {
-			return nil, fmt.Errorf("%s[%d] at %d: %w", topic, partition, offset, err)
+			return fmt.Errorf("%s[%d] at %d: %w", topic, partition, offset, err)
 		}
 		if len(batches) == 0 {
-			return nil, fmt.Errorf("%s[%d]: no batch at offset %d below the high watermark %d", topic, partition, offset, hw)
+			return fmt.Errorf("%s[%d]: no batch at offset %d below offset %d", topic, partition, offset, to)
 		}
 		for _, b := range batches {
 			if b.NextOffset() <= offset {
 				continue
 			}
-			if err := log.add(b, open, offset, hw); err != nil {
-				return nil, fmt.Errorf("%s[%d]: %w", topic, partition, err)
+			if err := fn(b); err != nil {
+				return fmt.Errorf("%s[%d]: %w", topic, partition, err)
 			}
 			offset = b.NextOffset()
-			if offset >= hw {
+			if offset >= to {
 				break
 			}
 		}
 	}
-	return log, nil
+	return nil
 }
 
 func (l *Log) add(b batch.Batch, open map[int64][]int, from, hw int64) error {
