@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -102,6 +103,44 @@ func TestLostScanFindsTheStartOfTheLastTransactionBeforeItsMarker(t *testing.T) 
 // commits, and loses nothing: every record a read_committed consumer sees on
 // the source is visible on the destination, at the offset the map gives.
 func TestALostDestinationTransactionIsCopiedAgainInMapMode(t *testing.T) {
+	lostTransactionCopiedAgain(t, memstore.New())
+}
+
+// failingPuts fails chosen Puts of one key (by their number, from 1),
+// standing in for a crash between two steps of the recovery.
+type failingPuts struct {
+	statestore.Store
+	key  string
+	fail map[int]bool
+	mu   sync.Mutex
+	n    int
+}
+
+func (s *failingPuts) Put(ctx context.Context, key string, value []byte, expect int64) (int64, error) {
+	if key == s.key {
+		s.mu.Lock()
+		s.n++
+		fail := s.fail[s.n]
+		s.mu.Unlock()
+		if fail {
+			return 0, errors.New("injected state store failure")
+		}
+	}
+	return s.Store.Put(ctx, key, value, expect)
+}
+
+// TestARecoveryInterruptedAfterItWasDecidedCompletesTheSameWay: the state
+// store refuses the first offset-map write after the recovery was recorded
+// (the first batch copied again), so the partition fails and resumes: the
+// recorded decision is completed, not decided again from a destination that
+// now holds more aborted data.
+func TestARecoveryInterruptedAfterItWasDecidedCompletesTheSameWay(t *testing.T) {
+	// Offset-map writes: 1 is the recovery's own; 2 the first batch copied
+	// again.
+	lostTransactionCopiedAgain(t, &failingPuts{Store: memstore.New(), key: statestore.OffsetMapKey("test", "slow", 0), fail: map[int]bool{2: true}})
+}
+
+func lostTransactionCopiedAgain(t *testing.T, store statestore.Store) {
 	f := newFixture(t)
 	f.createTopic(t, "slow", 1)
 	ctx := context.Background()
@@ -122,7 +161,6 @@ func TestALostDestinationTransactionIsCopiedAgainInMapMode(t *testing.T) {
 	put(txn, "t0", "t1")
 	put(plain, "p2")
 
-	store := memstore.New()
 	cfg := f.config(t, "slow", "mirror.transaction.timeout.ms: 1000")
 	e := startEngine(t, cfg, store)
 	f.waitMirrored(t, e, "slow", 1)
