@@ -56,6 +56,9 @@ type mirrorRun struct {
 	// cfgErrs are the topic configs the destination rejected in the last
 	// config sync round.
 	cfgErrs []TopicConfigError
+	// writeChecked: this run has seen that kmirror may write a read-only
+	// mirror topic; noAuthorizer: the destination has no authorizer.
+	writeChecked, noAuthorizer bool
 }
 
 func newMirrorRun(e *Engine, dcfg *config.Config, mc config.Mirror) *mirrorRun {
@@ -286,7 +289,11 @@ func (m *mirrorRun) syncTopics(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("mirror %s: describing source topic configs: %w", m.name, err)
 	}
+	blocked := false // kmirror may not write mirror topics: start nothing
 	for _, t := range topics {
+		if blocked {
+			break
+		}
 		if other := conflicts[t.Name]; other != "" {
 			errs = append(errs, fmt.Errorf("mirror %s: topic %s is claimed by mirror %s and mirror %s; two mirrors cannot write one destination topic, "+
 				"so mirror %s does not start its partitions: narrow mirror.topics.include or mirror.topics.exclude of one of them", m.name, t.Name, other, m.name, m.name))
@@ -322,6 +329,7 @@ func (m *mirrorRun) syncTopics(ctx context.Context) error {
 			if r.p.State() != partition.Stopped {
 				if err := m.protect(ctx, t.Name); err != nil {
 					errs = append(errs, err)
+					blocked = errors.Is(err, ErrCannotWrite)
 					break
 				}
 			}

@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/core/aclsync"
+	"github.com/kmirror/kmirror/core/config"
 	"github.com/kmirror/kmirror/core/partition"
 )
 
@@ -21,6 +25,18 @@ import (
 // partition of the topic is STOPPED (failover done, source topic deleted, or
 // topic out of scope). The shape is exactly the one aclsync.ReadOnlyManaged
 // recognises, so ACL sync never deletes it.
+//
+// Start-up write check: a DENY for User:* binds kmirror too unless its
+// destination principal is a super user, and then every append would be
+// refused. So the first time a mirror run makes a topic read-only, it asks
+// the destination (Metadata with IncludeTopicAuthorizedOperations) which
+// operations its own principal may perform on that topic. Without WRITE,
+// the mirror starts no partition (nothing is appended, nothing spins) and
+// its error says what to configure; every topics round checks again.
+
+// ErrCannotWrite means kmirror's destination principal may not write to a
+// read-only mirror topic: it is not a super user of the destination.
+var ErrCannotWrite = errors.New("kmirror's destination principal cannot write to mirror topics")
 
 // readOnlyTopics returns the topics whose partitions the mirror runs, split
 // into those that must be read-only (some partition not STOPPED) and those
@@ -69,7 +85,9 @@ func readOnlyACL(topics ...string) *kadm.ACLBuilder {
 }
 
 // protect makes topic read-only once per mirror run, before its partitions
-// start (the read-only loop keeps it so afterwards).
+// start (the read-only loop keeps it so afterwards). The first time in a run
+// that it does so on a destination with an authorizer, it checks that
+// kmirror may still write the topic; the error wraps ErrCannotWrite if not.
 func (m *mirrorRun) protect(ctx context.Context, topic string) error {
 	m.mu.Lock()
 	done := m.protected[topic]
@@ -81,9 +99,71 @@ func (m *mirrorRun) protect(ctx context.Context, topic string) error {
 		return err
 	}
 	m.mu.Lock()
+	check := !m.writeChecked && !m.noAuthorizer
+	m.mu.Unlock()
+	if check {
+		if err := m.checkWrite(ctx, topic); err != nil {
+			return err
+		}
+		m.mu.Lock()
+		m.writeChecked = true
+		m.mu.Unlock()
+	}
+	m.mu.Lock()
 	m.protected[topic] = true
 	m.mu.Unlock()
 	return nil
+}
+
+// checkWrite asks the destination whether kmirror's own principal may write
+// topic, which carries the DENY WRITE ACL for User:*. A broker that does not
+// report authorized operations (before Kafka 2.3) is not checked: appends
+// would then fail with a message saying the same.
+func (m *mirrorRun) checkWrite(ctx context.Context, topic string) error {
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	req.IncludeTopicAuthorizedOperations = true
+	resp, err := req.RequestWith(ctx, m.e.dst)
+	if err != nil {
+		return fmt.Errorf("mirror %s: checking that kmirror may write to mirror topic %s: %w", m.name, topic, err)
+	}
+	for _, t := range resp.Topics {
+		if t.Topic == nil || *t.Topic != topic {
+			continue
+		}
+		if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
+			return fmt.Errorf("mirror %s: checking that kmirror may write to mirror topic %s: %w", m.name, topic, err)
+		}
+		if t.AuthorizedOperations == math.MinInt32 {
+			m.log.Debug("the destination does not report authorized operations; kmirror's write permission is not checked", "topic", topic)
+			return nil
+		}
+		if slices.Contains(kadm.DecodeACLOperations(t.AuthorizedOperations), kadm.OpWrite) {
+			return nil
+		}
+		p := destinationPrincipal(m.dcfg)
+		return fmt.Errorf("mirror %s: %w: %s cannot write to mirror topic %s, which carries kmirror's DENY WRITE ACL for %s (mirror topics are read-only while mirroring); "+
+			"a DENY binds every principal that is not a super user, so make it one: add %s to super.users in the destination brokers' configuration and restart them. "+
+			"No partition of this mirror starts until then",
+			m.name, ErrCannotWrite, p.name, topic, aclsync.ReadOnlyPrincipal, p.superUsers)
+	}
+	return fmt.Errorf("mirror %s: checking that kmirror may write to mirror topic %s: the destination did not describe the topic", m.name, topic)
+}
+
+// principalHint names kmirror's destination principal for the write check's
+// error: name for the sentence, superUsers for the super.users entry.
+type principalHint struct{ name, superUsers string }
+
+// destinationPrincipal names kmirror's destination principal as far as the
+// configuration tells (a SASL PLAIN or SCRAM user name); for other
+// mechanisms (OAUTHBEARER, TLS client certificates) the broker derives it.
+func destinationPrincipal(cfg *config.Config) principalHint {
+	if s, err := cfg.Destination.SASL(); err == nil && s.Username != "" {
+		return principalHint{name: "kmirror's destination principal User:" + s.Username, superUsers: "User:" + s.Username}
+	}
+	return principalHint{name: "kmirror's destination principal (the one its destination credentials authenticate as)", superUsers: "that principal (User:<name>)"}
 }
 
 // syncReadOnly is the read-only loop's round: create the DENY WRITE ACL of
@@ -131,6 +211,9 @@ func (m *mirrorRun) createReadOnly(ctx context.Context, protect []string) error 
 			}
 		}
 		if errors.Is(err, kerr.SecurityDisabled) {
+			m.mu.Lock()
+			m.noAuthorizer = true
+			m.mu.Unlock()
 			m.warnOnce("read-only", "the destination has no authorizer: mirror topics are not protected against writes by others (configure an authorizer and make kmirror's destination principal a super user)")
 			m.setNote("the destination has no authorizer: mirror topics are writable by anyone")
 			return nil

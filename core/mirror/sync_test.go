@@ -11,8 +11,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
 
 	"github.com/kmirror/kmirror/core/config"
 	"github.com/kmirror/kmirror/sdk/statestore/memstore"
@@ -444,4 +446,95 @@ func TestGatedSyncLoopSkipsRoundsWhileClosed(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("no round after the gate opened and the loop was triggered")
 	}
+}
+
+// securedDestination starts a destination kfake cluster with SASL PLAIN and
+// ACLs: admin is a super user; bob may do everything by ALLOW ACLs, but is
+// not a super user. (The mirrors using it sync no ACLs: ACL sync would
+// delete bob's, which the source does not have.)
+func securedDestination(t *testing.T) *kfake.Cluster {
+	t.Helper()
+	all := func(rt kmsg.ACLResourceType, name string) kfake.ACL {
+		return kfake.ACL{Resource: rt, Name: name, Pattern: kmsg.ACLResourcePatternTypeLiteral, Operation: kmsg.ACLOperationAll, Allow: true}
+	}
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.EnableSASL(), kfake.EnableACLs(),
+		kfake.Superuser("PLAIN", "admin", "admin-pw"),
+		kfake.User("PLAIN", "bob", "bob-pw", all(kmsg.ACLResourceTypeCluster, "kafka-cluster"), all(kmsg.ACLResourceTypeTopic, "*"),
+			all(kmsg.ACLResourceTypeGroup, "*"), all(kmsg.ACLResourceTypeTransactionalId, "*")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+func securedConfig(t *testing.T, f *fixture, dst *kfake.Cluster, user, pass, include string) *config.Config {
+	t.Helper()
+	cfg, err := config.Parse([]byte(fmt.Sprintf(`
+mirror.metadata.refresh.interval.ms: 500
+destination:
+  bootstrap.servers: %s
+  security.protocol: SASL_PLAINTEXT
+  sasl.mechanism: PLAIN
+  sasl.username: %s
+  sasl.password: %s
+state:
+  dir: /unused
+mirrors:
+  - name: test
+    bootstrap.servers: %s
+    mirror.topics.include: %q
+    mirror.acl.include: ""
+`, strings.Join(dst.ListenAddrs(), ","), user, pass, strings.Join(f.src.ListenAddrs(), ","), include)), "yaml", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// TestMirrorWhosePrincipalCannotWriteItsReadOnlyTopicsStartsNothingAndSaysWhatToConfigure:
+// kmirror runs as bob, who may write by an ALLOW ACL but is no super user,
+// so the DENY WRITE for User:* kmirror puts on its mirror topics binds him.
+// The mirror's error names bob and super.users, no partition starts and
+// nothing is appended; as admin (a super user) the same mirror runs.
+func TestMirrorWhosePrincipalCannotWriteItsReadOnlyTopicsStartsNothingAndSaysWhatToConfigure(t *testing.T) {
+	f := newFixture(t)
+	f.createTopic(t, "guarded", 2)
+	f.produce(t, "guarded", 10, "tx-guarded")
+	dst := securedDestination(t)
+	e := startEngine(t, securedConfig(t, f, dst, "bob", "bob-pw", "guarded"), memstore.New())
+	var st MirrorStatus
+	eventually(t, "the write check fails", func() (bool, string) {
+		st = mirrorStatus(e)
+		return strings.Contains(st.Error, ErrCannotWrite.Error()), fmt.Sprintf("%+v", st)
+	})
+	for _, want := range []string{"User:bob", "super.users", "guarded", "DENY WRITE"} {
+		if !strings.Contains(st.Error, want) {
+			t.Fatalf("error %q does not mention %q", st.Error, want)
+		}
+	}
+	if strings.Contains(st.Error, "bob-pw") {
+		t.Fatal("the error shows the password")
+	}
+	time.Sleep(time.Second) // two more rounds: still nothing
+	if st = mirrorStatus(e); len(st.Partitions) != 0 {
+		t.Fatalf("partitions started although kmirror cannot write: %+v", st.Partitions)
+	}
+	admin := f.client(t, dst, kgo.SASL(plain.Auth{User: "admin", Pass: "admin-pw"}.AsMechanism()))
+	if end := listOffset(t, admin, "guarded", false); end != 0 {
+		t.Fatalf("destination end offset %d, want nothing appended", end)
+	}
+	stopEngine(t, e)
+	// As a super user the check passes and the topic mirrors.
+	e = startEngine(t, securedConfig(t, f, dst, "admin", "admin-pw", "guarded"), memstore.New())
+	eventually(t, "mirroring as a super user", func() (bool, string) {
+		st := mirrorStatus(e)
+		n := 0
+		for _, p := range st.Partitions {
+			if p.State == "MIRRORING" && p.Lag == 0 {
+				n++
+			}
+		}
+		return n == 2 && st.Error == "", fmt.Sprintf("%+v", st)
+	})
 }
