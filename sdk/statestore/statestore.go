@@ -243,6 +243,14 @@ func LeaseKey(mirror, lease string) string {
 	return MirrorPrefix(mirror) + leasesDir + "/" + lease
 }
 
+// ControlKey is the key of mirror's operator record:
+// "mirrors/<mirror>/control". It holds what operators asked of the mirror at
+// run time (topics paused or stopped, for example by a failover), so that
+// the request outlives a restart of the daemon.
+func ControlKey(mirror string) string {
+	return MirrorPrefix(mirror) + "control"
+}
+
 // ParsePartitionKey is the inverse of PartitionKey. The error wraps
 // ErrInvalidKey.
 func ParsePartitionKey(key string) (mirror, topic string, partition int32, err error) {
