@@ -27,8 +27,8 @@ func (c *Config) Summary() string {
 	if httpAddr == "" {
 		httpAddr = "off"
 	}
-	fmt.Fprintf(&b, "daemon: %d fetcher(s) per source broker, metadata refresh every %s, throttle %s, http %s, log %s/%s",
-		c.NumReplicaFetchers, c.MetadataRefreshInterval, throttle, httpAddr, c.LogLevel, c.LogFormat)
+	fmt.Fprintf(&b, "daemon: %d fetcher(s) per source broker, metadata refresh every %s, throttle %s, http %s, admin %s, log %s/%s",
+		c.NumReplicaFetchers, c.MetadataRefreshInterval, throttle, httpAddr, c.adminSummary(), c.LogLevel, c.LogFormat)
 	return b.String()
 }
 
@@ -106,4 +106,24 @@ func (c *Config) Effective() []Setting {
 		emit(prefix, ScopeCluster, &m.Source)
 	}
 	return out
+}
+
+// adminSummary says where the admin API listens and how callers
+// authenticate; it names the token file, never the token.
+func (c *Config) adminSummary() string {
+	if c.AdminAddress == "" {
+		return "off"
+	}
+	var auth []string
+	if c.AdminUsesToken() {
+		auth = append(auth, "token "+c.AdminTokenPath())
+	}
+	if c.AdminUsesClientCerts() {
+		auth = append(auth, "client certificates")
+	}
+	scheme := "http"
+	if c.AdminUsesTLS() {
+		scheme = "https"
+	}
+	return fmt.Sprintf("%s://%s (%s)", scheme, c.AdminAddress, strings.Join(auth, " + "))
 }

@@ -60,6 +60,13 @@ type Config struct {
 	HTTPAddress               string        // http.address; "" = no HTTP listener
 	ShutdownTimeout           time.Duration // shutdown.timeout.ms
 
+	// Admin API (see AdminTokenPath, AdminServerTLS).
+	AdminAddress         string // admin.address; "" = no admin API
+	AdminTokenFile       string // admin.token.file; "" = <state.dir>/admin.token unless mTLS alone is configured
+	AdminTLSCertFile     string // admin.tls.cert.file
+	AdminTLSKeyFile      string // admin.tls.key.file
+	AdminTLSClientCAFile string // admin.tls.client.ca.file (mTLS)
+
 	Destination Cluster
 	State       State
 	Mirrors     []Mirror

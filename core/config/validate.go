@@ -11,6 +11,7 @@ import (
 // reads decoded cleanly, so one mistake yields one message.
 
 func validateDaemon(cfg *Config, failed map[string]bool, c *collector) {
+	validateAdmin(cfg, failed, c)
 	if !failed["replica.socket.timeout.ms"] && !failed["replica.fetch.wait.max.ms"] &&
 		cfg.ReplicaSocketTimeout < cfg.ReplicaFetchWaitMax {
 		c.add("replica.socket.timeout.ms", fmt.Sprintf("%d is less than replica.fetch.wait.max.ms (%d): a fetch that waits would time out; raise it or lower replica.fetch.wait.max.ms",

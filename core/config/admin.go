@@ -1,0 +1,210 @@
+package config
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// DefaultAdminTokenFile is the name of the admin token file the daemon keeps
+// in state.dir when admin.token.file is unset.
+const DefaultAdminTokenFile = "admin.token"
+
+// ErrAdminTokenMissing is returned by ReadAdminToken when the token file does
+// not exist (errors.Is also holds for fs.ErrNotExist).
+var ErrAdminTokenMissing = errors.New("admin token file does not exist")
+
+// AdminUsesToken reports whether admin callers must present the bearer
+// token: when admin.token.file is set, and whenever no client CA is
+// configured (then the token in state.dir is used), so that the admin API is
+// never unauthenticated.
+func (c *Config) AdminUsesToken() bool {
+	return c.AdminTokenFile != "" || c.AdminTLSClientCAFile == ""
+}
+
+// AdminUsesTLS reports whether the admin API serves HTTPS.
+func (c *Config) AdminUsesTLS() bool { return c.AdminTLSCertFile != "" }
+
+// AdminUsesClientCerts reports whether admin callers need a client
+// certificate (mutual TLS).
+func (c *Config) AdminUsesClientCerts() bool { return c.AdminTLSClientCAFile != "" }
+
+// AdminTokenPath returns the file the admin bearer token is read from:
+// admin.token.file, else <state.dir>/admin.token. It returns "" when no token
+// is used (mTLS alone).
+func (c *Config) AdminTokenPath() string {
+	switch {
+	case c.AdminTokenFile != "":
+		return c.AdminTokenFile
+	case !c.AdminUsesToken():
+		return ""
+	}
+	return filepath.Join(c.State.Dir, DefaultAdminTokenFile)
+}
+
+// ReadAdminToken reads a bearer token file, trimming surrounding white space.
+// Errors name the file, never its content.
+func ReadAdminToken(path string) (Secret, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return Secret{}, fmt.Errorf("%w: %s: %w", ErrAdminTokenMissing, path, os.ErrNotExist)
+		}
+		return Secret{}, fmt.Errorf("cannot read the admin token file: %w", err)
+	}
+	tok := strings.TrimSpace(string(b))
+	if tok == "" {
+		return Secret{}, fmt.Errorf("admin token file %s is empty: write a token into it (for example `openssl rand -hex 32 > %s`)", path, path)
+	}
+	if strings.ContainsAny(tok, " \t\r\n") {
+		return Secret{}, fmt.Errorf("admin token file %s holds more than one word: it must hold the token alone", path)
+	}
+	return NewSecret(tok), nil
+}
+
+// AdminServerTLS returns the admin listener's TLS configuration, or nil when
+// admin.tls.cert.file is unset. With admin.tls.client.ca.file, client
+// certificates are verified against it when given (ClientAuth is
+// VerifyClientCertIfGiven: the admin API itself answers a call without one
+// with 401 and a reason, rather than a bare handshake failure). Files are
+// read at every call, so a reload picks up rotated certificates.
+func (c *Config) AdminServerTLS() (*tls.Config, error) {
+	tc, probs := c.resolveAdminTLS()
+	if len(probs) > 0 {
+		return nil, probs[0].error()
+	}
+	return tc, nil
+}
+
+func (c *Config) resolveAdminTLS() (*tls.Config, []problem) {
+	var probs []problem
+	switch {
+	case c.AdminTLSCertFile != "" && c.AdminTLSKeyFile == "":
+		probs = append(probs, problem{"admin.tls.key.file", "required with admin.tls.cert.file: the private key of the admin API's certificate"})
+	case c.AdminTLSCertFile == "" && c.AdminTLSKeyFile != "":
+		probs = append(probs, problem{"admin.tls.cert.file", "required with admin.tls.key.file: the admin API's certificate chain"})
+	}
+	if c.AdminTLSClientCAFile != "" && c.AdminTLSCertFile == "" {
+		probs = append(probs, problem{"admin.tls.client.ca.file", "needs admin.tls.cert.file and admin.tls.key.file: client certificates are verified only over TLS"})
+	}
+	if len(probs) > 0 || c.AdminTLSCertFile == "" {
+		return nil, probs
+	}
+	tc := &tls.Config{MinVersion: tls.VersionTLS12}
+	certPEM, err := os.ReadFile(c.AdminTLSCertFile)
+	if err != nil {
+		probs = append(probs, problem{"admin.tls.cert.file", fmt.Sprintf("cannot read the certificate: %v", err)})
+	}
+	keyPEM, kerr := os.ReadFile(c.AdminTLSKeyFile)
+	if kerr != nil {
+		probs = append(probs, problem{"admin.tls.key.file", fmt.Sprintf("cannot read the private key: %v", kerr)})
+	}
+	if err == nil && kerr == nil {
+		switch certs, perr := parseCerts(certPEM); {
+		case perr != nil:
+			probs = append(probs, problem{"admin.tls.cert.file", fmt.Sprintf("file %s: %v", c.AdminTLSCertFile, perr)})
+		case len(certs) == 0:
+			probs = append(probs, problem{"admin.tls.cert.file", "file " + c.AdminTLSCertFile + " holds no PEM certificate (expected -----BEGIN CERTIFICATE----- blocks)"})
+		}
+		switch findKey(keyPEM) {
+		case keyNone:
+			probs = append(probs, problem{"admin.tls.key.file", "file " + c.AdminTLSKeyFile + " holds no PEM private key (expected a -----BEGIN PRIVATE KEY----- block)"})
+		case keyEncrypted:
+			probs = append(probs, problem{"admin.tls.key.file", "file " + c.AdminTLSKeyFile + " holds an encrypted private key, which is not supported: decrypt it (openssl pkey -in key.pem -out key-plain.pem) and protect the file with permissions"})
+		}
+		if len(probs) == 0 {
+			pair, err := tls.X509KeyPair(certPEM, keyPEM)
+			if err != nil {
+				// The error of X509KeyPair never quotes key material.
+				probs = append(probs, problem{"admin.tls.key.file", fmt.Sprintf("certificate and private key do not form a pair: %v", err)})
+			} else {
+				tc.Certificates = []tls.Certificate{pair}
+			}
+		}
+	}
+	if c.AdminTLSClientCAFile != "" {
+		pool, p := loadCAFile("admin.tls.client.ca.file", c.AdminTLSClientCAFile)
+		probs = append(probs, p...)
+		tc.ClientCAs = pool
+		tc.ClientAuth = tls.VerifyClientCertIfGiven
+	}
+	if len(probs) > 0 {
+		return nil, probs
+	}
+	return tc, nil
+}
+
+// LoadCertPool reads a PEM file of CA certificates (for example the CA a
+// `kmirror` CLI uses to verify the admin API).
+func LoadCertPool(path string) (*x509.CertPool, error) {
+	pool, probs := loadCAFile("", path)
+	if len(probs) > 0 {
+		return nil, errors.New(probs[0].reason)
+	}
+	return pool, nil
+}
+
+func loadCAFile(key, path string) (*x509.CertPool, []problem) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, []problem{{key, fmt.Sprintf("cannot read the CA file: %v", err)}}
+	}
+	certs, err := parseCerts(data)
+	if err != nil {
+		return nil, []problem{{key, fmt.Sprintf("file %s: %v", path, err)}}
+	}
+	if len(certs) == 0 {
+		return nil, []problem{{key, "file " + path + " holds no PEM certificate (expected -----BEGIN CERTIFICATE----- blocks)"}}
+	}
+	pool := x509.NewCertPool()
+	for _, ct := range certs {
+		pool.AddCert(ct)
+	}
+	return pool, nil
+}
+
+// IsLoopbackAddress reports whether a listen address binds only the loopback
+// interface: its host is "localhost" or a loopback IP. An empty host (all
+// interfaces) and any other host name are not loopback.
+func IsLoopbackAddress(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// validateAdmin checks the admin.* keys together: the exposure rule for
+// non-loopback addresses, complete and readable TLS material, a readable
+// token file.
+func validateAdmin(cfg *Config, failed map[string]bool, c *collector) {
+	for _, k := range []string{"admin.address", "admin.token.file", "admin.tls.cert.file", "admin.tls.key.file", "admin.tls.client.ca.file"} {
+		if failed[k] {
+			return
+		}
+	}
+	if cfg.AdminAddress == "" {
+		return
+	}
+	if !IsLoopbackAddress(cfg.AdminAddress) && cfg.AdminTokenFile == "" && cfg.AdminTLSClientCAFile == "" {
+		c.add("admin.address", fmt.Sprintf("%s is not a loopback address: the admin API is off by default on non-loopback addresses; set admin.tls.client.ca.file (mutual TLS) and/or admin.token.file (with admin.tls.cert.file and admin.tls.key.file), or listen on 127.0.0.1", quote(cfg.AdminAddress)))
+	}
+	_, probs := cfg.resolveAdminTLS()
+	for _, p := range probs {
+		c.add(p.key, p.reason)
+	}
+	if cfg.AdminTokenFile != "" {
+		if _, err := ReadAdminToken(cfg.AdminTokenFile); err != nil {
+			c.add("admin.token.file", err.Error())
+		}
+	}
+}

@@ -1,0 +1,127 @@
+package config
+
+import (
+	"crypto/tls"
+	"errors"
+	"io/fs"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestAdminDefaults(t *testing.T) {
+	cfg := mustParse(t, minimal, nil, nil)
+	if cfg.AdminAddress != "127.0.0.1:9645" {
+		t.Errorf("admin.address = %q, want 127.0.0.1:9645", cfg.AdminAddress)
+	}
+	if !cfg.AdminUsesToken() || cfg.AdminUsesTLS() || cfg.AdminUsesClientCerts() {
+		t.Errorf("defaults: token %v, TLS %v, client certs %v; want token only", cfg.AdminUsesToken(), cfg.AdminUsesTLS(), cfg.AdminUsesClientCerts())
+	}
+	if got, want := cfg.AdminTokenPath(), filepath.Join("/tmp/kmirror-state-test", "admin.token"); got != want {
+		t.Errorf("AdminTokenPath = %q, want %q", got, want)
+	}
+	if tc, err := cfg.AdminServerTLS(); tc != nil || err != nil {
+		t.Errorf("AdminServerTLS without TLS keys = %v, %v; want nil, nil", tc, err)
+	}
+	if !strings.Contains(cfg.Summary(), "admin http://127.0.0.1:9645 (token /tmp/kmirror-state-test/admin.token)") {
+		t.Errorf("summary lacks the admin API:\n%s", cfg.Summary())
+	}
+	off := mustParse(t, minimal+"admin.address: \"\"\n", nil, nil)
+	if off.AdminAddress != "" || !strings.Contains(off.Summary(), "admin off") {
+		t.Errorf("admin.address \"\": %q, summary:\n%s", off.AdminAddress, off.Summary())
+	}
+}
+
+func TestAdminNonLoopbackNeedsAuthentication(t *testing.T) {
+	dir := t.TempDir()
+	token := writeFile(t, dir, "token", "s3cr3t-admin-token\n")
+	p := newPKI(t)
+	srvCert := writeFile(t, dir, "srv.pem", string(p.serverCert))
+	srvKey := writeFile(t, dir, "srv.key", string(p.serverKey))
+	for _, addr := range []string{"0.0.0.0:9645", ":9645", "10.1.2.3:9645", "admin.example.com:9645", "[::]:9645"} {
+		errs := parseErrs(t, minimal+"admin.address: \""+addr+"\"\n", nil, nil)
+		if !errs.Has("admin.address", "off by default on non-loopback addresses") {
+			t.Errorf("%s: errors lack the exposure rule:\n%s", addr, errs)
+		}
+	}
+	for _, addr := range []string{"127.0.0.1:0", "localhost:9645", "[::1]:9645", "127.0.0.2:9645"} {
+		mustParse(t, minimal+"admin.address: \""+addr+"\"\n", nil, nil)
+	}
+	// A token file or a client CA opens non-loopback addresses.
+	cfg := mustParse(t, minimal+"admin.address: 0.0.0.0:9645\nadmin.token.file: "+token+"\n", nil, nil)
+	if cfg.AdminTokenPath() != token || !cfg.AdminUsesToken() {
+		t.Errorf("token path %q", cfg.AdminTokenPath())
+	}
+	cfg = mustParse(t, minimal+"admin.address: 0.0.0.0:9645\nadmin.tls.cert.file: "+srvCert+"\nadmin.tls.key.file: "+srvKey+"\nadmin.tls.client.ca.file: "+p.caFile+"\n", nil, nil)
+	if cfg.AdminUsesToken() || cfg.AdminTokenPath() != "" || !cfg.AdminUsesClientCerts() {
+		t.Errorf("mTLS alone: uses token %v (path %q), client certs %v", cfg.AdminUsesToken(), cfg.AdminTokenPath(), cfg.AdminUsesClientCerts())
+	}
+	tc, err := cfg.AdminServerTLS()
+	if err != nil || len(tc.Certificates) != 1 || tc.ClientCAs == nil || tc.ClientAuth != tls.VerifyClientCertIfGiven || tc.MinVersion != tls.VersionTLS12 {
+		t.Fatalf("AdminServerTLS = %+v, %v", tc, err)
+	}
+	// Both: both are required.
+	cfg = mustParse(t, minimal+"admin.address: 0.0.0.0:9645\nadmin.token.file: "+token+"\nadmin.tls.cert.file: "+srvCert+"\nadmin.tls.key.file: "+srvKey+"\nadmin.tls.client.ca.file: "+p.caFile+"\n", nil, nil)
+	if !cfg.AdminUsesToken() || !cfg.AdminUsesClientCerts() {
+		t.Errorf("token and mTLS: token %v, client certs %v", cfg.AdminUsesToken(), cfg.AdminUsesClientCerts())
+	}
+	if s := cfg.Summary(); !strings.Contains(s, "admin https://0.0.0.0:9645 (token "+token+" + client certificates)") || strings.Contains(s, "s3cr3t") {
+		t.Errorf("summary:\n%s", s)
+	}
+}
+
+func TestAdminTLSAndTokenProblems(t *testing.T) {
+	dir := t.TempDir()
+	p := newPKI(t)
+	srvCert := writeFile(t, dir, "srv.pem", string(p.serverCert))
+	srvKey := writeFile(t, dir, "srv.key", string(p.serverKey))
+	otherKey := writeFile(t, dir, "other.key", string(p.clientKey))
+	empty := writeFile(t, dir, "empty", "\n  \n")
+	twoWords := writeFile(t, dir, "two", "secret-one secret-two\n")
+	cases := []struct {
+		name, yaml, key, want string
+	}{
+		{"cert without key", "admin.tls.cert.file: " + srvCert + "\n", "admin.tls.key.file", "required with admin.tls.cert.file"},
+		{"key without cert", "admin.tls.key.file: " + srvKey + "\n", "admin.tls.cert.file", "required with admin.tls.key.file"},
+		{"client CA without TLS", "admin.tls.client.ca.file: " + p.caFile + "\n", "admin.tls.client.ca.file", "verified only over TLS"},
+		{"missing cert file", "admin.tls.cert.file: /nonexistent/srv.pem\nadmin.tls.key.file: " + srvKey + "\n", "admin.tls.cert.file", "/nonexistent/srv.pem"},
+		{"key that is no key", "admin.tls.cert.file: " + srvCert + "\nadmin.tls.key.file: " + srvCert + "\n", "admin.tls.key.file", "holds no PEM private key"},
+		{"key of another cert", "admin.tls.cert.file: " + srvCert + "\nadmin.tls.key.file: " + otherKey + "\n", "admin.tls.key.file", "do not form a pair"},
+		{"CA file without certs", "admin.tls.cert.file: " + srvCert + "\nadmin.tls.key.file: " + srvKey + "\nadmin.tls.client.ca.file: " + srvKey + "\n", "admin.tls.client.ca.file", "holds no PEM certificate"},
+		{"missing token file", "admin.token.file: /nonexistent/token\n", "admin.token.file", "/nonexistent/token"},
+		{"empty token file", "admin.token.file: " + empty + "\n", "admin.token.file", "is empty"},
+		{"token file with two words", "admin.token.file: " + twoWords + "\n", "admin.token.file", "more than one word"},
+		{"address without port", "admin.address: localhost\n", "admin.address", "is not host:port"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			errs := parseErrs(t, minimal+tc.yaml, nil, nil)
+			if !errs.Has(tc.key, tc.want) {
+				t.Fatalf("want %s: …%s…; got:\n%s", tc.key, tc.want, indent(errs.Error()))
+			}
+			keyBody := strings.Split(string(p.serverKey), "\n")[1]
+			if strings.Contains(errs.Error(), "secret-one") || strings.Contains(errs.Error(), keyBody[:20]) || strings.Contains(errs.Error(), "-----END") {
+				t.Fatalf("errors show file content:\n%s", errs)
+			}
+		})
+	}
+}
+
+func TestReadAdminToken(t *testing.T) {
+	dir := t.TempDir()
+	tok, err := ReadAdminToken(writeFile(t, dir, "t", "  tok-123\n"))
+	if err != nil || tok.Reveal() != "tok-123" || tok.String() != Redacted {
+		t.Fatalf("ReadAdminToken = %q (%s), %v", tok.Reveal(), tok, err)
+	}
+	_, err = ReadAdminToken(filepath.Join(dir, "missing"))
+	if !errors.Is(err, ErrAdminTokenMissing) || !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("missing file: %v", err)
+	}
+}
+
+func TestAdminKeysFromEnvironment(t *testing.T) {
+	cfg := mustParse(t, minimal, []string{"KMIRROR_ADMIN_ADDRESS=127.0.0.1:1234", "KMIRROR_ADMIN_TOKEN_FILE=" + writeFile(t, t.TempDir(), "t", "x")}, nil)
+	if cfg.AdminAddress != "127.0.0.1:1234" || cfg.AdminTokenFile == "" {
+		t.Fatalf("env overrides: %q %q", cfg.AdminAddress, cfg.AdminTokenFile)
+	}
+}
