@@ -1,8 +1,18 @@
 package mirror
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
 	"time"
+
+	"github.com/kmirror/kmirror/core/partition"
+	"github.com/kmirror/kmirror/sdk/statestore"
 )
 
 // Operator actions on a running mirror (the admin API and CLI call them):
@@ -59,4 +69,528 @@ type TopicFailover struct {
 type PartitionFailover struct {
 	Partition          int32 `json:"partition"`
 	LastMirroredOffset int64 `json:"last_mirrored_offset"`
+}
+
+// controlRecord is what operators asked of a mirror at run time, kept in
+// the state store (statestore.ControlKey). Patterns are topic regexes as
+// the operator gave them, matched anchored.
+type controlRecord struct {
+	Paused  []string `json:"paused,omitempty"`
+	Stopped []string `json:"stopped,omitempty"`
+}
+
+// mirrorControl is the engine's copy of one mirror's control record.
+type mirrorControl struct {
+	e    *Engine
+	name string
+
+	mu      sync.Mutex
+	loaded  bool
+	version int64
+	rec     controlRecord
+	paused  []*regexp.Regexp
+	stopped []*regexp.Regexp
+}
+
+// controlOf returns the control record holder of mirror name.
+func (e *Engine) controlOf(name string) *mirrorControl {
+	e.ctlMu.Lock()
+	defer e.ctlMu.Unlock()
+	c := e.controls[name]
+	if c == nil {
+		c = &mirrorControl{e: e, name: name}
+		e.controls[name] = c
+	}
+	return c
+}
+
+// anchored compiles a topic pattern the way mirror.topics.include is
+// matched: the whole name.
+func anchored(p string) (*regexp.Regexp, error) {
+	re, err := regexp.Compile("^(?:" + p + ")$")
+	if err != nil {
+		return nil, fmt.Errorf("%w: topic pattern %q: %v", ErrInvalidRequest, p, err)
+	}
+	return re, nil
+}
+
+func compileAll(ps []string) ([]*regexp.Regexp, error) {
+	out := make([]*regexp.Regexp, 0, len(ps))
+	for _, p := range ps {
+		re, err := anchored(p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, re)
+	}
+	return out, nil
+}
+
+func matchAny(res []*regexp.Regexp, topic string) bool {
+	for _, re := range res {
+		if re.MatchString(topic) {
+			return true
+		}
+	}
+	return false
+}
+
+// load reads the record once; c.mu must be held.
+func (c *mirrorControl) load(ctx context.Context) error {
+	if c.loaded {
+		return nil
+	}
+	ent, err := c.e.opts.Store.Get(ctx, statestore.ControlKey(c.name))
+	var rec controlRecord
+	switch {
+	case errors.Is(err, statestore.ErrNotFound):
+		ent.Version = statestore.Absent
+	case err != nil:
+		return fmt.Errorf("mirror %s: reading the operator record: %w", c.name, err)
+	default:
+		if err := json.Unmarshal(ent.Value, &rec); err != nil {
+			return fmt.Errorf("mirror %s: the operator record in the state store is unreadable: %w", c.name, err)
+		}
+	}
+	return c.set(rec, ent.Version)
+}
+
+func (c *mirrorControl) set(rec controlRecord, version int64) error {
+	paused, err := compileAll(rec.Paused)
+	if err != nil {
+		return err
+	}
+	stopped, err := compileAll(rec.Stopped)
+	if err != nil {
+		return err
+	}
+	c.rec, c.version, c.paused, c.stopped, c.loaded = rec, version, paused, stopped, true
+	return nil
+}
+
+// update changes the record and writes it before it takes effect.
+func (c *mirrorControl) update(ctx context.Context, change func(*controlRecord) error) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.load(ctx); err != nil {
+		return err
+	}
+	rec := controlRecord{Paused: slices.Clone(c.rec.Paused), Stopped: slices.Clone(c.rec.Stopped)}
+	if err := change(&rec); err != nil {
+		return err
+	}
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	v, err := c.e.opts.Store.Put(ctx, statestore.ControlKey(c.name), b, c.version)
+	if err != nil {
+		c.loaded = false // re-read at the next use
+		return fmt.Errorf("mirror %s: recording the operator's request: %w", c.name, err)
+	}
+	return c.set(rec, v)
+}
+
+// pausedTopic reports whether an operator paused topic.
+func (c *mirrorControl) pausedTopic(ctx context.Context, topic string) (bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.load(ctx); err != nil {
+		return false, err
+	}
+	return matchAny(c.paused, topic), nil
+}
+
+// stoppedTopic reports whether an operator stopped topic (stop or
+// failover).
+func (c *mirrorControl) stoppedTopic(ctx context.Context, topic string) (bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.load(ctx); err != nil {
+		return false, err
+	}
+	return matchAny(c.stopped, topic), nil
+}
+
+// Reasons recorded with the operator's transitions.
+const (
+	reasonPaused  = "paused by an operator"
+	reasonResumed = "resumed by an operator"
+	reasonStopped = "stopped by an operator (stop or failover); the destination topic is writable"
+	reasonStarted = "started again by an operator"
+)
+
+// applyControl moves the partition where the mirror's control record and
+// the operator's requests say it should be. It returns handled true when it
+// made a transition (or asked for one), so that the run loop looks again.
+func (r *runner) applyControl(ctx context.Context, st partition.State) (bool, error) {
+	c := r.m.e.controlOf(r.m.name)
+	stopped, err := c.stoppedTopic(ctx, r.topic)
+	if err != nil {
+		return false, err
+	}
+	r.mu.Lock()
+	start := r.startWanted
+	r.mu.Unlock()
+	switch {
+	case stopped && !r.stopRequested() && (st == partition.Mirroring || st == partition.Paused || st == partition.Failed):
+		r.requestStop(reasonStopped)
+		return true, nil
+	case stopped && st == partition.Preparing:
+		// Nothing mirrored yet: wait, unprepared, until started again.
+		select {
+		case <-ctx.Done():
+		case <-r.ctl:
+		}
+		return true, nil
+	case st == partition.Stopped && start && !stopped:
+		if err := r.p.Transition(ctx, partition.Preparing, reasonStarted); err != nil {
+			return true, r.errorf("recording the transition to PREPARING: %w", err)
+		}
+		r.mu.Lock()
+		r.startWanted = false
+		r.mu.Unlock()
+		r.setNext(-1)
+		return true, nil
+	case st == partition.Stopped && start:
+		r.mu.Lock()
+		r.startWanted = false // stopped again meanwhile
+		r.mu.Unlock()
+	}
+	if st != partition.Mirroring && st != partition.Paused {
+		return false, nil
+	}
+	paused, err := c.pausedTopic(ctx, r.topic)
+	if err != nil {
+		return false, err
+	}
+	switch {
+	case paused && st == partition.Mirroring:
+		if err := r.p.Transition(ctx, partition.Paused, reasonPaused); err != nil {
+			return true, r.errorf("recording the transition to PAUSED: %w", err)
+		}
+		return true, nil
+	case !paused && st == partition.Paused:
+		if err := r.p.Transition(ctx, partition.Mirroring, reasonResumed); err != nil {
+			return true, r.errorf("recording the transition to MIRRORING: %w", err)
+		}
+		return true, nil
+	}
+	return false, nil
+}
+
+// runningMirror returns the mirror called name.
+func (e *Engine) runningMirror(name string) (*mirrorRun, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	m := e.mirrors[name]
+	if m == nil {
+		names := make([]string, 0, len(e.mirrors))
+		for n := range e.mirrors {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		return nil, fmt.Errorf("%w %q in this daemon (mirrors: %s)", ErrNoMirror, name, strings.Join(names, ", "))
+	}
+	return m, nil
+}
+
+// runnersOf returns the mirror's runners whose topic match selects.
+func (m *mirrorRun) runnersOf(match func(string) bool) []*runner {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []*runner
+	for _, r := range m.runners {
+		if match(r.topic) {
+			out = append(out, r)
+		}
+	}
+	slices.SortFunc(out, func(a, b *runner) int {
+		if c := strings.Compare(a.topic, b.topic); c != 0 {
+			return c
+		}
+		return int(a.partition - b.partition)
+	})
+	return out
+}
+
+// waitRunners polls the runners selected by match until done holds for
+// every one of them, or ctx ends; it returns their status.
+func (m *mirrorRun) waitRunners(ctx context.Context, what string, match func(string) bool, done func(*runner, PartitionStatus) bool) ([]PartitionStatus, error) {
+	for {
+		var (
+			out     []PartitionStatus
+			pending []string
+		)
+		for _, r := range m.runnersOf(match) {
+			st := r.status()
+			out = append(out, st)
+			if !done(r, st) {
+				pending = append(pending, fmt.Sprintf("%s/%d is %s", st.Topic, st.Partition, st.State))
+			}
+		}
+		if len(pending) == 0 {
+			return out, nil
+		}
+		select {
+		case <-ctx.Done():
+			return out, fmt.Errorf("mirror %s: %s: still waiting for %s: %w", m.name, what, strings.Join(pending, ", "), context.Cause(ctx))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// patterns compiles an operator's topic patterns; none means every topic.
+func patterns(topics []string) ([]string, []*regexp.Regexp, error) {
+	if len(topics) == 0 {
+		topics = []string{".*"}
+	}
+	res, err := compileAll(topics)
+	return topics, res, err
+}
+
+func addUnique(list []string, add ...string) []string {
+	for _, a := range add {
+		if !slices.Contains(list, a) {
+			list = append(list, a)
+		}
+	}
+	return list
+}
+
+// Pause stops fetching the topics matching the patterns (all topics when
+// none) and keeps their resume points and open destination transactions;
+// the topics stay read-only. Partitions that are not MIRRORING now pause
+// when they get there. It returns once no matching partition is MIRRORING.
+func (e *Engine) Pause(ctx context.Context, mirrorName string, topics []string) (OpResult, error) {
+	m, err := e.runningMirror(mirrorName)
+	if err != nil {
+		return OpResult{}, err
+	}
+	pats, res, err := patterns(topics)
+	if err != nil {
+		return OpResult{}, err
+	}
+	if err := e.controlOf(m.name).update(ctx, func(rec *controlRecord) error {
+		rec.Paused = addUnique(rec.Paused, pats...)
+		return nil
+	}); err != nil {
+		return OpResult{}, err
+	}
+	match := func(t string) bool { return matchAny(res, t) }
+	for _, r := range m.runnersOf(match) {
+		r.poke()
+	}
+	m.log.Info("operator paused topics", "topics", pats)
+	parts, err := m.waitRunners(ctx, "pausing", match, func(_ *runner, st PartitionStatus) bool { return st.State != partition.Mirroring.String() })
+	return OpResult{Mirror: m.name, Message: fmt.Sprintf("paused topics matching %s", strings.Join(pats, ", ")), Partitions: parts}, err
+}
+
+// Resume continues the paused topics matching the patterns (with none,
+// every paused topic) from where they stopped, with no gap. A topic still
+// matched by another pause pattern is a conflict, and nothing changes.
+func (e *Engine) Resume(ctx context.Context, mirrorName string, topics []string) (OpResult, error) {
+	m, err := e.runningMirror(mirrorName)
+	if err != nil {
+		return OpResult{}, err
+	}
+	_, res, err := patterns(topics)
+	if err != nil {
+		return OpResult{}, err
+	}
+	var still []*regexp.Regexp
+	err = e.controlOf(m.name).update(ctx, func(rec *controlRecord) error {
+		var kept []string
+		if len(topics) > 0 {
+			for _, p := range rec.Paused {
+				if !slices.Contains(topics, p) {
+					kept = append(kept, p)
+				}
+			}
+		}
+		if still, err = compileAll(kept); err != nil {
+			return err
+		}
+		for _, r := range m.runnersOf(func(t string) bool { return matchAny(res, t) }) {
+			if matchAny(still, r.topic) {
+				return fmt.Errorf("%w: topic %s stays paused by another pause pattern (paused: %s); resume that pattern, or resume without --topics",
+					ErrConflict, r.topic, strings.Join(kept, ", "))
+			}
+		}
+		rec.Paused = kept
+		return nil
+	})
+	if err != nil {
+		return OpResult{}, err
+	}
+	match := func(t string) bool { return matchAny(res, t) }
+	for _, r := range m.runnersOf(match) {
+		r.poke()
+	}
+	m.log.Info("operator resumed topics", "topics", topics)
+	parts, err := m.waitRunners(ctx, "resuming", match, func(_ *runner, st PartitionStatus) bool { return st.State != partition.Paused.String() })
+	return OpResult{Mirror: m.name, Message: "resumed", Partitions: parts}, err
+}
+
+// StopTopics stops mirroring the topics matching the patterns: their
+// partitions go through STOPPING (fetchers removed, open destination
+// transactions aborted, last mirrored offset recorded) to STOPPED, and the
+// destination topics become writable. The request is recorded first, so a
+// restart completes it; topics matching later are not mirrored either. It
+// returns once every matching partition is STOPPED.
+func (e *Engine) StopTopics(ctx context.Context, mirrorName string, topics []string) (OpResult, error) {
+	m, err := e.runningMirror(mirrorName)
+	if err != nil {
+		return OpResult{}, err
+	}
+	if len(topics) == 0 {
+		return OpResult{}, fmt.Errorf("%w: name the topics to stop (regexes; \".*\" for all)", ErrInvalidRequest)
+	}
+	parts, err := m.stopTopics(ctx, topics)
+	return OpResult{Mirror: m.name, Message: fmt.Sprintf("stopped topics matching %s", strings.Join(topics, ", ")), Partitions: parts}, err
+}
+
+func (m *mirrorRun) stopTopics(ctx context.Context, topics []string) ([]PartitionStatus, error) {
+	pats, res, err := patterns(topics)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.e.controlOf(m.name).update(ctx, func(rec *controlRecord) error {
+		rec.Stopped = addUnique(rec.Stopped, pats...)
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	match := func(t string) bool { return matchAny(res, t) }
+	m.log.Info("operator stopped topics", "topics", pats)
+	if err := m.launchRecorded(ctx, match); err != nil {
+		return nil, err
+	}
+	for _, r := range m.runnersOf(match) {
+		r.requestStop(reasonStopped)
+	}
+	m.triggerSync()
+	return m.waitRunners(ctx, "stopping", match, func(r *runner, st PartitionStatus) bool {
+		// A partition still PREPARING has nothing mirrored and nothing to
+		// stop: it stays PREPARING until it is started again.
+		return st.State == partition.Stopped.String() || st.State == partition.Preparing.String()
+	})
+}
+
+// launchRecorded starts runners for recorded partitions of matching topics
+// that have none yet (after a restart, before the topics loop ran), so that
+// an operator's request reaches them.
+func (m *mirrorRun) launchRecorded(ctx context.Context, match func(string) bool) error {
+	parts, err := m.e.machine.LoadMirror(ctx, m.name)
+	if err != nil && len(parts) == 0 {
+		return fmt.Errorf("mirror %s: loading partition states: %w", m.name, err)
+	}
+	for _, p := range parts {
+		rec := p.Record()
+		if !match(rec.Topic) {
+			continue
+		}
+		tp := topicPartition{rec.Topic, rec.Partition}
+		m.mu.Lock()
+		_, running := m.runners[tp]
+		m.mu.Unlock()
+		if !running {
+			var id [16]byte
+			var recorded string
+			if ok, _ := rec.Extension(extTopicID, &recorded); ok {
+				id, _ = parseTopicID(recorded)
+			}
+			m.launch(tp, runnerFor(m, sourceTopic{Name: rec.Topic, ID: id}, p))
+		}
+	}
+	return nil
+}
+
+// StartTopics starts the stopped topics matching the patterns again,
+// except those matching exclude (which stay stopped): each STOPPED
+// partition goes through PREPARING, resuming from the destination. Only
+// topics within the mirror's configured scope can start; one still stopped
+// by another pattern is a conflict, and nothing changes.
+func (e *Engine) StartTopics(ctx context.Context, mirrorName string, topics, exclude []string) (OpResult, error) {
+	m, err := e.runningMirror(mirrorName)
+	if err != nil {
+		return OpResult{}, err
+	}
+	if len(topics) == 0 {
+		return OpResult{}, fmt.Errorf("%w: name the topics to start (regexes; \".*\" for all)", ErrInvalidRequest)
+	}
+	_, res, err := patterns(topics)
+	if err != nil {
+		return OpResult{}, err
+	}
+	exc, err := compileAll(exclude)
+	if err != nil {
+		return OpResult{}, err
+	}
+	match := func(t string) bool { return matchAny(res, t) && !matchAny(exc, t) }
+	if err := m.launchRecorded(ctx, match); err != nil {
+		return OpResult{}, err
+	}
+	rs := m.runnersOf(match)
+	for _, r := range rs {
+		if !inScope(&m.cfg, r.topic) {
+			return OpResult{}, fmt.Errorf("%w: topic %s is outside mirror %s's mirror.topics.include/exclude; change the configuration to mirror it", ErrConflict, r.topic, m.name)
+		}
+	}
+	err = e.controlOf(m.name).update(ctx, func(rec *controlRecord) error {
+		var kept []string
+		for _, p := range rec.Stopped {
+			if !slices.Contains(topics, p) {
+				kept = append(kept, p)
+			}
+		}
+		still, err := compileAll(kept)
+		if err != nil {
+			return err
+		}
+		for _, r := range rs {
+			if matchAny(still, r.topic) {
+				return fmt.Errorf("%w: topic %s stays stopped by another stop pattern (stopped: %s); start that pattern",
+					ErrConflict, r.topic, strings.Join(kept, ", "))
+			}
+		}
+		rec.Stopped = addUnique(kept, exclude...)
+		return nil
+	})
+	if err != nil {
+		return OpResult{}, err
+	}
+	for _, r := range rs {
+		r.requestStart()
+	}
+	m.log.Info("operator started topics", "topics", topics, "exclude", exclude)
+	m.triggerSync()
+	parts, err := m.waitRunners(ctx, "starting", match, func(_ *runner, st PartitionStatus) bool { return st.State != partition.Stopped.String() })
+	return OpResult{Mirror: m.name, Message: fmt.Sprintf("started topics matching %s", strings.Join(topics, ", ")), Partitions: parts}, err
+}
+
+// withoutStopped drops the topics an operator stopped from a topics round,
+// and makes sure their recorded partitions have runners (which keep them
+// STOPPED and show them in describe).
+func (m *mirrorRun) withoutStopped(ctx context.Context, topics []sourceTopic) ([]sourceTopic, error) {
+	c := m.e.controlOf(m.name)
+	var kept []sourceTopic
+	stopped := map[string]bool{}
+	for _, t := range topics {
+		s, err := c.stoppedTopic(ctx, t.Name)
+		if err != nil {
+			return nil, err
+		}
+		if s {
+			stopped[t.Name] = true
+		} else {
+			kept = append(kept, t)
+		}
+	}
+	if len(stopped) > 0 {
+		if err := m.launchRecorded(ctx, func(t string) bool { return stopped[t] }); err != nil {
+			return nil, err
+		}
+	}
+	return kept, nil
 }

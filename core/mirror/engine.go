@@ -46,6 +46,9 @@ type Engine struct {
 
 	claimMu sync.Mutex
 	claims  map[string]string // destination topic → the mirror that writes it
+
+	ctlMu    sync.Mutex
+	controls map[string]*mirrorControl // mirror → what operators asked of it
 }
 
 // New validates opts and returns an Engine; nothing runs until Start.
@@ -53,7 +56,7 @@ func New(opts Options) (*Engine, error) {
 	if opts.Store == nil || opts.Logger == nil || opts.Metrics == nil {
 		return nil, errors.New("mirror: Options.Store, Logger and Metrics are required")
 	}
-	e := &Engine{opts: opts, log: opts.Logger.Named("mirror"), limiter: throttle.New(throttle.Unlimited), mirrors: map[string]*mirrorRun{}, claims: map[string]string{}}
+	e := &Engine{opts: opts, log: opts.Logger.Named("mirror"), limiter: throttle.New(throttle.Unlimited), mirrors: map[string]*mirrorRun{}, claims: map[string]string{}, controls: map[string]*mirrorControl{}}
 	inst, err := newInstruments(opts.Metrics, e)
 	if err != nil {
 		return nil, err

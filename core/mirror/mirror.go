@@ -253,6 +253,12 @@ func (m *mirrorRun) syncTopics(ctx context.Context) error {
 	m.mu.Lock()
 	m.recreated = recreated
 	m.mu.Unlock()
+	// Topics an operator stopped (stop, failover) are neither created nor
+	// expanded, and no new partition of theirs starts; their recorded
+	// partitions get runners, which keep them STOPPED.
+	if topics, err = m.withoutStopped(ctx, topics); err != nil {
+		return err
+	}
 	names := make([]string, len(topics))
 	for i, t := range topics {
 		names[i] = t.Name

@@ -62,11 +62,9 @@ type runner struct {
 	prepared bool  // prepare just set the resume point: mirror need not resume
 	epoch    int32 // source leader epoch of the last batch forwarded; -1 unknown
 
-	// stopReq is closed when the partition must stop (its topic left the
-	// mirror's scope); stopReason says why.
-	stopReq    chan struct{}
-	stopOnce   sync.Once
-	stopReason string
+	// ctl is poked (buffered, never blocks) when an operator action may
+	// concern the partition: it re-reads the mirror's control record.
+	ctl chan struct{}
 	dstNext    int64 // next destination offset (== next in preserve mode)
 
 	// recreateReq is closed when the source topic was found recreated (same
@@ -77,7 +75,15 @@ type runner struct {
 	recreateErr  error
 	recreateDone bool
 
-	mu     sync.Mutex // guards the status fields below
+	mu sync.Mutex // guards the stop request and the status fields below
+	// stopReq is closed when the partition must stop (its topic left the
+	// mirror's scope, or an operator stopped it); stopReason says why. A
+	// start by an operator replaces it with an open channel.
+	stopReq     chan struct{}
+	stopClosed  bool
+	stopReason  string
+	startWanted bool // an operator asked a STOPPED partition to start again
+
 	next   int64      // next source offset to mirror; -1 unknown
 	srcHW  int64
 	srcLS  int64
@@ -115,7 +121,7 @@ func newRunner(ctx context.Context, m *mirrorRun, t sourceTopic, p int32) (*runn
 func runnerFor(m *mirrorRun, t sourceTopic, part *partition.Partition) *runner {
 	p := part.Record().Partition
 	return &runner{m: m, topic: t.Name, topicID: t.ID, partition: p, p: part, next: -1, srcHW: -1, srcLS: -1, dstEnd: -1,
-		log: m.log.With("topic", t.Name, "partition", p), stopReq: make(chan struct{}), recreateReq: make(chan struct{}), epoch: -1}
+		log: m.log.With("topic", t.Name, "partition", p), stopReq: make(chan struct{}), recreateReq: make(chan struct{}), ctl: make(chan struct{}, 1), epoch: -1}
 }
 
 // errorf builds an error that names the mirror, topic and partition.
@@ -126,10 +132,45 @@ func (r *runner) errorf(format string, args ...any) error {
 // requestStop asks the runner to take the partition through STOPPING to
 // STOPPED (its topic left the mirror's scope).
 func (r *runner) requestStop(reason string) {
-	r.stopOnce.Do(func() {
-		r.stopReason = reason
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.stopClosed {
+		r.stopReason, r.stopClosed, r.startWanted = reason, true, false
 		close(r.stopReq)
-	})
+	}
+}
+
+// requestStart asks the runner to take a STOPPED partition back through
+// PREPARING (an operator's start); it clears a pending stop request.
+func (r *runner) requestStart() {
+	r.mu.Lock()
+	if r.stopClosed {
+		r.stopReq, r.stopClosed, r.stopReason = make(chan struct{}), false, ""
+	}
+	r.startWanted = true
+	r.mu.Unlock()
+	r.poke()
+}
+
+// poke wakes the runner to re-read the mirror's control record.
+func (r *runner) poke() {
+	select {
+	case r.ctl <- struct{}{}:
+	default:
+	}
+}
+
+// stopChan returns the current stop request channel.
+func (r *runner) stopChan() chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stopReq
+}
+
+func (r *runner) stopWhy() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stopReason
 }
 
 // requestRecreated asks the runner to fail the partition for good: the
@@ -160,7 +201,7 @@ func (r *runner) pendingStop() chan struct{} {
 	if r.recreateDone {
 		return nil
 	}
-	return r.stopReq
+	return r.stopChan()
 }
 
 // handleRecreated records the failure of a recreated source topic; it
@@ -202,7 +243,7 @@ func (r *runner) handleRecreated(ctx context.Context, st partition.State) bool {
 
 func (r *runner) stopRequested() bool {
 	select {
-	case <-r.stopReq:
+	case <-r.stopChan():
 		return true
 	default:
 		return false
@@ -218,8 +259,15 @@ func (r *runner) run(ctx context.Context) {
 			continue
 		}
 		if r.stopRequested() && !r.recreateDone && (st == partition.Mirroring || st == partition.Paused || st == partition.Failed) {
-			if err := r.p.Transition(ctx, partition.Stopping, r.stopReason); err != nil {
+			if err := r.p.Transition(ctx, partition.Stopping, r.stopWhy()); err != nil {
 				r.log.Error("cannot record the transition to STOPPING", "error", err)
+				sleepCtx(ctx, time.Second)
+			}
+			continue
+		}
+		if handled, err := r.applyControl(ctx, st); handled || err != nil {
+			if err != nil && ctx.Err() == nil {
+				r.log.Error("cannot apply the operator's request; retrying", "error", err)
 				sleepCtx(ctx, time.Second)
 			}
 			continue
@@ -260,16 +308,20 @@ func (r *runner) run(ctx context.Context) {
 			}
 			continue
 		default: // PAUSED, STOPPED: nothing runs until an operator acts.
-			recreated := r.pendingRecreate()
+			recreated, stop := r.pendingRecreate(), r.stopChan()
 			if st != partition.Stopped {
 				recreated = nil
+			} else {
+				stop = nil
 			}
 			select {
 			case <-ctx.Done():
 				return
 			case <-recreated:
-				continue
+			case <-stop:
+			case <-r.ctl:
 			}
+			continue
 		}
 		if err != nil && ctx.Err() == nil {
 			r.fail(ctx, err)
@@ -547,13 +599,24 @@ func (r *runner) mirror(ctx context.Context) error {
 	defer r.m.dp.unsubscribe(r)
 	qctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go func() { // owned by mirror(): ends when it returns (cancel) or on a stop request.
-		select {
-		case <-r.stopReq:
-			cancel()
-		case <-r.recreateReq:
-			cancel()
-		case <-qctx.Done():
+	stop := r.stopChan()
+	go func() { // owned by mirror(): ends when it returns (cancel), on a stop request or a pause.
+		for {
+			select {
+			case <-stop:
+				cancel()
+				return
+			case <-r.recreateReq:
+				cancel()
+				return
+			case <-r.ctl:
+				if paused, _ := r.m.e.controlOf(r.m.name).pausedTopic(qctx, r.topic); paused {
+					cancel()
+					return
+				}
+			case <-qctx.Done():
+				return
+			}
 		}
 	}()
 	for {
