@@ -64,8 +64,8 @@ type runner struct {
 
 	// ctl is poked (buffered, never blocks) when an operator action may
 	// concern the partition: it re-reads the mirror's control record.
-	ctl chan struct{}
-	dstNext    int64 // next destination offset (== next in preserve mode)
+	ctl     chan struct{}
+	dstNext int64 // next destination offset (== next in preserve mode)
 
 	// recreateReq is closed when the source topic was found recreated (same
 	// name, new topic id); recreateErr is the non-retryable failure to
@@ -84,7 +84,7 @@ type runner struct {
 	stopReason  string
 	startWanted bool // an operator asked a STOPPED partition to start again
 
-	next   int64      // next source offset to mirror; -1 unknown
+	next   int64 // next source offset to mirror; -1 unknown
 	srcHW  int64
 	srcLS  int64
 	dstEnd int64
