@@ -15,7 +15,10 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 
+	"github.com/kmirror/kmirror/core/metrics"
 	"github.com/kmirror/kmirror/sdk/statestore"
 )
 
@@ -300,4 +303,29 @@ func (l *syncLease) release(ctx context.Context) {
 	default:
 		l.log.Warn("metadata-sync lease not released; another daemon takes over once it expires", "key", l.key, "ttl", l.ttl, "error", err)
 	}
+}
+
+// observeLease exports, while the mirror runs, whether this daemon holds
+// its metadata-sync lease: kmirror_metadata_sync_lease_held{mirror} is 1 or
+// 0 (summed over daemons it should be 1). The returned function stops it.
+func observeLease(p *metrics.Provider, mirror string, l *syncLease) (func(), error) {
+	m := p.Meter("github.com/kmirror/kmirror/core/mirror")
+	g, err := m.Int64ObservableGauge("metadata.sync.lease.held",
+		metric.WithDescription("1 while this daemon holds the mirror's metadata-sync lease and runs its sync loops, else 0; by mirror."))
+	if err != nil {
+		return nil, err
+	}
+	attrs := metric.WithAttributes(attribute.String("mirror", mirror))
+	reg, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		var v int64
+		if l.held() {
+			v = 1
+		}
+		o.ObserveInt64(g, v, attrs)
+		return nil
+	}, g)
+	if err != nil {
+		return nil, err
+	}
+	return func() { _ = reg.Unregister() }, nil
 }

@@ -310,6 +310,13 @@ func mirrorStatus(e *Engine) MirrorStatus {
 	return MirrorStatus{}
 }
 
+func wantLeaseMetric(t *testing.T, e *Engine, want float64) {
+	t.Helper()
+	if v, ok, err := e.opts.Metrics.Value("kmirror_metadata_sync_lease_held", map[string]string{"mirror": "test"}); err != nil || !ok || v != want {
+		t.Fatalf("kmirror_metadata_sync_lease_held{mirror=test} = %v (found %v, %v), want %v", v, ok, err, want)
+	}
+}
+
 // TestOnlyTheSyncLeaseHolderSyncsAndAnotherTakesOverWhenItStops: two
 // engines share one state store. Only the lease holder creates topics and
 // starts partitions; the other says who syncs. When the holder stops
@@ -329,6 +336,7 @@ func TestOnlyTheSyncLeaseHolderSyncsAndAnotherTakesOverWhenItStops(t *testing.T)
 	if !mirrorStatus(a).SyncLeaseHeld || holder == "" {
 		t.Fatalf("first engine: %+v, want it to hold the lease", mirrorStatus(a))
 	}
+	wantLeaseMetric(t, a, 1)
 	b := startEngine(t, cfg, store)
 	eventually(t, "second engine sees the holder", func() (bool, string) {
 		st := mirrorStatus(b)
@@ -345,6 +353,7 @@ func TestOnlyTheSyncLeaseHolderSyncsAndAnotherTakesOverWhenItStops(t *testing.T)
 	if !strings.Contains(strings.Join(st.Notes, " "), holder) {
 		t.Fatalf("second engine's notes %q do not name the holder %s", st.Notes, holder)
 	}
+	wantLeaseMetric(t, b, 0)
 	stopEngine(t, a)
 	stopped := time.Now()
 	eventually(t, "second engine takes the lease", func() (bool, string) {
@@ -354,6 +363,7 @@ func TestOnlyTheSyncLeaseHolderSyncsAndAnotherTakesOverWhenItStops(t *testing.T)
 	if took := time.Since(stopped); took > ttl {
 		t.Fatalf("takeover after a clean stop took %v, want within the TTL %v", took, ttl)
 	}
+	wantLeaseMetric(t, b, 1)
 	f.produce(t, "leased", 20, "tx-l3")
 	f.waitMirrored(t, b, "leased", 2)
 	f.waitMirrored(t, b, "leased-2", 1)

@@ -139,6 +139,11 @@ func (m *mirrorRun) supervise() {
 	m.mu.Lock()
 	m.lease = lease
 	m.mu.Unlock()
+	if stop, err := observeLease(m.e.opts.Metrics, m.name, lease); err != nil {
+		m.log.Warn("the metadata-sync lease metric is not exported", "error", err)
+	} else {
+		defer stop()
+	}
 	lease.attempt(m.ctx)
 	loops := []*syncLoop{
 		newSyncLoop("topics", cfg.MetadataRefreshInterval, m.syncTopics, m.loopDone).gated(lease.held),
