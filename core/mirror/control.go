@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kmirror/kmirror/core/aclsync"
 	"github.com/kmirror/kmirror/core/partition"
 	"github.com/kmirror/kmirror/sdk/statestore"
 )
@@ -57,6 +58,9 @@ type FailoverResult struct {
 	Mirror string          `json:"mirror"`
 	Topics []TopicFailover `json:"topics"`
 	Groups []string        `json:"groups"`
+	// Warnings are steps that could not be done (for example the last
+	// group sync when the source is down, in an unplanned failover).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // TopicFailover is one topic of a failover.
@@ -593,4 +597,104 @@ func (m *mirrorRun) withoutStopped(ctx context.Context, topics []sourceTopic) ([
 		}
 	}
 	return kept, nil
+}
+
+// Failover fails the mirror's topics matching req.Topics (all when none)
+// over to the destination: optionally it waits until they have no lag
+// (planned failover), runs a last group offset sync and ACL sync, then
+// stops them (StopTopics): fetchers removed, open destination transactions
+// aborted, last mirrored offsets recorded, read-only ACLs removed. It
+// returns once every matching partition is STOPPED, with where each
+// stopped and the groups whose offsets were synced.
+//
+// It is idempotent: the stop is recorded before it takes effect, so a
+// daemon killed in the middle completes it when it starts, and the same
+// request repeated returns the same result. In a planned failover a failed
+// last sync stops the failover (nothing changed); otherwise (the source may
+// be gone) it is reported in Warnings and the failover goes on.
+func (e *Engine) Failover(ctx context.Context, req FailoverRequest) (FailoverResult, error) {
+	m, err := e.runningMirror(req.Mirror)
+	if err != nil {
+		return FailoverResult{}, err
+	}
+	pats, res, err := patterns(req.Topics)
+	if err != nil {
+		return FailoverResult{}, err
+	}
+	match := func(t string) bool { return matchAny(res, t) }
+	out := FailoverResult{Mirror: m.name}
+	planned := req.WaitForCatchUp > 0
+	if planned {
+		wctx, cancel := context.WithTimeoutCause(ctx, req.WaitForCatchUp, fmt.Errorf("not caught up within --wait-for-catch-up %v; nothing was changed", req.WaitForCatchUp))
+		_, err := m.waitRunners(wctx, "waiting for catch-up", match, func(_ *runner, st PartitionStatus) bool {
+			switch st.State {
+			case partition.Stopped.String():
+				return true // failed over already (a repeated request)
+			case partition.Mirroring.String():
+				return st.Lag == 0 && st.SourceHighWatermark >= 0
+			}
+			return false
+		})
+		cancel()
+		if err != nil {
+			return out, err
+		}
+	}
+	m.mu.Lock()
+	gs, as := m.groups, m.acls
+	m.mu.Unlock()
+	warn := func(step string, err error) error {
+		if planned {
+			return fmt.Errorf("mirror %s: failover: %s failed, nothing was changed (retry, or fail over without --wait-for-catch-up): %w", m.name, step, err)
+		}
+		out.Warnings = append(out.Warnings, fmt.Sprintf("%s failed: %v", step, err))
+		m.log.Warn("failover: a last sync step failed; failing over anyway", "step", step, "error", err)
+		return nil
+	}
+	if gs != nil {
+		rep, err := gs.Sync(ctx)
+		if err == nil && rep.Errors > 0 {
+			err = fmt.Errorf("%d groups failed (see describe)", rep.Errors)
+		}
+		if err != nil {
+			if err := warn("the last group offset sync", err); err != nil {
+				return out, err
+			}
+		}
+		for _, g := range append(rep.Groups, rep.ShareGroups...) {
+			if g.Synced > 0 || g.Kept > 0 || g.Clamped > 0 {
+				out.Groups = append(out.Groups, g.Group)
+			}
+		}
+	}
+	if as != nil {
+		if _, err := as.Sync(ctx); err != nil && !errors.Is(err, aclsync.ErrNoAuthorizer) {
+			if err := warn("the last ACL sync", err); err != nil {
+				return out, err
+			}
+		}
+	}
+	m.log.Info("failover: stopping topics", "topics", pats, "planned", planned)
+	parts, err := m.stopTopics(ctx, pats)
+	if err != nil {
+		return out, err
+	}
+	if err := m.syncReadOnly(ctx); err != nil {
+		return out, fmt.Errorf("mirror %s: failover: the topics are stopped, but removing their read-only ACLs failed (it is retried by the read-only loop): %w", m.name, err)
+	}
+	index := map[string]int{}
+	for _, p := range parts {
+		if p.State != partition.Stopped.String() {
+			continue
+		}
+		i, ok := index[p.Topic]
+		if !ok {
+			i = len(out.Topics)
+			index[p.Topic] = i
+			out.Topics = append(out.Topics, TopicFailover{Topic: p.Topic})
+		}
+		out.Topics[i].Partitions = append(out.Topics[i].Partitions, PartitionFailover{Partition: p.Partition, LastMirroredOffset: p.LastMirroredOffset})
+	}
+	m.log.Info("failover complete", "topics", len(out.Topics), "groups", len(out.Groups))
+	return out, nil
 }

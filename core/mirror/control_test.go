@@ -1,0 +1,317 @@
+package mirror
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmirror/kmirror/sdk/statestore"
+	"github.com/kmirror/kmirror/sdk/statestore/memstore"
+)
+
+func opCtx(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func endOffset(t *testing.T, cl *kgo.Client, topic string, p int32) int64 {
+	t.Helper()
+	ends, err := kadm.NewClient(cl).ListEndOffsets(context.Background(), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, _ := ends.Lookup(topic, p)
+	return o.Offset
+}
+
+func states(e *Engine, topic string) string {
+	var out []string
+	for _, m := range e.Status().Mirrors {
+		for _, p := range m.Partitions {
+			if p.Topic == topic {
+				out = append(out, fmt.Sprintf("%d:%s", p.Partition, p.State))
+			}
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// TestPauseKeepsTheResumePointAndResumeContinuesWithNoGap: paused
+// partitions copy nothing more (also across a restart, the pause being
+// recorded); resume continues where they stopped and the logs end
+// identical.
+func TestPauseKeepsTheResumePointAndResumeContinuesWithNoGap(t *testing.T) {
+	f := newFixture(t)
+	f.createTopic(t, "held", 2)
+	f.produce(t, "held", 50, "tx-h1")
+	store := memstore.New()
+	cfg := f.config(t, "held")
+	e := startEngine(t, cfg, store)
+	f.waitMirrored(t, e, "held", 2)
+
+	res, err := e.Pause(opCtx(t), "test", []string{"hel.*"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Partitions) != 2 || states(e, "held") != "0:PAUSED 1:PAUSED" {
+		t.Fatalf("after pause: result %d partitions, states %s", len(res.Partitions), states(e, "held"))
+	}
+	before := []int64{endOffset(t, f.dstCl, "held", 0), endOffset(t, f.dstCl, "held", 1)}
+	f.produce(t, "held", 50, "tx-h2")
+	time.Sleep(time.Second) // several fetch rounds would have copied something
+	if after := []int64{endOffset(t, f.dstCl, "held", 0), endOffset(t, f.dstCl, "held", 1)}; after[0] != before[0] || after[1] != before[1] {
+		t.Fatalf("destination moved while paused: %v → %v", before, after)
+	}
+
+	// The pause is recorded: a restarted daemon keeps the partitions paused.
+	stopEngine(t, e)
+	e2 := startEngine(t, cfg, store)
+	waitState(t, e2, "held", 0, "PAUSED")
+	waitState(t, e2, "held", 1, "PAUSED")
+	if after := endOffset(t, f.dstCl, "held", 0); after != before[0] {
+		t.Fatalf("destination moved after a restart while paused: %d → %d", before[0], after)
+	}
+
+	if _, err := e2.Resume(opCtx(t), "test", []string{"other.*"}); err != nil {
+		t.Fatal(err) // nothing matches: a no-op
+	}
+	if s := states(e2, "held"); s != "0:PAUSED 1:PAUSED" {
+		t.Fatalf("resuming another pattern changed %s", s)
+	}
+	if _, err := e2.Resume(opCtx(t), "test", nil); err != nil {
+		t.Fatal(err)
+	}
+	f.waitMirrored(t, e2, "held", 2)
+	f.verify(t, "held", 2)
+}
+
+func TestResumeRefusesATopicStillPausedByAnotherPattern(t *testing.T) {
+	f := newFixture(t)
+	f.createTopic(t, "twice", 1)
+	f.produce(t, "twice", 10, "tx-t")
+	e := startEngine(t, f.config(t, "twice"), memstore.New())
+	f.waitMirrored(t, e, "twice", 1)
+	ctx := opCtx(t)
+	for _, p := range []string{"tw.*", "twice"} {
+		if _, err := e.Pause(ctx, "test", []string{p}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := e.Resume(ctx, "test", []string{"twice"})
+	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "topic twice stays paused by another pause pattern") {
+		t.Fatalf("err = %v, want a conflict naming the topic", err)
+	}
+	if s := states(e, "twice"); s != "0:PAUSED" {
+		t.Fatalf("state %s after a refused resume", s)
+	}
+	if _, err := e.Pause(ctx, "nope", nil); !errors.Is(err, ErrNoMirror) {
+		t.Fatalf("pause of an unknown mirror: %v", err)
+	}
+	if _, err := e.Pause(ctx, "test", []string{"("}); !errors.Is(err, ErrInvalidRequest) {
+		t.Fatalf("pause with a bad regex: %v", err)
+	}
+}
+
+// TestFailoverStopsTopicsAbortsOpenTransactionsAndSurvivesARestart: the
+// partitions end STOPPED with the open destination transaction aborted
+// (last stable offset = high watermark), the result gives the last
+// mirrored offsets and the synced group; a repeated failover returns the
+// same; after a restart nothing more is mirrored, and a partition added on
+// the source is not created on the destination.
+func TestFailoverStopsTopicsAbortsOpenTransactionsAndSurvivesARestart(t *testing.T) {
+	f := newFixture(t)
+	f.createTopic(t, "moving", 1)
+	ctx := opCtx(t)
+	plain := f.client(t, f.src, kgo.DefaultProduceTopic("moving"))
+	txn := f.client(t, f.src, kgo.DefaultProduceTopic("moving"), kgo.TransactionalID("moving-txn"))
+	for i := 0; i < 5; i++ {
+		if err := plain.ProduceSync(ctx, &kgo.Record{Value: fmt.Appendf(nil, "v%d", i)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	consumer := f.client(t, f.src, kgo.ConsumerGroup("app-moving"), kgo.ConsumeTopics("moving"), kgo.DisableAutoCommit())
+	fetched := 0
+	for fetched < 3 {
+		fs := consumer.PollRecords(ctx, 3-fetched)
+		if err := fs.Err0(); err != nil {
+			t.Fatal(err)
+		}
+		fetched += fs.NumRecords()
+	}
+	if err := consumer.CommitRecords(ctx, &kgo.Record{Topic: "moving", Partition: 0, Offset: 2}); err != nil {
+		t.Fatal(err)
+	}
+	consumer.Close()
+	if err := txn.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.ProduceSync(ctx, &kgo.Record{Value: []byte("open")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = txn.EndTransaction(context.Background(), kgo.TryAbort) }()
+
+	store := memstore.New()
+	cfg := f.config(t, "moving", "    mirror.groups.include: \"app-.*\"")
+	e := startEngine(t, cfg, store)
+	f.waitMirrored(t, e, "moving", 1)
+	res, err := e.Failover(ctx, FailoverRequest{Mirror: "test", Topics: []string{"moving"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Topics) != 1 || res.Topics[0].Topic != "moving" || len(res.Topics[0].Partitions) != 1 || res.Topics[0].Partitions[0].LastMirroredOffset != 5 {
+		t.Fatalf("failover result %+v, want moving/0 last mirrored offset 5", res)
+	}
+	if strings.Join(res.Groups, ",") != "app-moving" {
+		t.Fatalf("synced groups %v, want [app-moving]", res.Groups)
+	}
+	if hw, lso := listOffset(t, f.dstCl, "moving", false), listOffset(t, f.dstCl, "moving", true); hw != 7 || lso != 7 {
+		t.Fatalf("destination high watermark %d, last stable offset %d; want both 7 (abort marker at 6)", hw, lso)
+	}
+	offs, err := kadm.NewClient(f.dstCl).FetchOffsets(ctx, "app-moving")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, ok := offs.Lookup("moving", 0); !ok || o.At != 3 {
+		t.Fatalf("destination offset of app-moving: %+v (found %v), want 3", o, ok)
+	}
+	again, err := e.Failover(ctx, FailoverRequest{Mirror: "test", Topics: []string{"moving"}})
+	if err != nil || len(again.Topics) != 1 || again.Topics[0].Partitions[0].LastMirroredOffset != 5 {
+		t.Fatalf("repeated failover: %+v, %v", again, err)
+	}
+
+	stopEngine(t, e)
+	if err := plain.ProduceSync(ctx, &kgo.Record{Value: []byte("after")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kadm.NewClient(f.srcCl).CreatePartitions(ctx, 2, "moving"); err != nil {
+		t.Fatal(err)
+	}
+	e2 := startEngine(t, cfg, store)
+	waitState(t, e2, "moving", 0, "STOPPED")
+	time.Sleep(1500 * time.Millisecond) // three topic rounds
+	if hw := listOffset(t, f.dstCl, "moving", false); hw != 7 {
+		t.Fatalf("destination high watermark %d after a restart, want 7 (nothing mirrored after the failover)", hw)
+	}
+	if n := partitionCount(t, f.dstCl, "moving"); n != 1 {
+		t.Fatalf("destination has %d partitions, want 1 (a failed-over topic is not expanded)", n)
+	}
+}
+
+// TestAFailoverRecordedBeforeACrashCompletesOnStart: the daemon died after
+// recording the stop and before the partitions stopped; on start they go to
+// STOPPED with the open transaction aborted.
+func TestAFailoverRecordedBeforeACrashCompletesOnStart(t *testing.T) {
+	f := newFixture(t)
+	f.createTopic(t, "halfway", 1)
+	ctx := opCtx(t)
+	txn := f.client(t, f.src, kgo.DefaultProduceTopic("halfway"), kgo.TransactionalID("halfway-txn"))
+	if err := txn.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.ProduceSync(ctx, &kgo.Record{Value: []byte("open")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = txn.EndTransaction(context.Background(), kgo.TryAbort) }()
+	store := memstore.New()
+	cfg := f.config(t, "halfway")
+	e := startEngine(t, cfg, store)
+	f.waitMirrored(t, e, "halfway", 1)
+	stopEngine(t, e)
+	b, _ := json.Marshal(controlRecord{Stopped: []string{"half.*"}})
+	if _, err := store.Put(ctx, statestore.ControlKey("test"), b, statestore.Absent); err != nil {
+		t.Fatal(err)
+	}
+	e2 := startEngine(t, cfg, store)
+	ps := waitState(t, e2, "halfway", 0, "STOPPED")
+	if ps.LastMirroredOffset != 0 {
+		t.Fatalf("last mirrored offset %d, want 0", ps.LastMirroredOffset)
+	}
+	if hw, lso := listOffset(t, f.dstCl, "halfway", false), listOffset(t, f.dstCl, "halfway", true); hw != 2 || lso != 2 {
+		t.Fatalf("high watermark %d, last stable offset %d; want both 2", hw, lso)
+	}
+}
+
+// TestPlannedFailoverWaitsForCatchUpAndChangesNothingWhenItTimesOut: a
+// paused topic never catches up, so a failover that waits for it fails
+// after the wait and leaves the partition as it was; without lag it
+// proceeds.
+func TestPlannedFailoverWaitsForCatchUpAndChangesNothingWhenItTimesOut(t *testing.T) {
+	f := newFixture(t)
+	f.createTopic(t, "planned", 1)
+	f.produce(t, "planned", 20, "tx-p")
+	e := startEngine(t, f.config(t, "planned"), memstore.New())
+	f.waitMirrored(t, e, "planned", 1)
+	ctx := opCtx(t)
+	if _, err := e.Pause(ctx, "test", nil); err != nil {
+		t.Fatal(err)
+	}
+	f.produce(t, "planned", 5, "tx-q")
+	_, err := e.Failover(ctx, FailoverRequest{Mirror: "test", WaitForCatchUp: 700 * time.Millisecond})
+	if err == nil || !strings.Contains(err.Error(), "not caught up within") || !strings.Contains(err.Error(), "planned/0 is PAUSED") {
+		t.Fatalf("err = %v, want a catch-up timeout naming the partition", err)
+	}
+	if s := states(e, "planned"); s != "0:PAUSED" {
+		t.Fatalf("state %s after a failed planned failover, want PAUSED", s)
+	}
+	if _, err := e.Resume(ctx, "test", nil); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Failover(ctx, FailoverRequest{Mirror: "test", WaitForCatchUp: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := endOffset(t, f.srcCl, "planned", 0)
+	if res.Topics[0].Partitions[0].LastMirroredOffset != src-1 {
+		t.Fatalf("last mirrored offset %d, want %d (caught up)", res.Topics[0].Partitions[0].LastMirroredOffset, src-1)
+	}
+	f.verify(t, "planned", 1)
+}
+
+// TestStoppedTopicsStartAgainAndContinueWithNoGap: start after stop takes
+// the partitions through PREPARING back to MIRRORING from the destination's
+// end; a topic still stopped by another pattern is refused.
+func TestStoppedTopicsStartAgainAndContinueWithNoGap(t *testing.T) {
+	f := newFixture(t)
+	f.createTopic(t, "again", 1)
+	f.produce(t, "again", 20, "tx-a1")
+	e := startEngine(t, f.config(t, "again"), memstore.New())
+	f.waitMirrored(t, e, "again", 1)
+	ctx := opCtx(t)
+	if _, err := e.StopTopics(ctx, "test", nil); !errors.Is(err, ErrInvalidRequest) {
+		t.Fatalf("stop without topics: %v", err)
+	}
+	for _, p := range []string{"again", "ag.*"} {
+		if _, err := e.StopTopics(ctx, "test", []string{p}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.produce(t, "again", 20, "tx-a2")
+	if _, err := e.StartTopics(ctx, "test", []string{"again"}, nil); !errors.Is(err, ErrConflict) {
+		t.Fatalf("start while another pattern stops the topic: %v", err)
+	}
+	if _, err := e.StartTopics(ctx, "test", []string{"ag.*"}, nil); !errors.Is(err, ErrConflict) {
+		t.Fatalf("start while another pattern stops the topic: %v", err)
+	}
+	if s := states(e, "again"); s != "0:STOPPED" {
+		t.Fatalf("state %s after refused starts", s)
+	}
+	// Both patterns in one request.
+	res, err := e.StartTopics(ctx, "test", []string{"again", "ag.*"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Partitions) != 1 || res.Partitions[0].State == "STOPPED" {
+		t.Fatalf("start result %+v", res.Partitions)
+	}
+	f.waitMirrored(t, e, "again", 1)
+	f.verify(t, "again", 1)
+}
