@@ -25,6 +25,37 @@ var (
 	secured *kafkatest.Cluster
 )
 
+// aclDestination is a one-broker cluster with SASL_PLAINTEXT and the
+// StandardAuthorizer, alice a super user: the destination of the ACL sync
+// tests, whose source is secured (ACLs need an authorizer on both sides).
+// Few tests need it, so it starts on first use (aclDestinationCluster) and
+// runMain closes it.
+var (
+	aclDestinationOnce sync.Once
+	aclDestination     *kafkatest.Cluster
+	aclDestinationErr  error
+)
+
+// aclDestinationCluster starts aclDestination on first use and returns it.
+func aclDestinationCluster(t *testing.T) *kafkatest.Cluster {
+	t.Helper()
+	aclDestinationOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		aclDestination, aclDestinationErr = kafkatest.Start(ctx, kafkatest.Options{
+			Name:       "acldestination",
+			Brokers:    1,
+			SASL:       &kafkatest.SASLOptions{Mechanisms: []kafkatest.Mechanism{kafkatest.ScramSHA512}, Users: map[string]string{"alice": securedUsers["alice"]}},
+			Authorizer: true,
+			SuperUsers: []string{"User:alice"},
+		})
+	})
+	if aclDestinationErr != nil {
+		t.Fatalf("starting the ACL destination cluster: %v", aclDestinationErr)
+	}
+	return aclDestination
+}
+
 // Users of the secured cluster. alice is a super user; bob and carol have no
 // ACLs until a test grants them some.
 var securedUsers = map[string]string{
@@ -81,5 +112,12 @@ func runMain(m *testing.M) int {
 	}
 	log.Printf("e2e: Apache Kafka %s: clusters source (3 brokers), destination (1), secured (1) up in %s",
 		source.Version(), time.Since(began).Round(100*time.Millisecond))
+	defer func() {
+		if aclDestination != nil {
+			if err := aclDestination.Close(); err != nil {
+				log.Printf("e2e: %v", err)
+			}
+		}
+	}()
 	return m.Run()
 }
