@@ -144,7 +144,7 @@ func (m *mirrorRun) checkWrite(ctx context.Context, topic string) error {
 			return nil
 		}
 		p := destinationPrincipal(m.dcfg)
-		return fmt.Errorf("mirror %s: %w: %s cannot write to mirror topic %s, which carries kmirror's DENY WRITE ACL for %s (mirror topics are read-only while mirroring); "+
+		return fmt.Errorf("mirror %s: %w: %s may not write to mirror topic %s, which carries kmirror's DENY WRITE ACL for %s (mirror topics are read-only while mirroring); "+
 			"a DENY binds every principal that is not a super user, so make it one: add %s to super.users in the destination brokers' configuration and restart them. "+
 			"No partition of this mirror starts until then",
 			m.name, ErrCannotWrite, p.name, topic, aclsync.ReadOnlyPrincipal, p.superUsers)
@@ -161,9 +161,9 @@ type principalHint struct{ name, superUsers string }
 // mechanisms (OAUTHBEARER, TLS client certificates) the broker derives it.
 func destinationPrincipal(cfg *config.Config) principalHint {
 	if s, err := cfg.Destination.SASL(); err == nil && s.Username != "" {
-		return principalHint{name: "kmirror's destination principal User:" + s.Username, superUsers: "User:" + s.Username}
+		return principalHint{name: "User:" + s.Username, superUsers: "User:" + s.Username}
 	}
-	return principalHint{name: "kmirror's destination principal (the one its destination credentials authenticate as)", superUsers: "that principal (User:<name>)"}
+	return principalHint{name: "the principal kmirror's destination credentials authenticate as", superUsers: "that principal (User:<name>)"}
 }
 
 // syncReadOnly is the read-only loop's round: create the DENY WRITE ACL of
