@@ -1,0 +1,19 @@
+// Package admin owns kmirror's admin API: an HTTP+JSON server on its own
+// listener (admin.address) through which operators, and the `kmirror mirrors`
+// and `kmirror failover` commands, inspect mirrors and act on them (pause,
+// resume, stop, start, failover).
+//
+// Every request is authenticated before it is routed: by a bearer token
+// (admin.token.file, or <state.dir>/admin.token created at the first start),
+// compared in constant time, and/or by a client certificate verified by the
+// TLS stack against admin.tls.client.ca.file. When both are configured both
+// are required. A request that fails authentication gets 401 with a JSON
+// reason and reaches no handler. Every request is logged once with its caller
+// ("token", or "cn=<subject CN>" for a client certificate), remote address,
+// method, path and outcome; the token itself is never logged, returned or
+// kept in memory (only its SHA-256 is).
+//
+// The server acts on the engine only through Controller, which
+// *mirror.Engine implements. Routes and JSON shapes are documented in
+// docs/operations.md and docs/cli.md; field names are stable.
+package admin
