@@ -27,7 +27,7 @@ func (m *mirrorRun) syncTopicConfigs(ctx context.Context) error {
 	recreated := m.recreated
 	m.mu.Unlock()
 	for _, t := range topics {
-		if m.e.topicOwner(t.Name) == m.name && !recreated[t.Name] {
+		if m.e.topicOwner(m.dstID, t.Name) == m.name && !recreated[t.Name] {
 			names = append(names, t.Name)
 		}
 	}
@@ -35,7 +35,7 @@ func (m *mirrorRun) syncTopicConfigs(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("mirror %s: describing source topic configs: %w", m.name, err)
 	}
-	dst, err := topicConfigs(ctx, m.e.dstAdm, names...)
+	dst, err := topicConfigs(ctx, m.dstAdm, names...)
 	if err != nil {
 		return fmt.Errorf("mirror %s: describing destination topic configs: %w", m.name, err)
 	}
@@ -47,7 +47,7 @@ func (m *mirrorRun) syncTopicConfigs(ctx context.Context) error {
 			continue // deleted on the source, or not created on the destination yet (the topics loop does)
 		}
 		for _, ch := range configChanges(s, d, m.cfg.TopicPropertiesExclude) {
-			if err := alterTopicConfig(ctx, m.e.dstAdm, name, ch); err != nil {
+			if err := alterTopicConfig(ctx, m.dstAdm, name, ch); err != nil {
 				if ctx.Err() != nil {
 					return nil
 				}

@@ -296,6 +296,12 @@ func (e *Engine) runningMirror(name string) (*mirrorRun, error) {
 		slices.Sort(names)
 		return nil, fmt.Errorf("%w %q in this daemon (mirrors: %s)", ErrNoMirror, name, strings.Join(names, ", "))
 	}
+	m.mu.Lock()
+	connected := m.dp != nil
+	m.mu.Unlock()
+	if !connected {
+		return nil, fmt.Errorf("%w: mirror %s has not connected to its clusters yet (see describe for why); retry when it has", ErrConflict, name)
+	}
 	return m, nil
 }
 

@@ -45,7 +45,7 @@ type Engine struct {
 	mirrors map[string]*mirrorRun
 
 	claimMu sync.Mutex
-	claims  map[string]string // destination topic → the mirror that writes it
+	claims  map[string]string // destination cluster id + NUL + topic → the mirror that writes it
 
 	ctlMu    sync.Mutex
 	controls map[string]*mirrorControl // mirror → what operators asked of it
@@ -176,28 +176,29 @@ func daemonSettingsChanged(a, b *config.Config) bool {
 		a.OffsetAlignmentMaxRecords != b.OffsetAlignmentMaxRecords
 }
 
-// claimTopics makes mirror the owner of each of topics that no other
-// mirror owns, releases its claim on every topic not listed, and returns, for
-// each listed topic another mirror owns, that mirror's name. All mirrors
-// write one destination, so a topic two mirrors' include patterns match would
-// get two writers; the first mirror to claim it keeps it.
-func (e *Engine) claimTopics(mirror string, topics []string) map[string]string {
+// claimTopics makes mirror the owner of each of topics (on the destination
+// cluster dstID) that no other mirror owns, releases its claim on every
+// topic not listed, and returns, for each listed topic another mirror owns,
+// that mirror's name. A topic two mirrors' include patterns match would get
+// two writers; the first mirror to claim it keeps it.
+func (e *Engine) claimTopics(dstID, mirror string, topics []string) map[string]string {
 	e.claimMu.Lock()
 	defer e.claimMu.Unlock()
 	want := make(map[string]bool, len(topics))
 	for _, t := range topics {
-		want[t] = true
+		want[dstID+"\x00"+t] = true
 	}
-	for t, owner := range e.claims {
-		if owner == mirror && !want[t] {
-			delete(e.claims, t)
+	for k, owner := range e.claims {
+		if owner == mirror && !want[k] {
+			delete(e.claims, k)
 		}
 	}
 	conflicts := map[string]string{}
 	for _, t := range topics {
-		switch owner, ok := e.claims[t]; {
+		k := dstID + "\x00" + t
+		switch owner, ok := e.claims[k]; {
 		case !ok:
-			e.claims[t] = mirror
+			e.claims[k] = mirror
 		case owner != mirror:
 			conflicts[t] = owner
 		}
@@ -205,11 +206,12 @@ func (e *Engine) claimTopics(mirror string, topics []string) map[string]string {
 	return conflicts
 }
 
-// topicOwner returns the mirror that writes a destination topic ("": none).
-func (e *Engine) topicOwner(topic string) string {
+// topicOwner returns the mirror that writes a topic of the destination
+// cluster dstID ("": none).
+func (e *Engine) topicOwner(dstID, topic string) string {
 	e.claimMu.Lock()
 	defer e.claimMu.Unlock()
-	return e.claims[topic]
+	return e.claims[dstID+"\x00"+topic]
 }
 
 // Stop stops every mirror (runners, fetchers, writers) and closes the

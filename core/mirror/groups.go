@@ -71,7 +71,7 @@ func (m *mirrorRun) newGroupSync() (*groupsync.Syncer, error) {
 	return groupsync.New(groupsync.Options{
 		Mirror:      m.name,
 		Source:      m.srcAdm,
-		Destination: m.e.dstAdm,
+		Destination: m.dstAdm,
 		Filter:      scopeFilter(&m.cfg),
 		Mirrored:    mirroredView{m},
 		Logger:      m.log.Named("groups"),
@@ -89,7 +89,7 @@ func (m *mirrorRun) newACLSync() (*aclsync.Syncer, error) {
 	return aclsync.New(aclsync.Options{
 		Mirror:      m.name,
 		Source:      m.src,
-		Destination: m.e.dst,
+		Destination: m.dst,
 		Filter:      f,
 		Managed:     aclsync.ReadOnlyManaged(m.isReadOnlyTopic),
 		Logger:      m.log.Named("acls"),

@@ -121,7 +121,7 @@ func (r *runner) lostStart(ctx context.Context, lost []writer.LostWriter, dstSta
 	for step := int64(4096); ; step *= 8 {
 		from := max(dstStart, dstEnd-step)
 		s := newLostScan(pids)
-		if err := verify.Scan(ctx, r.m.e.dst, r.topic, r.partition, from, dstEnd, func(b batch.Batch) error { s.add(b); return nil }); err != nil {
+		if err := verify.Scan(ctx, r.m.dst, r.topic, r.partition, from, dstEnd, func(b batch.Batch) error { s.add(b); return nil }); err != nil {
 			return 0, r.errorf("reading the destination to find where a lost transaction began: %w", err)
 		}
 		st, complete, err := s.start(from == dstStart)
@@ -216,7 +216,7 @@ func (r *runner) recoverLost(ctx context.Context, rep writer.ResumeReport, dstSt
 	if err := r.m.dp.abortAll(ctx, r); err != nil {
 		return false, err
 	}
-	_, end, err := offsets(ctx, r.m.e.dstAdm, r.topic, r.partition)
+	_, end, err := offsets(ctx, r.m.dstAdm, r.topic, r.partition)
 	if err != nil {
 		return false, r.errorf("reading destination offsets: %w", err)
 	}

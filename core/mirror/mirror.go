@@ -37,6 +37,16 @@ type mirrorRun struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // the sync loop, the data path, the runners
 
+	// dst is the cluster the mirror writes: the daemon's destination, or,
+	// for a failback mirror, the source cluster of the mirror it reverses
+	// (dstCfg set; the mirror owns that client). dstID names it in topic
+	// claims ("" for the daemon's destination). Set before the mirror
+	// starts (dstCfg: at connect), read-only afterwards.
+	dst    *kgo.Client
+	dstAdm *kadm.Client
+	dstCfg *config.Cluster
+	dstID  string
+
 	mu        sync.Mutex
 	src       *kgo.Client
 	srcAdm    *kadm.Client
@@ -63,7 +73,9 @@ type mirrorRun struct {
 
 func newMirrorRun(e *Engine, dcfg *config.Config, mc config.Mirror) *mirrorRun {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &mirrorRun{e: e, name: mc.Name, cfg: mc, dcfg: dcfg, log: e.log.With("mirror", mc.Name), ctx: ctx, cancel: cancel, runners: map[topicPartition]*runner{}, errs: map[string]string{}, protected: map[string]bool{}, warned: map[string]bool{}}
+	return &mirrorRun{e: e, name: mc.Name, cfg: mc, dcfg: dcfg, log: e.log.With("mirror", mc.Name), ctx: ctx, cancel: cancel,
+		dst: e.dst, dstAdm: e.dstAdm,
+		runners: map[topicPartition]*runner{}, errs: map[string]string{}, protected: map[string]bool{}, warned: map[string]bool{}}
 }
 
 // start launches the mirror's supervisor goroutine, owned by m.wg.
@@ -86,7 +98,7 @@ func (m *mirrorRun) stop(ctx context.Context) {
 		m.log.Warn("mirror did not stop before the shutdown deadline")
 		return
 	}
-	m.e.claimTopics(m.name, nil)
+	m.e.claimTopics(m.dstID, m.name, nil)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.dp != nil {
@@ -94,6 +106,9 @@ func (m *mirrorRun) stop(ctx context.Context) {
 	}
 	if m.src != nil {
 		m.src.Close()
+	}
+	if m.dstCfg != nil && m.dst != nil {
+		m.dst.Close()
 	}
 }
 
@@ -200,8 +215,22 @@ func (m *mirrorRun) triggerSync() {
 	}
 }
 
-// connect builds the source client and the data path.
+// connect builds the source client (and a failback mirror's destination
+// client) and the data path.
 func (m *mirrorRun) connect(cfg *config.Config) error {
+	if m.dstCfg != nil && m.dst == nil {
+		opts, err := clientOpts(cfg, m.dstCfg, "destination")
+		if err != nil {
+			return fmt.Errorf("mirror %s: %w", m.name, err)
+		}
+		dst, err := kgo.NewClient(append(opts, kgo.ClientID(clientID(m.dstCfg.ClientID, "destination-"+m.name)))...)
+		if err != nil {
+			return fmt.Errorf("mirror %s: destination cluster: %w", m.name, err)
+		}
+		m.mu.Lock()
+		m.dst, m.dstAdm = dst, kadm.NewClient(dst)
+		m.mu.Unlock()
+	}
 	opts, err := clientOpts(cfg, &m.cfg.Source, "source")
 	if err != nil {
 		return fmt.Errorf("mirror %s: %w", m.name, err)
@@ -276,11 +305,11 @@ func (m *mirrorRun) syncTopics(ctx context.Context) error {
 			claim = append(claim, name)
 		}
 	}
-	conflicts := m.e.claimTopics(m.name, claim)
+	conflicts := m.e.claimTopics(m.dstID, m.name, claim)
 	var errs []error
 	dstParts := map[string]int32{}
 	if len(names) > 0 {
-		details, err := m.e.dstAdm.ListTopics(ctx, names...)
+		details, err := m.dstAdm.ListTopics(ctx, names...)
 		if err != nil {
 			return fmt.Errorf("mirror %s: describing destination topics: %w", m.name, err)
 		}
@@ -313,7 +342,7 @@ func (m *mirrorRun) syncTopics(ctx context.Context) error {
 		if recreated[t.Name] {
 			continue // its partitions fail; a new partition of the new topic must not start mirroring into the old one
 		}
-		n, err := ensureDestinationTopic(ctx, m.e.dstAdm, t, dstParts[t.Name], mirroredConfigs(srcConfigs[t.Name], m.cfg.TopicPropertiesExclude))
+		n, err := ensureDestinationTopic(ctx, m.dstAdm, t, dstParts[t.Name], mirroredConfigs(srcConfigs[t.Name], m.cfg.TopicPropertiesExclude))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("mirror %s: %w", m.name, err))
 			if n == 0 {

@@ -125,7 +125,7 @@ func (m *mirrorRun) checkWrite(ctx context.Context, topic string) error {
 	rt.Topic = kmsg.StringPtr(topic)
 	req.Topics = append(req.Topics, rt)
 	req.IncludeTopicAuthorizedOperations = true
-	resp, err := req.RequestWith(ctx, m.e.dst)
+	resp, err := req.RequestWith(ctx, m.dst)
 	if err != nil {
 		return fmt.Errorf("mirror %s: checking that kmirror may write to mirror topic %s: %w", m.name, topic, err)
 	}
@@ -143,7 +143,11 @@ func (m *mirrorRun) checkWrite(ctx context.Context, topic string) error {
 		if slices.Contains(kadm.DecodeACLOperations(t.AuthorizedOperations), kadm.OpWrite) {
 			return nil
 		}
-		p := destinationPrincipal(m.dcfg)
+		dc := &m.dcfg.Destination
+		if m.dstCfg != nil {
+			dc = m.dstCfg
+		}
+		p := destinationPrincipal(dc)
 		return fmt.Errorf("mirror %s: %w: %s may not write to mirror topic %s, which carries kmirror's DENY WRITE ACL for %s (mirror topics are read-only while mirroring); "+
 			"a DENY binds every principal that is not a super user, so make it one: add %s to super.users in the destination brokers' configuration and restart them. "+
 			"No partition of this mirror starts until then",
@@ -159,8 +163,8 @@ type principalHint struct{ name, superUsers string }
 // destinationPrincipal names kmirror's destination principal as far as the
 // configuration tells (a SASL PLAIN or SCRAM user name); for other
 // mechanisms (OAUTHBEARER, TLS client certificates) the broker derives it.
-func destinationPrincipal(cfg *config.Config) principalHint {
-	if s, err := cfg.Destination.SASL(); err == nil && s.Username != "" {
+func destinationPrincipal(c *config.Cluster) principalHint {
+	if s, err := c.SASL(); err == nil && s.Username != "" {
 		return principalHint{name: "User:" + s.Username, superUsers: "User:" + s.Username}
 	}
 	return principalHint{name: "the principal kmirror's destination credentials authenticate as", superUsers: "that principal (User:<name>)"}
@@ -170,7 +174,7 @@ func destinationPrincipal(cfg *config.Config) principalHint {
 // every protected topic, delete it from every released one.
 func (m *mirrorRun) syncReadOnly(ctx context.Context) error {
 	protect, release := m.readOnlyTopics()
-	adm := m.e.dstAdm
+	adm := m.dstAdm
 	if err := m.createReadOnly(ctx, protect); err != nil {
 		return err
 	}
@@ -199,7 +203,7 @@ func (m *mirrorRun) syncReadOnly(ctx context.Context) error {
 // createReadOnly creates the DENY WRITE ACL of each topic (creating an ACL
 // that exists is a no-op for Kafka).
 func (m *mirrorRun) createReadOnly(ctx context.Context, protect []string) error {
-	adm := m.e.dstAdm
+	adm := m.dstAdm
 	if len(protect) > 0 {
 		results, err := adm.CreateACLs(ctx, readOnlyACL(protect...))
 		if err == nil {

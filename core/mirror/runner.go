@@ -399,7 +399,7 @@ func (r *runner) prepare(ctx context.Context) error {
 	if err != nil {
 		return r.errorf("reading source offsets: %w", err)
 	}
-	dstStart, dstEnd, err := offsets(ctx, r.m.e.dstAdm, r.topic, r.partition)
+	dstStart, dstEnd, err := offsets(ctx, r.m.dstAdm, r.topic, r.partition)
 	if err != nil {
 		return r.errorf("reading destination offsets: %w", err)
 	}
@@ -467,7 +467,7 @@ func (r *runner) deleteRecords(ctx context.Context, before int64) error {
 	}
 	os := kadm.Offsets{}
 	os.Add(kadm.Offset{Topic: r.topic, Partition: r.partition, At: before})
-	resp, err := r.m.e.dstAdm.DeleteRecords(ctx, os)
+	resp, err := r.m.dstAdm.DeleteRecords(ctx, os)
 	if err == nil {
 		if d, ok := resp.Lookup(r.topic, r.partition); ok {
 			err = d.Err
@@ -491,7 +491,7 @@ func (r *runner) resume(ctx context.Context) error {
 	if err != nil {
 		return r.errorf("reading source offsets: %w", err)
 	}
-	dstStart, dstEnd, err := offsets(ctx, r.m.e.dstAdm, r.topic, r.partition)
+	dstStart, dstEnd, err := offsets(ctx, r.m.dstAdm, r.topic, r.partition)
 	if err != nil {
 		return r.errorf("reading destination offsets: %w", err)
 	}
@@ -801,7 +801,7 @@ func (r *runner) stopPartition(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	dstStart, dstEnd, err := offsets(ctx, r.m.e.dstAdm, r.topic, r.partition)
+	dstStart, dstEnd, err := offsets(ctx, r.m.dstAdm, r.topic, r.partition)
 	if err != nil {
 		return r.errorf("reading the destination end offset: %w", err)
 	}
@@ -826,7 +826,7 @@ func (r *runner) stopPartition(ctx context.Context) error {
 	if err := r.m.dp.abortAll(ctx, r); err != nil {
 		return err
 	}
-	if _, dstEnd, err = offsets(ctx, r.m.e.dstAdm, r.topic, r.partition); err != nil {
+	if _, dstEnd, err = offsets(ctx, r.m.dstAdm, r.topic, r.partition); err != nil {
 		return r.errorf("reading the destination end offset: %w", err)
 	}
 	last := r.getNext() - 1
