@@ -31,29 +31,42 @@ func cmdDescribe(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kmirror describe: %v\n", err)
 		return exitFailure
 	}
-	var rows []mirror.PartitionStatus
 	var mirrors []mirror.MirrorStatus
 	for _, m := range st.Mirrors {
-		if *only != "" && m.Name != *only {
-			continue
-		}
-		mirrors = append(mirrors, m)
-		for _, p := range m.Partitions {
-			if *failed && p.State != "FAILED" {
-				continue
-			}
-			rows = append(rows, p)
+		if *only == "" || m.Name == *only {
+			mirrors = append(mirrors, m)
 		}
 	}
 	if *only != "" && len(mirrors) == 0 {
 		fmt.Fprintf(stderr, "kmirror describe: no mirror named %q is running\n", *only)
 		return exitFailure
 	}
-	if *asJSON {
+	printDescribe(stdout, mirrors, *failed, *asJSON)
+	return exitOK
+}
+
+// printDescribe prints mirrors' partitions as `kmirror describe` and
+// `kmirror mirrors describe` do: a table, or with asJSON
+// {"mirrors": [...], "partitions": [...]}. failedOnly keeps FAILED
+// partitions, with their retry state and error.
+func printDescribe(stdout io.Writer, mirrors []mirror.MirrorStatus, failedOnly, asJSON bool) {
+	rows := []mirror.PartitionStatus{}
+	for _, m := range mirrors {
+		for _, p := range m.Partitions {
+			if failedOnly && p.State != "FAILED" {
+				continue
+			}
+			rows = append(rows, p)
+		}
+	}
+	if mirrors == nil {
+		mirrors = []mirror.MirrorStatus{}
+	}
+	if asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(map[string]any{"mirrors": mirrors, "partitions": rows})
-		return exitOK
+		return
 	}
 	for _, m := range mirrors {
 		if m.Error != "" {
@@ -61,7 +74,7 @@ func cmdDescribe(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	if *failed {
+	if failedOnly {
 		fmt.Fprintln(tw, "MIRROR\tTOPIC\tPARTITION\tRETRY\tERROR")
 		for _, p := range rows {
 			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", p.Mirror, p.Topic, p.Partition, p.Retry, p.LastError)
@@ -74,7 +87,6 @@ func cmdDescribe(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	_ = tw.Flush()
-	return exitOK
 }
 
 func num(v int64) string {

@@ -27,6 +27,8 @@ func commands() []command {
 		{"run", "run the mirroring daemon", cmdRun},
 		{"demo", "run an embedded demo: two in-process clusters, a mirror, and a verification", cmdDemo},
 		{"describe", "show every mirrored partition: state, mode, offsets, lag, last error", cmdDescribe},
+		{"mirrors", "list, describe, pause, resume, stop and start mirrors through the admin API", cmdMirrors},
+		{"failover", "fail a mirror's topics over to the destination (through the admin API)", cmdFailover},
 		{"config", "validate a configuration file, print the key reference or a sample", cmdConfig},
 		{"version", "print the version, commit, Go and franz-go versions", cmdVersion},
 	}

@@ -1,0 +1,232 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/kmirror/kmirror/core/admin"
+	"github.com/kmirror/kmirror/core/config"
+)
+
+// adminFlags locate and authenticate to the daemon's admin API: through the
+// daemon's own configuration file (admin.address, the token file, the TLS
+// files), with explicit overrides.
+type adminFlags struct {
+	cf        configFlags
+	address   string
+	tokenFile string
+	tlsCA     string
+	tlsCert   string
+	tlsKey    string
+}
+
+func (a *adminFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&a.cf.path, "config", "", "the daemon's configuration file: locates the admin API (admin.address, admin.token.file or <state.dir>/admin.token, admin.tls.*); required unless --admin-address is given")
+	fs.Var(&a.cf.sets, "set", "override one key of the configuration (repeatable), as for `kmirror run`")
+	fs.StringVar(&a.address, "admin-address", "", "admin API address host:port (https://host:port for TLS); overrides admin.address")
+	fs.StringVar(&a.tokenFile, "token-file", "", "file holding the bearer token; overrides admin.token.file and <state.dir>/admin.token")
+	fs.StringVar(&a.tlsCA, "tls-ca", "", "PEM file of the CA that signed the admin API's certificate (default with --config: trust admin.tls.cert.file itself)")
+	fs.StringVar(&a.tlsCert, "tls-cert", "", "PEM client certificate, for an admin API that requires client certificates (mTLS)")
+	fs.StringVar(&a.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
+}
+
+// adminClient talks to one daemon's admin API.
+type adminClient struct {
+	base   string // scheme://host:port
+	token  string // "" sends no Authorization header
+	client *http.Client
+}
+
+// parse parses args into fs and builds the client. ok is false when the
+// caller must return code (a message has been written to stderr).
+func (a *adminFlags) parse(fs *flag.FlagSet, args []string, stderr io.Writer) (c *adminClient, code int, ok bool) {
+	if code, ok := parseFlags(fs, args); !ok {
+		return nil, code, false
+	}
+	return a.connect(fs, stderr)
+}
+
+// connect builds the client from flags already parsed into fs.
+func (a *adminFlags) connect(fs *flag.FlagSet, stderr io.Writer) (c *adminClient, code int, ok bool) {
+	if a.cf.path == "" && a.address == "" {
+		fmt.Fprintf(stderr, "%s: --config FILE (the daemon's configuration) or --admin-address is required\n", fs.Name())
+		return nil, exitUsage, false
+	}
+	if (a.tlsCert == "") != (a.tlsKey == "") {
+		fmt.Fprintf(stderr, "%s: --tls-cert and --tls-key go together\n", fs.Name())
+		return nil, exitUsage, false
+	}
+	var cfg *config.Config
+	if a.cf.path != "" {
+		var err error
+		if cfg, err = config.Load(a.cf.source()); err != nil {
+			fmt.Fprintf(stderr, "%s: %s is not valid:\n%v\n", fs.Name(), a.cf.path, err)
+			return nil, exitFailure, false
+		}
+	}
+	c, err := a.client(cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
+		return nil, exitFailure, false
+	}
+	return c, 0, true
+}
+
+func (a *adminFlags) client(cfg *config.Config) (*adminClient, error) {
+	addr, scheme := a.address, ""
+	if addr == "" {
+		addr = cfg.AdminAddress
+		if addr == "" {
+			return nil, fmt.Errorf("admin.address is empty in %s, so the daemon runs no admin API: set admin.address and restart `kmirror run`, or pass --admin-address", a.cf.path)
+		}
+		if cfg.AdminUsesTLS() {
+			scheme = "https"
+		}
+	} else if s, rest, found := strings.Cut(addr, "://"); found {
+		if s != "http" && s != "https" {
+			return nil, fmt.Errorf("--admin-address %q: the scheme must be http or https", addr)
+		}
+		scheme, addr = s, rest
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("admin address %q is not host:port: %v", addr, err)
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1" // the daemon listens on every interface; loopback is one
+	}
+	if scheme == "" {
+		scheme = "http"
+		if a.tlsCA != "" || a.tlsCert != "" {
+			scheme = "https"
+		}
+	}
+	c := &adminClient{base: scheme + "://" + net.JoinHostPort(host, port)}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if scheme == "https" {
+		tc := &tls.Config{MinVersion: tls.VersionTLS12}
+		switch {
+		case a.tlsCA != "":
+			if tc.RootCAs, err = config.LoadCertPool(a.tlsCA); err != nil {
+				return nil, fmt.Errorf("--tls-ca: %v", err)
+			}
+		case cfg != nil && cfg.AdminTLSCertFile != "":
+			// On the daemon's host its own certificate is the natural
+			// trust anchor (works for a self-signed one too).
+			if tc.RootCAs, err = config.LoadCertPool(cfg.AdminTLSCertFile); err != nil {
+				return nil, fmt.Errorf("admin.tls.cert.file (used to verify the admin API; pass --tls-ca to use a CA instead): %v", err)
+			}
+		}
+		if a.tlsCert != "" {
+			pair, err := tls.LoadX509KeyPair(a.tlsCert, a.tlsKey)
+			if err != nil {
+				return nil, fmt.Errorf("--tls-cert/--tls-key: %v", err)
+			}
+			tc.Certificates = []tls.Certificate{pair}
+		}
+		tr.TLSClientConfig = tc
+	}
+	c.client = &http.Client{Transport: tr}
+
+	tokenPath := a.tokenFile
+	if tokenPath == "" && cfg != nil {
+		tokenPath = cfg.AdminTokenPath() // "" when mTLS alone is configured
+	}
+	if tokenPath != "" {
+		tok, err := config.ReadAdminToken(tokenPath)
+		switch {
+		case errors.Is(err, fs.ErrNotExist) && a.tokenFile == "" && cfg.AdminTokenFile == "":
+			return nil, fmt.Errorf("the admin token %s does not exist: `kmirror run` creates it at its first start with this configuration's state.dir; is the daemon running with this config? (or pass --token-file)", tokenPath)
+		case errors.Is(err, fs.ErrPermission):
+			return nil, fmt.Errorf("cannot read the admin token %s: permission denied; run as the daemon's user, or pass --token-file", tokenPath)
+		case err != nil:
+			return nil, fmt.Errorf("admin token: %v", err)
+		}
+		c.token = tok.Reveal()
+	}
+	return c, nil
+}
+
+// call sends one request and decodes a 2xx answer into out. Any other
+// answer becomes an error carrying the API's reason.
+func (c *adminClient) call(method, path string, body, out any, timeout time.Duration) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.client.Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // the URL is said below; the token is never in it
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("no answer from the admin API at %s within %s: the operation may still be running; check with `kmirror mirrors describe` and repeat the command (operations are idempotent)", c.base, timeout)
+		}
+		return fmt.Errorf("cannot reach the admin API at %s: is `kmirror run` running with this config? (%v)", c.base, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return fmt.Errorf("reading the answer of %s %s: %w", method, path, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		var e admin.ErrorResponse
+		if json.Unmarshal(data, &e) != nil || e.Error == "" {
+			e.Error = strings.TrimSpace(string(data))
+		}
+		return &apiError{status: resp.StatusCode, msg: e.Error}
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("the answer of %s %s is not what this kmirror version expects (%v); are the CLI and the daemon the same version?", method, path, err)
+	}
+	return nil
+}
+
+// apiError is a refusal or failure the admin API reported.
+type apiError struct {
+	status int
+	msg    string
+}
+
+func (e *apiError) Error() string {
+	switch e.status {
+	case http.StatusUnauthorized:
+		return "the admin API refused the call (401 Unauthorized): " + e.msg
+	case http.StatusNotFound:
+		return "not found: " + e.msg
+	case http.StatusConflict:
+		return "refused (409 Conflict): " + e.msg
+	case http.StatusGatewayTimeout:
+		return "timed out (504): " + e.msg
+	}
+	return fmt.Sprintf("%s: %s", http.StatusText(e.status), e.msg)
+}

@@ -1,0 +1,311 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/kmirror/kmirror/core/admin"
+	"github.com/kmirror/kmirror/core/mirror"
+)
+
+// Client-side deadlines. The daemon bounds each operation itself
+// (admin.DefaultOpTimeout, plus the wait for catch-up of a failover) and
+// answers 504 when it runs out; the client waits a little longer so that it
+// hears that answer.
+const (
+	readTimeout = 30 * time.Second
+	opTimeout   = admin.DefaultOpTimeout + 30*time.Second
+)
+
+// partitionStates is the display order of partition states.
+var partitionStates = []string{"PREPARING", "MIRRORING", "PAUSED", "STOPPING", "STOPPED", "FAILED"}
+
+// topicList is a flag holding regexes: comma-separated, repeatable.
+type topicList []string
+
+func (l *topicList) String() string { return strings.Join(*l, ",") }
+func (l *topicList) Set(v string) error {
+	for i, p := range strings.Split(v, ",") {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			return fmt.Errorf("entry %d of %q is empty (remove the extra comma)", i+1, v)
+		}
+		*l = append(*l, p)
+	}
+	return nil
+}
+
+func cmdMirrors(args []string, stdout, stderr io.Writer) int {
+	subs := []struct {
+		name, usage string
+		run         func(args []string, stdout, stderr io.Writer) int
+	}{
+		{"list", "list [--json]", mirrorsList},
+		{"describe", "describe [--mirror M] [--json] [--failed]", mirrorsDescribe},
+		{"pause", "pause --mirror M [--topics R,..]", mirrorsOp("pause")},
+		{"resume", "resume --mirror M [--topics R,..]", mirrorsOp("resume")},
+		{"stop", "stop --mirror M --topics R,..", mirrorsOp("stop")},
+		{"start", "start --mirror M --topics R,.. [--exclude R,..]", mirrorsOp("start")},
+	}
+	usage := func(w io.Writer) {
+		fmt.Fprintln(w, "usage: kmirror mirrors <sub-command> --config FILE [flags]; sub-commands:")
+		for _, s := range subs {
+			fmt.Fprintf(w, "  kmirror mirrors %s\n", s.usage)
+		}
+		fmt.Fprintln(w, "Run `kmirror mirrors <sub-command> -h` for every flag.")
+	}
+	if len(args) == 0 {
+		usage(stderr)
+		return exitUsage
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stdout)
+		return exitOK
+	}
+	for _, s := range subs {
+		if s.name == args[0] {
+			return s.run(args[1:], stdout, stderr)
+		}
+	}
+	fmt.Fprintf(stderr, "kmirror mirrors: unknown sub-command %q\n", args[0])
+	usage(stderr)
+	return exitUsage
+}
+
+func mirrorsList(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("mirrors list", stderr)
+	var af adminFlags
+	af.register(fs)
+	asJSON := fs.Bool("json", false, "print the admin API's JSON (stable field names, see docs/cli.md)")
+	c, code, ok := af.parse(fs, args, stderr)
+	if !ok {
+		return code
+	}
+	var list admin.MirrorList
+	if err := c.call(http.MethodGet, "/v1/mirrors", nil, &list, readTimeout); err != nil {
+		return fail(stderr, fs, err)
+	}
+	if *asJSON {
+		printJSON(stdout, list)
+		return exitOK
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "MIRROR\tSOURCE\tPARTITIONS\tSTATES\tERROR")
+	for _, m := range list.Mirrors {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", m.Name, orDash(strings.Join(m.SourceBootstrap, ",")), m.TotalPartitions, stateCounts(m.Partitions), m.Error)
+	}
+	_ = tw.Flush()
+	return exitOK
+}
+
+// stateCounts renders {"MIRRORING": 3, "FAILED": 1} as "MIRRORING=3 FAILED=1",
+// in state machine order.
+func stateCounts(counts map[string]int) string {
+	var parts []string
+	known := map[string]bool{}
+	for _, s := range partitionStates {
+		known[s] = true
+		if n := counts[s]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s=%d", s, n))
+		}
+	}
+	var other []string
+	for s := range counts {
+		if !known[s] {
+			other = append(other, s)
+		}
+	}
+	sort.Strings(other)
+	for _, s := range other {
+		parts = append(parts, fmt.Sprintf("%s=%d", s, counts[s]))
+	}
+	return orDash(strings.Join(parts, " "))
+}
+
+func mirrorsDescribe(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("mirrors describe", stderr)
+	var af adminFlags
+	af.register(fs)
+	only := fs.String("mirror", "", "only this mirror")
+	asJSON := fs.Bool("json", false, `print {"mirrors": [...], "partitions": [...]} (stable field names, see docs/cli.md)`)
+	failed := fs.Bool("failed", false, "only FAILED partitions, with their retry state and error")
+	c, code, ok := af.parse(fs, args, stderr)
+	if !ok {
+		return code
+	}
+	names := []string{*only}
+	if *only == "" {
+		var list admin.MirrorList
+		if err := c.call(http.MethodGet, "/v1/mirrors", nil, &list, readTimeout); err != nil {
+			return fail(stderr, fs, err)
+		}
+		names = names[:0]
+		for _, m := range list.Mirrors {
+			names = append(names, m.Name)
+		}
+	}
+	var mirrors []mirror.MirrorStatus
+	for _, name := range names {
+		var ms mirror.MirrorStatus
+		err := c.call(http.MethodGet, "/v1/mirrors/"+url.PathEscape(name), nil, &ms, readTimeout)
+		var ae *apiError
+		if *only == "" && errors.As(err, &ae) && ae.status == http.StatusNotFound {
+			continue // configured, not (yet) run by the engine
+		}
+		if err != nil {
+			return fail(stderr, fs, err)
+		}
+		mirrors = append(mirrors, ms)
+	}
+	printDescribe(stdout, mirrors, *failed, *asJSON)
+	return exitOK
+}
+
+// mirrorsOp returns the command of pause, resume, stop or start.
+func mirrorsOp(op string) func(args []string, stdout, stderr io.Writer) int {
+	return func(args []string, stdout, stderr io.Writer) int {
+		fs := newFlagSet("mirrors "+op, stderr)
+		var af adminFlags
+		af.register(fs)
+		name := fs.String("mirror", "", "the mirror (required)")
+		var topics, exclude topicList
+		topicsHelp := "regexes of the topics, comma-separated (repeatable); default: every topic of the mirror"
+		if op == "stop" || op == "start" {
+			topicsHelp = "regexes of the topics, comma-separated (repeatable); required"
+		}
+		fs.Var(&topics, "topics", topicsHelp)
+		if op == "start" {
+			fs.Var(&exclude, "exclude", "regexes of topics not to start, comma-separated (repeatable)")
+		}
+		asJSON := fs.Bool("json", false, "print the admin API's JSON answer (stable field names, see docs/cli.md)")
+		if code, ok := requireFlags(fs, args, stderr, map[string]bool{"mirror": true, "topics": op == "stop" || op == "start"}); !ok {
+			return code
+		}
+		c, code, ok := af.connect(fs, stderr)
+		if !ok {
+			return code
+		}
+		var body any = admin.TopicsRequest{Topics: topics}
+		if op == "start" {
+			body = admin.StartRequest{Topics: topics, Exclude: exclude}
+		}
+		var res mirror.OpResult
+		if err := c.call(http.MethodPost, "/v1/mirrors/"+url.PathEscape(*name)+"/"+op, body, &res, opTimeout); err != nil {
+			return fail(stderr, fs, err)
+		}
+		if *asJSON {
+			printJSON(stdout, res)
+			return exitOK
+		}
+		msg := res.Message
+		if msg == "" {
+			msg = op + " done"
+		}
+		fmt.Fprintf(stdout, "mirror %s: %s\n", res.Mirror, msg)
+		if len(res.Partitions) > 0 {
+			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "TOPIC\tPARTITION\tSTATE\tMODE\tLAG\tLAST-MIRRORED\tERROR")
+			for _, p := range res.Partitions {
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", p.Topic, p.Partition, p.State, p.Mode, num(p.Lag), num(p.LastMirroredOffset), p.LastError)
+			}
+			_ = tw.Flush()
+		}
+		return exitOK
+	}
+}
+
+func cmdFailover(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("failover", stderr)
+	var af adminFlags
+	af.register(fs)
+	name := fs.String("mirror", "", "the mirror to fail over (required)")
+	var topics topicList
+	fs.Var(&topics, "topics", "regexes of the topics to fail over, comma-separated (repeatable); default: every topic of the mirror")
+	wait := fs.Duration("wait-for-catch-up", 0, "planned failover: first wait up to this long (e.g. 2m) until every partition has no lag; the failover does not start if it passes")
+	asJSON := fs.Bool("json", false, "print the admin API's JSON answer (stable field names, see docs/cli.md)")
+	if code, ok := requireFlags(fs, args, stderr, map[string]bool{"mirror": true}); !ok {
+		return code
+	}
+	if *wait < 0 {
+		fmt.Fprintf(stderr, "kmirror failover: --wait-for-catch-up %s is negative\n", *wait)
+		return exitUsage
+	}
+	c, code, ok := af.connect(fs, stderr)
+	if !ok {
+		return code
+	}
+	var res mirror.FailoverResult
+	body := admin.FailoverRequest{Topics: topics, WaitForCatchUpMs: wait.Milliseconds()}
+	if err := c.call(http.MethodPost, "/v1/mirrors/"+url.PathEscape(*name)+"/failover", body, &res, opTimeout+*wait); err != nil {
+		return fail(stderr, fs, err)
+	}
+	if *asJSON {
+		printJSON(stdout, res)
+		return exitOK
+	}
+	parts := 0
+	for _, t := range res.Topics {
+		parts += len(t.Partitions)
+	}
+	fmt.Fprintf(stdout, "mirror %s failed over: %d topic(s), %d partition(s) STOPPED; the topics are writable on the destination.\n", res.Mirror, len(res.Topics), parts)
+	if parts > 0 {
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "TOPIC\tPARTITION\tLAST-MIRRORED-OFFSET")
+		for _, t := range res.Topics {
+			for _, p := range t.Partitions {
+				fmt.Fprintf(tw, "%s\t%d\t%s\n", t.Topic, p.Partition, num(p.LastMirroredOffset))
+			}
+		}
+		_ = tw.Flush()
+	}
+	groups := "(none)"
+	if len(res.Groups) > 0 {
+		groups = strings.Join(res.Groups, ", ")
+	}
+	fmt.Fprintf(stdout, "Consumer groups with synced offsets: %s\n", groups)
+	return exitOK
+}
+
+// requireFlags parses args and checks that the required flags are set, so
+// that a missing one is a usage error before anything is loaded.
+func requireFlags(fs *flag.FlagSet, args []string, stderr io.Writer, required map[string]bool) (int, bool) {
+	if code, ok := parseFlags(fs, args); !ok {
+		return code, false
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	for _, name := range []string{"mirror", "topics"} {
+		if required[name] && !set[name] {
+			fmt.Fprintf(stderr, "%s: --%s is required\n", fs.Name(), name)
+			return exitUsage, false
+		}
+	}
+	return 0, true
+}
+
+func fail(stderr io.Writer, fs *flag.FlagSet, err error) int {
+	fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
+	return exitFailure
+}
+
+func printJSON(w io.Writer, v any) {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
