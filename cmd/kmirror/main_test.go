@@ -287,7 +287,7 @@ func httpGet(t *testing.T, url string) (int, string) {
 func TestRunServesReloadsAndShutsDown(t *testing.T) {
 	stateDir := t.TempDir()
 	cfg := func(level string) string {
-		return fmt.Sprintf("log.format: json\nlog.level: %s\nhttp.address: 127.0.0.1:0\nshutdown.timeout.ms: 5000\n%s", level,
+		return fmt.Sprintf("log.format: json\nlog.level: %s\nhttp.address: 127.0.0.1:0\nadmin.address: 127.0.0.1:0\nshutdown.timeout.ms: 5000\n%s", level,
 			strings.Replace(validBase, "/var/lib/kmirror", stateDir, 1))
 	}
 	path := writeFile(t, "kmirror.yaml", cfg("info"))
@@ -307,6 +307,26 @@ func TestRunServesReloadsAndShutsDown(t *testing.T) {
 	}
 	if code, body := httpGet(t, base+"/metrics"); code != 200 || !strings.Contains(body, `kmirror_build_info{`) {
 		t.Fatalf("/metrics = %d, lacks kmirror_build_info:\n%s", code, body)
+	}
+
+	// The admin API runs on the engine, with the token created in state.dir.
+	adminLine := d.waitLog(t, "admin API listening")
+	adminAddr, _ := adminLine["address"].(string)
+	tokenFile := filepath.Join(stateDir, "admin.token")
+	if fi, err := os.Stat(tokenFile); err != nil || fi.Mode().Perm() != 0o600 || !strings.HasPrefix(adminAddr, "http://127.0.0.1:") {
+		t.Fatalf("admin API at %q, token file %v %v", adminAddr, fi, err)
+	}
+	if code, out, errOut := kmirror(t, nil, "mirrors", "list", "--admin-address", adminAddr, "--token-file", tokenFile, "--json"); code != 0 || !strings.Contains(out, `"mirrors": []`) {
+		t.Fatalf("mirrors list against the daemon: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, _, errOut := kmirror(t, nil, "mirrors", "pause", "--mirror", "nope", "--admin-address", adminAddr, "--token-file", tokenFile); code != exitFailure || !strings.Contains(errOut, "no such mirror") {
+		t.Fatalf("pause of an unknown mirror: exit %d\n%s", code, errOut)
+	}
+	if code, _, errOut := kmirror(t, nil, "mirrors", "list", "--admin-address", adminAddr); code != exitFailure || !strings.Contains(errOut, "401") {
+		t.Fatalf("mirrors list without a token: exit %d\n%s", code, errOut)
+	}
+	if tok, _ := os.ReadFile(tokenFile); strings.Contains(d.log(), strings.TrimSpace(string(tok))) {
+		t.Fatal("the daemon logged its admin token")
 	}
 
 	// A bad file is rejected on SIGHUP and the daemon keeps serving.

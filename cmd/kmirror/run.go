@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/kmirror/kmirror/core/admin"
 	"github.com/kmirror/kmirror/core/config"
 	"github.com/kmirror/kmirror/core/daemon"
 	"github.com/kmirror/kmirror/core/logging"
@@ -49,6 +50,13 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		logger.Error("cannot start", "error", err)
 		return exitFailure
 	}
+	// The admin API starts after the engine (it acts on it) and stops
+	// before it, so no operator call arrives at a stopped engine.
+	adminAPI, err := admin.New(admin.Options{Controller: engine, Logger: logger})
+	if err != nil {
+		logger.Error("cannot start", "error", err)
+		return exitFailure
+	}
 	first := true
 	d, err := daemon.New(daemon.Options{
 		Load: func() (*config.Config, error) {
@@ -60,7 +68,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		},
 		Logger:     logger,
 		Metrics:    mp,
-		Components: []daemon.Component{engine},
+		Components: []daemon.Component{engine, adminAPI},
 	})
 	if err != nil {
 		logger.Error("cannot start", "error", err)
@@ -93,3 +101,6 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	return exitOK
 }
+
+// The engine is what the admin API controls.
+var _ admin.Controller = (*mirror.Engine)(nil)
