@@ -272,6 +272,9 @@ func cmdFailover(args []string, stdout, stderr io.Writer) int {
 		groups = strings.Join(res.Groups, ", ")
 	}
 	fmt.Fprintf(stdout, "Consumer groups with synced offsets: %s\n", groups)
+	for _, w := range res.Warnings {
+		fmt.Fprintf(stdout, "Warning: %s\n", w)
+	}
 	return exitOK
 }
 

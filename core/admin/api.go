@@ -33,7 +33,7 @@ const (
 
 // TopicsRequest is the body of pause, resume and stop: regexes of the topics
 // to act on. Empty means every topic of the mirror for pause and resume; stop
-// requires at least one (use failover to stop a whole mirror).
+// requires at least one (".*" for all).
 type TopicsRequest struct {
 	Topics []string `json:"topics"`
 }

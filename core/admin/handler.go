@@ -170,7 +170,7 @@ func (s *Server) handleTopicsOp(op string, do func(context.Context, string, []st
 			return
 		}
 		if op == "stop" && len(req.Topics) == 0 {
-			writeError(w, http.StatusBadRequest, "topics is required for stop: give the regexes of the topics to stop (to stop every topic of a mirror, fail it over)")
+			writeError(w, http.StatusBadRequest, `topics is required for stop: give the regexes of the topics to stop (".*" for all)`)
 			return
 		}
 		if !checkRegexes(w, "topics", req.Topics) {
@@ -190,7 +190,7 @@ func (s *Server) handleStart(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(req.Topics) == 0 {
-		writeError(w, http.StatusBadRequest, "topics is required for start: give the regexes of the topics to start")
+		writeError(w, http.StatusBadRequest, `topics is required for start: give the regexes of the topics to start (".*" for all)`)
 		return
 	}
 	if !checkRegexes(w, "topics", req.Topics) || !checkRegexes(w, "exclude", req.Exclude) {
