@@ -91,9 +91,6 @@ func (a *adminFlags) client(cfg *config.Config) (*adminClient, error) {
 		if addr == "" {
 			return nil, fmt.Errorf("admin.address is empty in %s, so the daemon runs no admin API: set admin.address and restart `kmirror run`, or pass --admin-address", a.cf.path)
 		}
-		if cfg.AdminUsesTLS() {
-			scheme = "https"
-		}
 	} else if s, rest, found := strings.Cut(addr, "://"); found {
 		if s != "http" && s != "https" {
 			return nil, fmt.Errorf("--admin-address %q: the scheme must be http or https", addr)
@@ -109,7 +106,7 @@ func (a *adminFlags) client(cfg *config.Config) (*adminClient, error) {
 	}
 	if scheme == "" {
 		scheme = "http"
-		if a.tlsCA != "" || a.tlsCert != "" {
+		if a.tlsCA != "" || a.tlsCert != "" || (cfg != nil && cfg.AdminUsesTLS()) {
 			scheme = "https"
 		}
 	}
