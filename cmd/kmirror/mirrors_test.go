@@ -166,7 +166,9 @@ func TestMirrorsListAndDescribeUseTheDaemonsConfig(t *testing.T) {
 
 func TestMirrorsActionsSendTheirTopics(t *testing.T) {
 	d := startAdmin(t, "")
-	d.ctl.Result = mirror.OpResult{Message: "2 partition(s) paused", Partitions: d.ctl.StatusValue.Mirrors[0].Partitions[:2]}
+	d.ctl.Update(func(c *admintest.Controller) {
+		c.Result = mirror.OpResult{Message: "2 partition(s) paused", Partitions: c.StatusValue.Mirrors[0].Partitions[:2]}
+	})
 	cases := []struct {
 		args []string
 		want admintest.Call
@@ -218,7 +220,9 @@ func TestMirrorsActionsSendTheirTopics(t *testing.T) {
 	}
 
 	// The daemon's refusals are reported with their reason; exit 1.
-	d.ctl.Err = fmt.Errorf("%w: topic orders is STOPPED; start it first", mirror.ErrConflict)
+	d.ctl.Update(func(c *admintest.Controller) {
+		c.Err = fmt.Errorf("%w: topic orders is STOPPED; start it first", mirror.ErrConflict)
+	})
 	code, _, errOut := kmirror(t, nil, "mirrors", "pause", "--mirror", "dc1", "--config", d.cfgPath)
 	if code != exitFailure || !strings.Contains(errOut, "409") || !strings.Contains(errOut, "start it first") {
 		t.Fatalf("conflict: exit %d\n%s", code, errOut)
@@ -228,14 +232,16 @@ func TestMirrorsActionsSendTheirTopics(t *testing.T) {
 
 func TestFailoverPrintsLastMirroredOffsetsAndSyncedGroups(t *testing.T) {
 	d := startAdmin(t, "")
-	d.ctl.FailoverResult = mirror.FailoverResult{
-		Topics: []mirror.TopicFailover{
-			{Topic: "orders", Partitions: []mirror.PartitionFailover{{Partition: 0, LastMirroredOffset: 41}, {Partition: 1, LastMirroredOffset: 6}}},
-			{Topic: "payments", Partitions: []mirror.PartitionFailover{{Partition: 0, LastMirroredOffset: -1}}},
-		},
-		Groups:   []string{"billing", "shipping"},
-		Warnings: []string{"last ACL sync skipped: source unreachable"},
-	}
+	d.ctl.Update(func(c *admintest.Controller) {
+		c.FailoverResult = mirror.FailoverResult{
+			Topics: []mirror.TopicFailover{
+				{Topic: "orders", Partitions: []mirror.PartitionFailover{{Partition: 0, LastMirroredOffset: 41}, {Partition: 1, LastMirroredOffset: 6}}},
+				{Topic: "payments", Partitions: []mirror.PartitionFailover{{Partition: 0, LastMirroredOffset: -1}}},
+			},
+			Groups:   []string{"billing", "shipping"},
+			Warnings: []string{"last ACL sync skipped: source unreachable"},
+		}
+	})
 	code, out, errOut := kmirror(t, nil, "failover", "--config", d.cfgPath, "--mirror", "dc1", "--topics", "orders,payments", "--wait-for-catch-up", "90s")
 	if code != exitOK {
 		t.Fatalf("failover: exit %d\n%s", code, errOut)

@@ -195,11 +195,15 @@ func TestTokenIsRequiredAndWrongOnesChangeNothing(t *testing.T) {
 
 func TestRoutesCallTheController(t *testing.T) {
 	h := start(t, nil)
-	h.ctl.Result = mirror.OpResult{Message: "done", Partitions: sampleStatus().Mirrors[0].Partitions[:1]}
-	h.ctl.FailoverResult = mirror.FailoverResult{
-		Topics: []mirror.TopicFailover{{Topic: "orders", Partitions: []mirror.PartitionFailover{{Partition: 0, LastMirroredOffset: 41}}}},
-		Groups: []string{"billing"},
-	}
+	h.ctl.Update(func(c *admintest.Controller) {
+		c.Result = mirror.OpResult{Message: "done", Partitions: sampleStatus().Mirrors[0].Partitions[:1]}
+	})
+	h.ctl.Update(func(c *admintest.Controller) {
+		c.FailoverResult = mirror.FailoverResult{
+			Topics: []mirror.TopicFailover{{Topic: "orders", Partitions: []mirror.PartitionFailover{{Partition: 0, LastMirroredOffset: 41}}}},
+			Groups: []string{"billing"},
+		}
+	})
 	cases := []struct {
 		path, body string
 		want       admintest.Call
@@ -315,7 +319,9 @@ func TestControllerErrorsMapToStatuses(t *testing.T) {
 		{errors.New("state store unavailable"), 500, "the daemon's log has details"},
 	}
 	for _, tc := range cases {
-		h.ctl.Err = tc.err
+		h.ctl.Update(func(c *admintest.Controller) {
+			c.Err = tc.err
+		})
 		for _, path := range []string{"/v1/mirrors/dc1/pause", "/v1/mirrors/dc1/failover"} {
 			code, body := h.do("POST", path, testToken, `{"topics":["orders"]}`)
 			msg := errorOf(t, body)
@@ -331,7 +337,9 @@ func TestControllerErrorsMapToStatuses(t *testing.T) {
 
 func TestOperationsRunOutOfTimeWith504(t *testing.T) {
 	h := start(t, nil) // OpTimeout is 2 s
-	h.ctl.Block = true
+	h.ctl.Update(func(c *admintest.Controller) {
+		c.Block = true
+	})
 	began := time.Now()
 	code, body := h.do("POST", "/v1/mirrors/dc1/resume", testToken, ``)
 	if code != http.StatusGatewayTimeout || !strings.Contains(errorOf(t, body), "did not finish in time") {

@@ -32,8 +32,8 @@ type Call struct {
 	Wait    time.Duration // failover only
 }
 
-// Controller is a fake admin.Controller. Set its fields before use; read
-// Calls to see what was asked.
+// Controller is a fake admin.Controller. Set its fields before the server
+// starts, or through Update afterwards; read Calls to see what was asked.
 type Controller struct {
 	mu sync.Mutex
 	// StatusValue is what Status returns.
@@ -48,6 +48,14 @@ type Controller struct {
 	Result         mirror.OpResult
 	FailoverResult mirror.FailoverResult
 	calls          []Call
+}
+
+// Update changes the controller's fields under its lock; use it once the
+// controller serves requests.
+func (c *Controller) Update(f func(c *Controller)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f(c)
 }
 
 // Calls returns the operations received so far.
