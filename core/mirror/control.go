@@ -542,6 +542,9 @@ func (e *Engine) StartTopics(ctx context.Context, mirrorName string, topics, exc
 		return OpResult{}, err
 	}
 	rs := m.runnersOf(match)
+	if err := e.checkNoReverse(m, rs); err != nil {
+		return OpResult{}, err
+	}
 	for _, r := range rs {
 		if !inScope(&m.cfg, r.topic) {
 			return OpResult{}, fmt.Errorf("%w: topic %s is outside mirror %s's mirror.topics.include/exclude; change the configuration to mirror it", ErrConflict, r.topic, m.name)
@@ -703,4 +706,29 @@ func (e *Engine) Failover(ctx context.Context, req FailoverRequest) (FailoverRes
 	}
 	m.log.Info("failover complete", "topics", len(out.Topics), "groups", len(out.Groups))
 	return out, nil
+}
+
+// checkNoReverse refuses to start topics that the mirror in the other
+// direction still mirrors (a failback mirror and the mirror it reverses):
+// the two would copy into each other.
+func (e *Engine) checkNoReverse(m *mirrorRun, rs []*runner) error {
+	other := failbackName(m.name)
+	if m.runtime {
+		other = strings.TrimSuffix(m.name, "-failback")
+	}
+	e.mu.Lock()
+	om := e.mirrors[other]
+	e.mu.Unlock()
+	if om == nil {
+		return nil
+	}
+	for _, r := range rs {
+		for _, or := range om.runnersOf(func(t string) bool { return t == r.topic }) {
+			if st := or.p.State(); st != partition.Stopped {
+				return fmt.Errorf("%w: mirror %s still mirrors %s/%d the other way (%s); fail it over first (kmirror failover --mirror %s)",
+					ErrConflict, other, r.topic, or.partition, st, other)
+			}
+		}
+	}
+	return nil
 }

@@ -93,6 +93,7 @@ func (e *Engine) Start(ctx context.Context, cfg *config.Config) error {
 	for i := range cfg.Mirrors {
 		e.startMirror(cfg.Mirrors[i])
 	}
+	e.startRecordedRuntime(ctx)
 	return nil
 }
 
@@ -126,6 +127,13 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) error {
 	old := e.cfg
 	e.cfg = cfg
 	for name, m := range e.mirrors {
+		if m.runtime {
+			if daemonSettingsChanged(old, cfg) || fmt.Sprint(mirrorSettings(old, m.cfg.Name)) != fmt.Sprint(mirrorSettings(cfg, m.cfg.Name)) {
+				m.stop(ctx)
+				delete(e.mirrors, name)
+			}
+			continue
+		}
 		nm, ok := cfg.Mirror(name)
 		if !ok || fmt.Sprint(mirrorSettings(old, name)) != fmt.Sprint(mirrorSettings(cfg, name)) || daemonSettingsChanged(old, cfg) {
 			m.stop(ctx)
@@ -147,6 +155,7 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) error {
 			e.startMirror(cfg.Mirrors[i])
 		}
 	}
+	e.startRecordedRuntime(ctx)
 	return nil
 }
 

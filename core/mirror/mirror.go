@@ -46,6 +46,9 @@ type mirrorRun struct {
 	dstAdm *kadm.Client
 	dstCfg *config.Cluster
 	dstID  string
+	// runtime is set for a mirror created at run time (a failback
+	// mirror): it is not in the configuration, and a reload keeps it.
+	runtime bool
 
 	mu        sync.Mutex
 	src       *kgo.Client
