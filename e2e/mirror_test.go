@@ -485,57 +485,7 @@ func TestStopAbortsOpenTransaction(t *testing.T) {
 func TestCompactedTopicRunsInMapMode(t *testing.T) {
 	ctx := testContext(t, 4*time.Minute)
 	topic := topicName(t, "")
-	adm := superAdmin(t, source)
-	// Let the log cleaner look for work every second (a cluster-wide
-	// dynamic setting; harmless for the other tests).
-	if _, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Name: "log.cleaner.backoff.ms", Value: kadm.StringPtr("1000")}}); err != nil {
-		t.Fatalf("setting log.cleaner.backoff.ms: %v", err)
-	}
-	cfg := map[string]*string{
-		"cleanup.policy":            kadm.StringPtr("compact"),
-		"segment.ms":                kadm.StringPtr("500"),
-		"min.cleanable.dirty.ratio": kadm.StringPtr("0.01"),
-		"min.compaction.lag.ms":     kadm.StringPtr("0"),
-		"max.compaction.lag.ms":     kadm.StringPtr("1000"),
-	}
-	createTopic(t, ctx, adm, topic, 1, 3, cfg)
-	producer := newClient(t, source, kafkatest.Identity{}, kgo.DefaultProduceTopic(topic))
-	for round := 0; round < 6; round++ {
-		var recs []*kgo.Record
-		for k := 0; k < 20; k++ {
-			recs = append(recs, &kgo.Record{Key: fmt.Appendf(nil, "key-%d", k), Value: fmt.Appendf(nil, "round %d", round)})
-		}
-		// A key written once survives compaction where it is: gaps inside
-		// the log, not only before the last round.
-		recs = append(recs, &kgo.Record{Key: fmt.Appendf(nil, "once-%d", round), Value: []byte("kept")})
-		produceSync(t, ctx, producer, recs...)
-		time.Sleep(700 * time.Millisecond) // roll a segment between rounds
-	}
-	// Wait until the cleaner has left gaps in the source log.
-	srcCl := newClient(t, source, kafkatest.Identity{})
-	for {
-		produceSync(t, ctx, producer, &kgo.Record{Key: []byte("tick"), Value: []byte("roll")}) // keeps segments rolling
-		log, err := verify.ReadLog(ctx, srcCl, topic, 0)
-		if err == nil && int64(len(log.Entries)) < log.HighWatermark-log.LogStart-10 {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("the source topic was never compacted")
-		case <-time.After(time.Second):
-		}
-	}
-	// Freeze the compacted log (no further cleaning), so that the source
-	// read below is the log kmirror copies.
-	freeze := []kadm.AlterConfig{{Name: "cleanup.policy", Value: kadm.StringPtr("delete")}, {Name: "retention.ms", Value: kadm.StringPtr("-1")}}
-	if resp, err := adm.AlterTopicConfigs(ctx, freeze, topic); err != nil || resp[0].Err != nil {
-		t.Fatalf("freezing the compacted topic: %v %v", err, resp)
-	}
-	time.Sleep(2 * time.Second) // a cleaning pass in progress finishes
-	srcLog, err := verify.ReadLog(ctx, srcCl, topic, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srcLog := compactedTopicWithGaps(t, ctx, topic)
 	d := startKmirror(t, topic)
 	d.waitMirrored(ctx, topic, 1)
 	ps, _ := d.partitionStatus(topic, 0)
