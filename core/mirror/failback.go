@@ -377,8 +377,16 @@ func (e *Engine) failbackTopic(ctx context.Context, m *mirrorRun, name, topic st
 	for i, rp := range records {
 		pf := decisions[i]
 		rec := rp.Record()
+		if pf.Action == FailbackContinue && rec.State == partition.Failed {
+			// Failed earlier (for example by a transaction left open on
+			// the old source); the old source now ends where it should.
+			if err := rp.Reset(ctx, "failback repeated: the old source ends at the last mirrored offset"); err != nil {
+				return tf, fmt.Errorf("mirror %s: topic %s partition %d: %w", name, topic, pf.Partition, err)
+			}
+			rec = rp.Record()
+		}
 		switch {
-		case pf.Action == FailbackContinue && rec.State == partition.Preparing && rec.Mode == partition.ModeUndecided:
+		case pf.Action == FailbackContinue && rec.State == partition.Preparing && rec.Mode != partition.ModePreserve:
 			if err := rp.Update(ctx, func(d *partition.Data) error {
 				d.Mode = partition.ModePreserve
 				d.LastMirroredOffset = pf.From - 1
