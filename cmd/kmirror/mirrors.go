@@ -278,6 +278,61 @@ func cmdFailover(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
+func cmdFailback(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("failback", stderr)
+	var af adminFlags
+	af.register(fs)
+	name := fs.String("mirror", "", "the failed-over mirror to fail back (required); its reverse mirror is <mirror>-failback")
+	recreate := fs.Bool("allow-recreate", false, "delete and recreate, on the old source, a topic whose partitions cannot continue offset for offset (diverged, lost records, or map mode), then mirror it back from scratch")
+	suffix := fs.String("side-topic-suffix", "", "suffix of the side topics that keep the old source's records beyond the last mirrored offset (default .kmirror-diverged)")
+	asJSON := fs.Bool("json", false, "print the admin API's JSON answer (stable field names, see docs/cli.md)")
+	if code, ok := requireFlags(fs, args, stderr, map[string]bool{"mirror": true}); !ok {
+		return code
+	}
+	c, code, ok := af.connect(fs, stderr)
+	if !ok {
+		return code
+	}
+	var res mirror.FailbackResult
+	body := admin.FailbackRequest{AllowRecreate: *recreate, SideTopicSuffix: *suffix}
+	if err := c.call(http.MethodPost, "/v1/mirrors/"+url.PathEscape(*name)+"/failback", body, &res, opTimeout); err != nil {
+		return fail(stderr, fs, err)
+	}
+	if *asJSON {
+		printJSON(stdout, res)
+		return exitOK
+	}
+	failed := 0
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(stdout, "mirror %s fails %s back: it copies the new primary's records to the old source.\n", res.Mirror, res.Of)
+	fmt.Fprintln(tw, "TOPIC\tPARTITION\tACTION\tFROM\tDIVERGED-RECORDS\tSIDE-TOPIC")
+	for _, t := range res.Topics {
+		for _, p := range t.Partitions {
+			side := p.SideTopic
+			if side == "" {
+				side = "-"
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%s\n", t.Topic, p.Partition, p.Action, num(p.From), p.Diverged, side)
+			if p.Action == mirror.FailbackFailed {
+				failed++
+			}
+		}
+	}
+	_ = tw.Flush()
+	for _, t := range res.Topics {
+		for _, p := range t.Partitions {
+			if p.Reason != "" {
+				fmt.Fprintf(stdout, "%s/%d: %s\n", t.Topic, p.Partition, p.Reason)
+			}
+		}
+	}
+	if failed > 0 {
+		fmt.Fprintf(stderr, "failback: %d partition(s) FAILED (see above); nothing of theirs is lost\n", failed)
+		return exitFailure
+	}
+	return exitOK
+}
+
 // requireFlags parses args and checks that the required flags are set, so
 // that a missing one is a usage error before anything is loaded.
 func requireFlags(fs *flag.FlagSet, args []string, stderr io.Writer, required map[string]bool) (int, bool) {

@@ -349,3 +349,48 @@ func TestAdminCommandsWithMutualTLS(t *testing.T) {
 		t.Fatalf("a refused call reached the controller")
 	}
 }
+
+func TestFailbackPrintsWhatItDidPerPartitionAndFailsWhenAPartitionNeedsAnOperator(t *testing.T) {
+	d := startAdmin(t, "")
+	d.ctl.Update(func(c *admintest.Controller) {
+		c.FailbackResult = mirror.FailbackResult{
+			Mirror: "dc1-failback",
+			Topics: []mirror.TopicFailback{{Topic: "orders", Partitions: []mirror.PartitionFailback{
+				{Partition: 0, Action: mirror.FailbackContinue, From: 42},
+				{Partition: 1, Action: mirror.FailbackFailed, From: -1, Diverged: 3, SideTopic: "orders.kmirror-diverged", Reason: "holds offsets 7 to 9 beyond the last mirrored offset; run with --allow-recreate"},
+			}}},
+		}
+	})
+	code, out, errOut := kmirror(t, nil, "failback", "--config", d.cfgPath, "--mirror", "dc1", "--side-topic-suffix", ".lost")
+	if code != exitFailure || !strings.Contains(errOut, "1 partition(s) FAILED") {
+		t.Fatalf("failback with a FAILED partition: exit %d\n%s", code, errOut)
+	}
+	calls := d.ctl.Calls()
+	if len(calls) != 1 || calls[0].Op != "failback" || calls[0].AllowRecreate || calls[0].SideTopicSuffix != ".lost" {
+		t.Fatalf("the daemon got %+v", calls)
+	}
+	for _, re := range []string{
+		`mirror dc1-failback fails dc1 back`,
+		`orders\s+0\s+continue\s+42\s+0\s+-`,
+		`orders\s+1\s+failed\s+-\s+3\s+orders.kmirror-diverged`,
+		`orders/1: holds offsets 7 to 9 .* --allow-recreate`,
+	} {
+		if !regexp.MustCompile(re).MatchString(out) {
+			t.Errorf("failback output lacks %s:\n%s", re, out)
+		}
+	}
+	d.ctl.Update(func(c *admintest.Controller) {
+		c.FailbackResult.Topics[0].Partitions[1] = mirror.PartitionFailback{Partition: 1, Action: mirror.FailbackRecreated}
+	})
+	code, out, errOut = kmirror(t, nil, "failback", "--config", d.cfgPath, "--mirror", "dc1", "--allow-recreate", "--json")
+	var res mirror.FailbackResult
+	if code != exitOK || json.Unmarshal([]byte(out), &res) != nil || res.Topics[0].Partitions[1].Action != "recreated" || res.Of != "dc1" {
+		t.Fatalf("failback --allow-recreate --json: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if calls := d.ctl.Calls(); !calls[1].AllowRecreate {
+		t.Fatalf("--allow-recreate not sent: %+v", calls[1])
+	}
+	if code, _, errOut := kmirror(t, nil, "failback", "--config", d.cfgPath); code != exitUsage || !strings.Contains(errOut, "--mirror is required") {
+		t.Fatalf("failback without --mirror: exit %d\n%s", code, errOut)
+	}
+}

@@ -18,6 +18,7 @@ type Controller interface {
 	StopTopics(ctx context.Context, mirrorName string, topics []string) (mirror.OpResult, error)
 	StartTopics(ctx context.Context, mirrorName string, topics, exclude []string) (mirror.OpResult, error)
 	Failover(ctx context.Context, req mirror.FailoverRequest) (mirror.FailoverResult, error)
+	Failback(ctx context.Context, req mirror.FailbackRequest) (mirror.FailbackResult, error)
 }
 
 // Routes of the admin API, as ServeMux patterns.
@@ -29,6 +30,7 @@ const (
 	RouteStop     = "POST /v1/mirrors/{mirror}/stop"
 	RouteStart    = "POST /v1/mirrors/{mirror}/start"
 	RouteFailover = "POST /v1/mirrors/{mirror}/failover"
+	RouteFailback = "POST /v1/mirrors/{mirror}/failback"
 )
 
 // TopicsRequest is the body of pause, resume and stop: regexes of the topics
@@ -51,6 +53,15 @@ type StartRequest struct {
 type FailoverRequest struct {
 	Topics           []string `json:"topics"`
 	WaitForCatchUpMs int64    `json:"wait_for_catch_up_ms"`
+}
+
+// FailbackRequest is the body of failback. AllowRecreate lets failback
+// delete and recreate, on the old source, a topic whose partitions cannot
+// continue offset for offset; SideTopicSuffix names the side topics that
+// keep the old source's diverged records (default ".kmirror-diverged").
+type FailbackRequest struct {
+	AllowRecreate   bool   `json:"allow_recreate"`
+	SideTopicSuffix string `json:"side_topic_suffix,omitempty"`
 }
 
 // MirrorSummary is one mirror in the answer of GET /v1/mirrors.

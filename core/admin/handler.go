@@ -30,6 +30,7 @@ func (s *Server) Handler() http.Handler {
 	api.HandleFunc(RouteStop, s.handleTopicsOp("stop", s.ctl.StopTopics))
 	api.HandleFunc(RouteStart, s.handleStart)
 	api.HandleFunc(RouteFailover, s.handleFailover)
+	api.HandleFunc(RouteFailback, s.handleFailback)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &recorder{ResponseWriter: w}
@@ -222,6 +223,26 @@ func (s *Server) handleFailover(w http.ResponseWriter, r *http.Request) {
 	res, err := s.ctl.Failover(ctx, mirror.FailoverRequest{Mirror: name, Topics: req.Topics, WaitForCatchUp: wait})
 	s.answer(w, ctx, name, res, err)
 }
+
+func (s *Server) handleFailback(w http.ResponseWriter, r *http.Request) {
+	var req FailbackRequest
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	if req.SideTopicSuffix != "" && !validSuffix.MatchString(req.SideTopicSuffix) {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("side_topic_suffix %q: use letters, digits, '.', '_' and '-' only (topic name characters)", req.SideTopicSuffix))
+		return
+	}
+	name := r.PathValue("mirror")
+	ctx, cancel := context.WithTimeout(r.Context(), s.opTimeout)
+	defer cancel()
+	res, err := s.ctl.Failback(ctx, mirror.FailbackRequest{Mirror: name, AllowRecreate: req.AllowRecreate, SideTopicSuffix: req.SideTopicSuffix})
+	s.answer(w, ctx, name, res, err)
+}
+
+// validSuffix is what a side-topic suffix may hold: Kafka topic name
+// characters.
+var validSuffix = regexp.MustCompile(`^[A-Za-z0-9._-]{1,100}$`)
 
 // answer writes an operation's result, or its error with the status that
 // tells the caller what kind of failure it is.

@@ -214,6 +214,7 @@ func TestRoutesCallTheController(t *testing.T) {
 		{"/v1/mirrors/dc1/stop", `{"topics":["a","b"]}`, admintest.Call{Op: "stop", Mirror: "dc1", Topics: []string{"a", "b"}}},
 		{"/v1/mirrors/dc1/start", `{"topics":["o.*"],"exclude":["o-tmp"]}`, admintest.Call{Op: "start", Mirror: "dc1", Topics: []string{"o.*"}, Exclude: []string{"o-tmp"}}},
 		{"/v1/mirrors/dc1/failover", `{"topics":["orders"],"wait_for_catch_up_ms":1500}`, admintest.Call{Op: "failover", Mirror: "dc1", Topics: []string{"orders"}, Wait: 1500 * time.Millisecond}},
+		{"/v1/mirrors/dc1/failback", `{"allow_recreate":true,"side_topic_suffix":".lost"}`, admintest.Call{Op: "failback", Mirror: "dc1", AllowRecreate: true, SideTopicSuffix: ".lost"}},
 	}
 	for i, tc := range cases {
 		code, body := h.do("POST", tc.path, testToken, tc.body)
@@ -223,6 +224,13 @@ func TestRoutesCallTheController(t *testing.T) {
 		calls := h.ctl.Calls()
 		if len(calls) != i+1 || fmt.Sprint(calls[i]) != fmt.Sprint(tc.want) {
 			t.Fatalf("POST %s %s: call %+v, want %+v", tc.path, tc.body, calls[len(calls)-1], tc.want)
+		}
+		if tc.want.Op == "failback" {
+			var res mirror.FailbackResult
+			if err := json.Unmarshal([]byte(body), &res); err != nil || res.Of != "dc1" {
+				t.Fatalf("failback answer %s (%v)", body, err)
+			}
+			continue
 		}
 		if tc.want.Op == "failover" {
 			var res mirror.FailoverResult
@@ -290,6 +298,7 @@ func TestBadRequestsAreRefusedBeforeTheController(t *testing.T) {
 		{"POST", "/v1/mirrors/dc1/pause", `{"topics":"orders"}`, 400, "request body is not valid"},
 		{"POST", "/v1/mirrors/dc1/pause", `{} {}`, 400, "more than one JSON value"},
 		{"POST", "/v1/mirrors/dc1/failover", `{"wait_for_catch_up_ms":-1}`, 400, "wait_for_catch_up_ms is -1"},
+		{"POST", "/v1/mirrors/dc1/failback", `{"side_topic_suffix":"/x"}`, 400, "side_topic_suffix"},
 		{"GET", "/v1/mirrors/dc1/pause", ``, 405, "use POST"},
 		{"DELETE", "/v1/mirrors", ``, 405, "use GET"},
 		{"GET", "/v2/things", ``, 404, "no admin API route GET /v2/things"},

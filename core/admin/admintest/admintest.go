@@ -30,6 +30,9 @@ type Call struct {
 	Topics  []string
 	Exclude []string      // start only
 	Wait    time.Duration // failover only
+	// AllowRecreate and SideTopicSuffix: failback only.
+	AllowRecreate   bool
+	SideTopicSuffix string
 }
 
 // Controller is a fake admin.Controller. Set its fields before the server
@@ -47,6 +50,7 @@ type Controller struct {
 	// their Mirror field is set to the mirror asked for.
 	Result         mirror.OpResult
 	FailoverResult mirror.FailoverResult
+	FailbackResult mirror.FailbackResult
 	calls          []Call
 }
 
@@ -117,6 +121,18 @@ func (c *Controller) Failover(ctx context.Context, req mirror.FailoverRequest) (
 	defer c.mu.Unlock()
 	res := c.FailoverResult
 	res.Mirror = req.Mirror
+	return res, nil
+}
+
+// Failback implements admin.Controller.
+func (c *Controller) Failback(ctx context.Context, req mirror.FailbackRequest) (mirror.FailbackResult, error) {
+	if _, err := c.op(ctx, Call{Op: "failback", Mirror: req.Mirror, AllowRecreate: req.AllowRecreate, SideTopicSuffix: req.SideTopicSuffix}); err != nil {
+		return mirror.FailbackResult{}, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	res := c.FailbackResult
+	res.Of = req.Mirror
 	return res, nil
 }
 
