@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -82,7 +83,7 @@ func startKmirror(t *testing.T, include string, extra ...string) *daemon {
 func startKmirrorWith(t *testing.T, include string, daemonKeys []string, extra ...string) *daemon {
 	t.Helper()
 	dir := t.TempDir()
-	port := freePort(t)
+	port, adminPort := freePort(t), freePort(t)
 	name := "m" + strings.ToLower(regexp.MustCompile(`[^A-Za-z0-9]`).ReplaceAllString(strings.TrimPrefix(t.Name(), "Test"), ""))
 	if len(name) > 40 {
 		name = name[:40]
@@ -90,6 +91,7 @@ func startKmirrorWith(t *testing.T, include string, daemonKeys []string, extra .
 	cfg := fmt.Sprintf(`log.level: debug
 log.format: json
 http.address: 127.0.0.1:%d
+admin.address: 127.0.0.1:%d
 mirror.metadata.refresh.interval.ms: 2000
 mirror.failed.retry.initial.backoff.ms: 200
 mirror.failed.retry.max.backoff.ms: 2000
@@ -101,7 +103,7 @@ mirrors:
   - name: %s
     bootstrap.servers: %s
     mirror.topics.include: %q
-`, port, destinationBlock(&daemonKeys), filepath.Join(dir, "state"), name, sourceBootstrap(&extra), include)
+`, port, adminPort, destinationBlock(&daemonKeys), filepath.Join(dir, "state"), name, sourceBootstrap(&extra), include)
 	for _, e := range extra {
 		cfg += "    " + e + "\n"
 	}
@@ -159,6 +161,24 @@ func (d *daemon) start() {
 		_ = cmd.Wait()
 		close(done)
 	}()
+}
+
+// cli runs a kmirror command against this daemon (its configuration locates
+// the admin API and its token) and returns the exit code and outputs.
+func (d *daemon) cli(args ...string) (code int, stdout, stderr string) {
+	d.t.Helper()
+	cmd := exec.Command(kmirrorBinary(d.t), append(args, "--config", d.cfgPath)...)
+	var out, errOut strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	case err != nil:
+		d.t.Fatalf("running kmirror %v: %v", args, err)
+	}
+	return code, out.String(), errOut.String()
 }
 
 // signal sends sig to the running daemon.
@@ -220,13 +240,26 @@ func (d *daemon) status() (mirror.Status, bool) {
 	return out.Mirrors, true
 }
 
-// partitionStatus returns the status of topic/partition, if the daemon runs it.
+// partitionStatus returns the status of topic/partition, if the daemon runs it
+// (in the test's mirror, or the first mirror that has it).
 func (d *daemon) partitionStatus(topic string, p int32) (mirror.PartitionStatus, bool) {
+	if ps, ok := d.mirrorPartition(d.mirror, topic, p); ok {
+		return ps, true
+	}
+	return d.mirrorPartition("", topic, p)
+}
+
+// mirrorPartition returns the status of topic/partition in mirror name ("":
+// any mirror).
+func (d *daemon) mirrorPartition(name, topic string, p int32) (mirror.PartitionStatus, bool) {
 	st, ok := d.status()
 	if !ok {
 		return mirror.PartitionStatus{}, false
 	}
 	for _, m := range st.Mirrors {
+		if name != "" && m.Name != name {
+			continue
+		}
 		for _, ps := range m.Partitions {
 			if ps.Topic == topic && ps.Partition == p {
 				return ps, true

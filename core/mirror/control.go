@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kmirror/kmirror/core/aclsync"
+	"github.com/kmirror/kmirror/core/groupsync"
 	"github.com/kmirror/kmirror/core/partition"
 	"github.com/kmirror/kmirror/sdk/statestore"
 )
@@ -76,11 +77,75 @@ type PartitionFailover struct {
 }
 
 // controlRecord is what operators asked of a mirror at run time, kept in
-// the state store (statestore.ControlKey). Patterns are topic regexes as
-// the operator gave them, matched anchored.
+// the state store (statestore.ControlKey): two lists of rules, evaluated in
+// order, the last rule that matches a topic deciding — like a firewall's. A
+// later "start orders" thus starts orders after an earlier "stop .*", and a
+// later "stop .*" stops everything again.
 type controlRecord struct {
-	Paused  []string `json:"paused,omitempty"`
-	Stopped []string `json:"stopped,omitempty"`
+	Paused  []topicRule `json:"paused,omitempty"`
+	Stopped []topicRule `json:"stopped,omitempty"`
+}
+
+// topicRule says that the topics matching Topics and none of Exclude
+// (regexes matched against the whole name) are paused (or stopped): On, or
+// not.
+type topicRule struct {
+	Topics  []string `json:"topics"`
+	Exclude []string `json:"exclude,omitempty"`
+	On      bool     `json:"on"`
+}
+
+type compiledRule struct {
+	topics, exclude []*regexp.Regexp
+	on              bool
+}
+
+func compileRules(rules []topicRule) ([]compiledRule, error) {
+	out := make([]compiledRule, 0, len(rules))
+	for _, r := range rules {
+		t, err := compileAll(r.Topics)
+		if err != nil {
+			return nil, err
+		}
+		x, err := compileAll(r.Exclude)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, compiledRule{topics: t, exclude: x, on: r.On})
+	}
+	return out, nil
+}
+
+// decide returns what the last matching rule says (false when none does).
+func decide(rules []compiledRule, topic string) bool {
+	for i := len(rules) - 1; i >= 0; i-- {
+		if matchAny(rules[i].topics, topic) && !matchAny(rules[i].exclude, topic) {
+			return rules[i].on
+		}
+	}
+	return false
+}
+
+// appendRule adds r after rules, dropping earlier rules with the same
+// topics and exclusions (r overrides them), and every rule when r covers
+// all topics.
+func appendRule(rules []topicRule, r topicRule) []topicRule {
+	if len(r.Exclude) == 0 && slices.Contains(r.Topics, ".*") {
+		if !r.On {
+			return nil // nothing is on
+		}
+		return []topicRule{r}
+	}
+	out := rules[:0:0]
+	for _, old := range rules {
+		if !slices.Equal(old.Topics, r.Topics) || !slices.Equal(old.Exclude, r.Exclude) {
+			out = append(out, old)
+		}
+	}
+	if len(out) == 0 && !r.On {
+		return nil // nothing was on
+	}
+	return append(out, r)
 }
 
 // mirrorControl is the engine's copy of one mirror's control record.
@@ -92,8 +157,8 @@ type mirrorControl struct {
 	loaded  bool
 	version int64
 	rec     controlRecord
-	paused  []*regexp.Regexp
-	stopped []*regexp.Regexp
+	paused  []compiledRule
+	stopped []compiledRule
 }
 
 // controlOf returns the control record holder of mirror name.
@@ -160,11 +225,11 @@ func (c *mirrorControl) load(ctx context.Context) error {
 }
 
 func (c *mirrorControl) set(rec controlRecord, version int64) error {
-	paused, err := compileAll(rec.Paused)
+	paused, err := compileRules(rec.Paused)
 	if err != nil {
 		return err
 	}
-	stopped, err := compileAll(rec.Stopped)
+	stopped, err := compileRules(rec.Stopped)
 	if err != nil {
 		return err
 	}
@@ -202,7 +267,7 @@ func (c *mirrorControl) pausedTopic(ctx context.Context, topic string) (bool, er
 	if err := c.load(ctx); err != nil {
 		return false, err
 	}
-	return matchAny(c.paused, topic), nil
+	return decide(c.paused, topic), nil
 }
 
 // stoppedTopic reports whether an operator stopped topic (stop or
@@ -213,7 +278,7 @@ func (c *mirrorControl) stoppedTopic(ctx context.Context, topic string) (bool, e
 	if err := c.load(ctx); err != nil {
 		return false, err
 	}
-	return matchAny(c.stopped, topic), nil
+	return decide(c.stopped, topic), nil
 }
 
 // Reasons recorded with the operator's transitions.
@@ -359,15 +424,6 @@ func patterns(topics []string) ([]string, []*regexp.Regexp, error) {
 	return topics, res, err
 }
 
-func addUnique(list []string, add ...string) []string {
-	for _, a := range add {
-		if !slices.Contains(list, a) {
-			list = append(list, a)
-		}
-	}
-	return list
-}
-
 // Pause stops fetching the topics matching the patterns (all topics when
 // none) and keeps their resume points and open destination transactions;
 // the topics stay read-only. Partitions that are not MIRRORING now pause
@@ -382,7 +438,7 @@ func (e *Engine) Pause(ctx context.Context, mirrorName string, topics []string) 
 		return OpResult{}, err
 	}
 	if err := e.controlOf(m.name).update(ctx, func(rec *controlRecord) error {
-		rec.Paused = addUnique(rec.Paused, pats...)
+		rec.Paused = appendRule(rec.Paused, topicRule{Topics: pats, On: true})
 		return nil
 	}); err != nil {
 		return OpResult{}, err
@@ -397,37 +453,19 @@ func (e *Engine) Pause(ctx context.Context, mirrorName string, topics []string) 
 }
 
 // Resume continues the paused topics matching the patterns (with none,
-// every paused topic) from where they stopped, with no gap. A topic still
-// matched by another pause pattern is a conflict, and nothing changes.
+// every paused topic) from where they stopped, with no gap. The latest
+// request wins: resuming "orders" after pausing ".*" resumes orders only.
 func (e *Engine) Resume(ctx context.Context, mirrorName string, topics []string) (OpResult, error) {
 	m, err := e.runningMirror(mirrorName)
 	if err != nil {
 		return OpResult{}, err
 	}
-	_, res, err := patterns(topics)
+	pats, res, err := patterns(topics)
 	if err != nil {
 		return OpResult{}, err
 	}
-	var still []*regexp.Regexp
 	err = e.controlOf(m.name).update(ctx, func(rec *controlRecord) error {
-		var kept []string
-		if len(topics) > 0 {
-			for _, p := range rec.Paused {
-				if !slices.Contains(topics, p) {
-					kept = append(kept, p)
-				}
-			}
-		}
-		if still, err = compileAll(kept); err != nil {
-			return err
-		}
-		for _, r := range m.runnersOf(func(t string) bool { return matchAny(res, t) }) {
-			if matchAny(still, r.topic) {
-				return fmt.Errorf("%w: topic %s stays paused by another pause pattern (paused: %s); resume that pattern, or resume without --topics",
-					ErrConflict, r.topic, strings.Join(kept, ", "))
-			}
-		}
-		rec.Paused = kept
+		rec.Paused = appendRule(rec.Paused, topicRule{Topics: pats, On: false})
 		return nil
 	})
 	if err != nil {
@@ -437,9 +475,9 @@ func (e *Engine) Resume(ctx context.Context, mirrorName string, topics []string)
 	for _, r := range m.runnersOf(match) {
 		r.poke()
 	}
-	m.log.Info("operator resumed topics", "topics", topics)
+	m.log.Info("operator resumed topics", "topics", pats)
 	parts, err := m.waitRunners(ctx, "resuming", match, func(_ *runner, st PartitionStatus) bool { return st.State != partition.Paused.String() })
-	return OpResult{Mirror: m.name, Message: "resumed", Partitions: parts}, err
+	return OpResult{Mirror: m.name, Message: fmt.Sprintf("resumed topics matching %s", strings.Join(pats, ", ")), Partitions: parts}, err
 }
 
 // StopTopics stops mirroring the topics matching the patterns: their
@@ -466,7 +504,7 @@ func (m *mirrorRun) stopTopics(ctx context.Context, topics []string) ([]Partitio
 		return nil, err
 	}
 	if err := m.e.controlOf(m.name).update(ctx, func(rec *controlRecord) error {
-		rec.Stopped = addUnique(rec.Stopped, pats...)
+		rec.Stopped = appendRule(rec.Stopped, topicRule{Topics: pats, On: true})
 		return nil
 	}); err != nil {
 		return nil, err
@@ -517,10 +555,10 @@ func (m *mirrorRun) launchRecorded(ctx context.Context, match func(string) bool)
 }
 
 // StartTopics starts the stopped topics matching the patterns again,
-// except those matching exclude (which stay stopped): each STOPPED
-// partition goes through PREPARING, resuming from the destination. Only
-// topics within the mirror's configured scope can start; one still stopped
-// by another pattern is a conflict, and nothing changes.
+// except those matching exclude (left as they are): each STOPPED partition
+// goes through PREPARING, resuming from the destination. The latest request
+// wins: starting "orders" after a failover of every topic starts orders
+// only. Only topics within the mirror's configured scope can start.
 func (e *Engine) StartTopics(ctx context.Context, mirrorName string, topics, exclude []string) (OpResult, error) {
 	m, err := e.runningMirror(mirrorName)
 	if err != nil {
@@ -551,23 +589,7 @@ func (e *Engine) StartTopics(ctx context.Context, mirrorName string, topics, exc
 		}
 	}
 	err = e.controlOf(m.name).update(ctx, func(rec *controlRecord) error {
-		var kept []string
-		for _, p := range rec.Stopped {
-			if !slices.Contains(topics, p) {
-				kept = append(kept, p)
-			}
-		}
-		still, err := compileAll(kept)
-		if err != nil {
-			return err
-		}
-		for _, r := range rs {
-			if matchAny(still, r.topic) {
-				return fmt.Errorf("%w: topic %s stays stopped by another stop pattern (stopped: %s); start that pattern",
-					ErrConflict, r.topic, strings.Join(kept, ", "))
-			}
-		}
-		rec.Stopped = addUnique(kept, exclude...)
+		rec.Stopped = appendRule(rec.Stopped, topicRule{Topics: topics, Exclude: exclude, On: false})
 		return nil
 	})
 	if err != nil {
@@ -607,6 +629,11 @@ func (m *mirrorRun) withoutStopped(ctx context.Context, topics []sourceTopic) ([
 	}
 	return kept, nil
 }
+
+// failoverSyncAttempts is how often a planned failover tries its last group
+// and ACL sync, a second apart, before calling the step failed; an unplanned
+// one (the source may be gone) tries twice.
+const failoverSyncAttempts = 5
 
 // Failover fails the mirror's topics matching req.Topics (all when none)
 // over to the destination: optionally it waits until they have no lag
@@ -652,6 +679,10 @@ func (e *Engine) Failover(ctx context.Context, req FailoverRequest) (FailoverRes
 	m.mu.Lock()
 	gs, as := m.groups, m.acls
 	m.mu.Unlock()
+	attempts := failoverSyncAttempts
+	if !planned {
+		attempts = 2
+	}
 	warn := func(step string, err error) error {
 		if planned {
 			return fmt.Errorf("mirror %s: failover: %s failed, nothing was changed (retry, or fail over without --wait-for-catch-up): %w", m.name, step, err)
@@ -661,9 +692,18 @@ func (e *Engine) Failover(ctx context.Context, req FailoverRequest) (FailoverRes
 		return nil
 	}
 	if gs != nil {
-		rep, err := gs.Sync(ctx)
-		if err == nil && rep.Errors > 0 {
-			err = fmt.Errorf("%d groups failed (see describe)", rep.Errors)
+		// A group coordinator still loading, or moving, fails a round:
+		// retry a few times before calling the step failed.
+		var rep groupsync.Report
+		for attempt := 1; ; attempt++ {
+			rep, err = gs.Sync(ctx)
+			if err == nil && rep.Errors > 0 {
+				err = fmt.Errorf("%d groups failed (see describe)", rep.Errors)
+			}
+			if err == nil || attempt == attempts || !sleepCtx(ctx, time.Second) {
+				break
+			}
+			m.log.Info("failover: the last group offset sync failed; retrying", "attempt", attempt, "error", err)
 		}
 		if err != nil {
 			if err := warn("the last group offset sync", err); err != nil {
@@ -677,7 +717,17 @@ func (e *Engine) Failover(ctx context.Context, req FailoverRequest) (FailoverRes
 		}
 	}
 	if as != nil {
-		if _, err := as.Sync(ctx); err != nil && !errors.Is(err, aclsync.ErrNoAuthorizer) {
+		var err error
+		for attempt := 1; ; attempt++ {
+			if _, err = as.Sync(ctx); err == nil || errors.Is(err, aclsync.ErrNoAuthorizer) {
+				err = nil
+				break
+			}
+			if attempt == attempts || !sleepCtx(ctx, time.Second) {
+				break
+			}
+		}
+		if err != nil {
 			if err := warn("the last ACL sync", err); err != nil {
 				return out, err
 			}

@@ -94,30 +94,61 @@ func TestPauseKeepsTheResumePointAndResumeContinuesWithNoGap(t *testing.T) {
 	f.verify(t, "held", 2)
 }
 
-func TestResumeRefusesATopicStillPausedByAnotherPattern(t *testing.T) {
+// TestTheLatestPauseOrResumeWins: resuming one topic after pausing all
+// resumes that topic only; pausing all again pauses it again.
+func TestTheLatestPauseOrResumeWins(t *testing.T) {
 	f := newFixture(t)
-	f.createTopic(t, "twice", 1)
-	f.produce(t, "twice", 10, "tx-t")
-	e := startEngine(t, f.config(t, "twice"), memstore.New())
-	f.waitMirrored(t, e, "twice", 1)
+	f.createTopic(t, "one", 1)
+	f.createTopic(t, "two", 1)
+	f.produce(t, "one", 10, "tx-1")
+	f.produce(t, "two", 10, "tx-2")
+	e := startEngine(t, f.config(t, "one|two"), memstore.New())
+	f.waitMirrored(t, e, "one", 1)
+	f.waitMirrored(t, e, "two", 1)
 	ctx := opCtx(t)
-	for _, p := range []string{"tw.*", "twice"} {
-		if _, err := e.Pause(ctx, "test", []string{p}); err != nil {
-			t.Fatal(err)
-		}
+	if _, err := e.Pause(ctx, "test", nil); err != nil {
+		t.Fatal(err)
 	}
-	_, err := e.Resume(ctx, "test", []string{"twice"})
-	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "topic twice stays paused by another pause pattern") {
-		t.Fatalf("err = %v, want a conflict naming the topic", err)
+	if _, err := e.Resume(ctx, "test", []string{"one"}); err != nil {
+		t.Fatal(err)
 	}
-	if s := states(e, "twice"); s != "0:PAUSED" {
-		t.Fatalf("state %s after a refused resume", s)
+	if s1, s2 := states(e, "one"), states(e, "two"); s1 != "0:MIRRORING" || s2 != "0:PAUSED" {
+		t.Fatalf("after pause all, resume one: one %s, two %s", s1, s2)
+	}
+	if _, err := e.Pause(ctx, "test", []string{"o.*"}); err != nil {
+		t.Fatal(err)
+	}
+	if s := states(e, "one"); s != "0:PAUSED" {
+		t.Fatalf("after pause o.*: one %s", s)
 	}
 	if _, err := e.Pause(ctx, "nope", nil); !errors.Is(err, ErrNoMirror) {
 		t.Fatalf("pause of an unknown mirror: %v", err)
 	}
 	if _, err := e.Pause(ctx, "test", []string{"("}); !errors.Is(err, ErrInvalidRequest) {
 		t.Fatalf("pause with a bad regex: %v", err)
+	}
+}
+
+func TestControlRulesLastMatchWins(t *testing.T) {
+	var rules []topicRule
+	rules = appendRule(rules, topicRule{Topics: []string{".*"}, On: true})
+	rules = appendRule(rules, topicRule{Topics: []string{"orders.*"}, Exclude: []string{"orders-tmp"}, On: false})
+	rules = appendRule(rules, topicRule{Topics: []string{"orders-eu"}, On: true})
+	c, err := compileRules(rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for topic, want := range map[string]bool{"payments": true, "orders-us": false, "orders-tmp": true, "orders-eu": true} {
+		if got := decide(c, topic); got != want {
+			t.Errorf("%s: stopped %v, want %v (rules %+v)", topic, got, want, rules)
+		}
+	}
+	if rules = appendRule(rules, topicRule{Topics: []string{".*"}, On: false}); rules != nil {
+		t.Fatalf("a rule over every topic replaces the others: %+v", rules)
+	}
+	rules = appendRule(nil, topicRule{Topics: []string{"a"}, On: true})
+	if rules = appendRule(rules, topicRule{Topics: []string{"a"}, On: false}); rules != nil {
+		t.Fatalf("turning off the only rule leaves nothing: %+v", rules)
 	}
 }
 
@@ -226,7 +257,7 @@ func TestAFailoverRecordedBeforeACrashCompletesOnStart(t *testing.T) {
 	e := startEngine(t, cfg, store)
 	f.waitMirrored(t, e, "halfway", 1)
 	stopEngine(t, e)
-	b, _ := json.Marshal(controlRecord{Stopped: []string{"half.*"}})
+	b, _ := json.Marshal(controlRecord{Stopped: []topicRule{{Topics: []string{"half.*"}, On: true}}})
 	if _, err := store.Put(ctx, statestore.ControlKey("test"), b, statestore.Absent); err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +309,7 @@ func TestPlannedFailoverWaitsForCatchUpAndChangesNothingWhenItTimesOut(t *testin
 
 // TestStoppedTopicsStartAgainAndContinueWithNoGap: start after stop takes
 // the partitions through PREPARING back to MIRRORING from the destination's
-// end; a topic still stopped by another pattern is refused.
+// end; a start whose exclusion covers the topic leaves it stopped.
 func TestStoppedTopicsStartAgainAndContinueWithNoGap(t *testing.T) {
 	f := newFixture(t)
 	f.createTopic(t, "again", 1)
@@ -295,17 +326,13 @@ func TestStoppedTopicsStartAgainAndContinueWithNoGap(t *testing.T) {
 		}
 	}
 	f.produce(t, "again", 20, "tx-a2")
-	if _, err := e.StartTopics(ctx, "test", []string{"again"}, nil); !errors.Is(err, ErrConflict) {
-		t.Fatalf("start while another pattern stops the topic: %v", err)
-	}
-	if _, err := e.StartTopics(ctx, "test", []string{"ag.*"}, nil); !errors.Is(err, ErrConflict) {
-		t.Fatalf("start while another pattern stops the topic: %v", err)
+	if _, err := e.StartTopics(ctx, "test", []string{"again"}, []string{"ag.*"}); err != nil {
+		t.Fatal(err)
 	}
 	if s := states(e, "again"); s != "0:STOPPED" {
-		t.Fatalf("state %s after refused starts", s)
+		t.Fatalf("a start whose exclusion covers the topic changed it: %s", s)
 	}
-	// Both patterns in one request.
-	res, err := e.StartTopics(ctx, "test", []string{"again", "ag.*"}, nil)
+	res, err := e.StartTopics(ctx, "test", []string{"again"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
