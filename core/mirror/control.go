@@ -710,8 +710,10 @@ func (e *Engine) Failover(ctx context.Context, req FailoverRequest) (FailoverRes
 				return out, err
 			}
 		}
+		// The groups this last round found in sync on the destination
+		// (written now, or already up to date).
 		for _, g := range append(rep.Groups, rep.ShareGroups...) {
-			if g.Synced > 0 || g.Kept > 0 || g.Clamped > 0 {
+			if g.Err == "" && !g.SkippedActive && !g.LastSynced.IsZero() && !g.LastSynced.Before(g.At) {
 				out.Groups = append(out.Groups, g.Group)
 			}
 		}
