@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -55,6 +56,8 @@ func cmdMirrors(args []string, stdout, stderr io.Writer) int {
 		{"resume", "resume --mirror M [--topics R,..]", mirrorsOp("resume")},
 		{"stop", "stop --mirror M --topics R,..", mirrorsOp("stop")},
 		{"start", "start --mirror M --topics R,.. [--exclude R,..]", mirrorsOp("start")},
+		{"create", "create --mirror M --mirror-config FILE", mirrorsCreate},
+		{"delete", "delete --mirror M", mirrorsDelete},
 	}
 	usage := func(w io.Writer) {
 		fmt.Fprintln(w, "usage: kmirror mirrors <sub-command> --config FILE [flags]; sub-commands:")
@@ -170,6 +173,56 @@ func mirrorsDescribe(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
+func mirrorsCreate(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("mirrors create", stderr)
+	var af adminFlags
+	af.register(fs)
+	name := fs.String("mirror", "", "the new mirror's name (required)")
+	file := fs.String("mirror-config", "", "YAML file with the mirror's settings: the keys of one entry of mirrors: (required); secrets only as files (sasl.password.file)")
+	asJSON := fs.Bool("json", false, "print the admin API's JSON answer (stable field names, see docs/cli.md)")
+	if code, ok := requireFlags(fs, args, stderr, map[string]bool{"mirror": true}); !ok {
+		return code
+	}
+	if *file == "" {
+		fmt.Fprintln(stderr, "mirrors create: --mirror-config is required")
+		return exitUsage
+	}
+	settings, err := os.ReadFile(*file)
+	if err != nil {
+		fmt.Fprintf(stderr, "mirrors create: reading --mirror-config: %v\n", err)
+		return exitUsage
+	}
+	c, code, ok := af.connect(fs, stderr)
+	if !ok {
+		return code
+	}
+	var res mirror.OpResult
+	if err := c.call(http.MethodPost, "/v1/mirrors", admin.CreateRequest{Name: *name, Config: string(settings)}, &res, opTimeout); err != nil {
+		return fail(stderr, fs, err)
+	}
+	return printOp(stdout, res, "created", *asJSON)
+}
+
+func mirrorsDelete(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("mirrors delete", stderr)
+	var af adminFlags
+	af.register(fs)
+	name := fs.String("mirror", "", "the run-time mirror to delete (required); its partitions must be STOPPED")
+	asJSON := fs.Bool("json", false, "print the admin API's JSON answer (stable field names, see docs/cli.md)")
+	if code, ok := requireFlags(fs, args, stderr, map[string]bool{"mirror": true}); !ok {
+		return code
+	}
+	c, code, ok := af.connect(fs, stderr)
+	if !ok {
+		return code
+	}
+	var res mirror.OpResult
+	if err := c.call(http.MethodDelete, "/v1/mirrors/"+url.PathEscape(*name), nil, &res, opTimeout); err != nil {
+		return fail(stderr, fs, err)
+	}
+	return printOp(stdout, res, "deleted", *asJSON)
+}
+
 // mirrorsOp returns the command of pause, resume, stop or start.
 func mirrorsOp(op string) func(args []string, stdout, stderr io.Writer) int {
 	return func(args []string, stdout, stderr io.Writer) int {
@@ -202,25 +255,31 @@ func mirrorsOp(op string) func(args []string, stdout, stderr io.Writer) int {
 		if err := c.call(http.MethodPost, "/v1/mirrors/"+url.PathEscape(*name)+"/"+op, body, &res, opTimeout); err != nil {
 			return fail(stderr, fs, err)
 		}
-		if *asJSON {
-			printJSON(stdout, res)
-			return exitOK
-		}
-		msg := res.Message
-		if msg == "" {
-			msg = op + " done"
-		}
-		fmt.Fprintf(stdout, "mirror %s: %s\n", res.Mirror, msg)
-		if len(res.Partitions) > 0 {
-			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "TOPIC\tPARTITION\tSTATE\tMODE\tLAG\tLAST-MIRRORED\tERROR")
-			for _, p := range res.Partitions {
-				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", p.Topic, p.Partition, p.State, p.Mode, num(p.Lag), num(p.LastMirroredOffset), p.LastError)
-			}
-			_ = tw.Flush()
-		}
+		return printOp(stdout, res, op+" done", *asJSON)
+	}
+}
+
+// printOp prints an operation's result: its message and the partitions'
+// states, or the JSON answer.
+func printOp(stdout io.Writer, res mirror.OpResult, done string, asJSON bool) int {
+	if asJSON {
+		printJSON(stdout, res)
 		return exitOK
 	}
+	msg := res.Message
+	if msg == "" {
+		msg = done
+	}
+	fmt.Fprintf(stdout, "mirror %s: %s\n", res.Mirror, msg)
+	if len(res.Partitions) > 0 {
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "TOPIC\tPARTITION\tSTATE\tMODE\tLAG\tLAST-MIRRORED\tERROR")
+		for _, p := range res.Partitions {
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", p.Topic, p.Partition, p.State, p.Mode, num(p.Lag), num(p.LastMirroredOffset), p.LastError)
+		}
+		_ = tw.Flush()
+	}
+	return exitOK
 }
 
 func cmdFailover(args []string, stdout, stderr io.Writer) int {

@@ -394,3 +394,27 @@ func TestFailbackPrintsWhatItDidPerPartitionAndFailsWhenAPartitionNeedsAnOperato
 		t.Fatalf("failback without --mirror: exit %d\n%s", code, errOut)
 	}
 }
+
+func TestMirrorsCreateSendsTheFileAndDeleteTheName(t *testing.T) {
+	d := startAdmin(t, "")
+	settings := "bootstrap.servers: a:9092\nmirror.topics.include: \"orders.*\"\n"
+	file := writeFile(t, "dc9.yaml", settings)
+	code, out, errOut := kmirror(t, nil, "mirrors", "create", "--config", d.cfgPath, "--mirror", "dc9", "--mirror-config", file)
+	if code != exitOK || !strings.Contains(out, "mirror dc9:") {
+		t.Fatalf("create: exit %d\n%s\n%s", code, out, errOut)
+	}
+	code, out, errOut = kmirror(t, nil, "mirrors", "delete", "--config", d.cfgPath, "--mirror", "dc9")
+	if code != exitOK || !strings.Contains(out, "mirror dc9:") {
+		t.Fatalf("delete: exit %d\n%s\n%s", code, out, errOut)
+	}
+	calls := d.ctl.Calls()
+	if len(calls) != 2 || calls[0].Op != "create" || calls[0].Mirror != "dc9" || calls[0].Settings != settings || calls[1].Op != "delete" || calls[1].Mirror != "dc9" {
+		t.Fatalf("the daemon got %+v", calls)
+	}
+	if code, _, errOut := kmirror(t, nil, "mirrors", "create", "--config", d.cfgPath, "--mirror", "dc9"); code != exitUsage || !strings.Contains(errOut, "--mirror-config is required") {
+		t.Fatalf("create without --mirror-config: exit %d\n%s", code, errOut)
+	}
+	if code, _, errOut := kmirror(t, nil, "mirrors", "create", "--config", d.cfgPath, "--mirror", "dc9", "--mirror-config", "/nonexistent.yaml"); code != exitUsage || !strings.Contains(errOut, "reading --mirror-config") {
+		t.Fatalf("create with a missing file: exit %d\n%s", code, errOut)
+	}
+}

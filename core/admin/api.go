@@ -19,6 +19,8 @@ type Controller interface {
 	StartTopics(ctx context.Context, mirrorName string, topics, exclude []string) (mirror.OpResult, error)
 	Failover(ctx context.Context, req mirror.FailoverRequest) (mirror.FailoverResult, error)
 	Failback(ctx context.Context, req mirror.FailbackRequest) (mirror.FailbackResult, error)
+	CreateMirror(ctx context.Context, mirrorName string, settings []byte) (mirror.OpResult, error)
+	DeleteMirror(ctx context.Context, mirrorName string) (mirror.OpResult, error)
 }
 
 // Routes of the admin API, as ServeMux patterns.
@@ -31,7 +33,19 @@ const (
 	RouteStart    = "POST /v1/mirrors/{mirror}/start"
 	RouteFailover = "POST /v1/mirrors/{mirror}/failover"
 	RouteFailback = "POST /v1/mirrors/{mirror}/failback"
+	RouteCreate   = "POST /v1/mirrors"
+	RouteDelete   = "DELETE /v1/mirrors/{mirror}"
 )
+
+// CreateRequest is the body of create: the new mirror's name and its
+// settings, YAML holding the keys of one entry of the configuration's
+// mirrors: list (source cluster keys and mirror.* keys). Secrets only as
+// file references (sasl.password.file, ssl.keystore.location): the settings
+// are kept in the state store.
+type CreateRequest struct {
+	Name   string `json:"name"`
+	Config string `json:"config"`
+}
 
 // TopicsRequest is the body of pause, resume and stop: regexes of the topics
 // to act on. Empty means every topic of the mirror for pause and resume; stop

@@ -31,6 +31,8 @@ func (s *Server) Handler() http.Handler {
 	api.HandleFunc(RouteStart, s.handleStart)
 	api.HandleFunc(RouteFailover, s.handleFailover)
 	api.HandleFunc(RouteFailback, s.handleFailback)
+	api.HandleFunc(RouteCreate, s.handleCreate)
+	api.HandleFunc(RouteDelete, s.handleDelete)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &recorder{ResponseWriter: w}
@@ -237,6 +239,29 @@ func (s *Server) handleFailback(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), s.opTimeout)
 	defer cancel()
 	res, err := s.ctl.Failback(ctx, mirror.FailbackRequest{Mirror: name, AllowRecreate: req.AllowRecreate, SideTopicSuffix: req.SideTopicSuffix})
+	s.answer(w, ctx, name, res, err)
+}
+
+func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
+	var req CreateRequest
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	if req.Name == "" || strings.TrimSpace(req.Config) == "" {
+		writeError(w, http.StatusBadRequest, "name and config are required: the mirror's name and its settings (YAML, the keys of one entry of mirrors:)")
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.opTimeout)
+	defer cancel()
+	res, err := s.ctl.CreateMirror(ctx, req.Name, []byte(req.Config))
+	s.answer(w, ctx, req.Name, res, err)
+}
+
+func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("mirror")
+	ctx, cancel := context.WithTimeout(r.Context(), s.opTimeout)
+	defer cancel()
+	res, err := s.ctl.DeleteMirror(ctx, name)
 	s.answer(w, ctx, name, res, err)
 }
 

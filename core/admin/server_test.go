@@ -215,6 +215,7 @@ func TestRoutesCallTheController(t *testing.T) {
 		{"/v1/mirrors/dc1/start", `{"topics":["o.*"],"exclude":["o-tmp"]}`, admintest.Call{Op: "start", Mirror: "dc1", Topics: []string{"o.*"}, Exclude: []string{"o-tmp"}}},
 		{"/v1/mirrors/dc1/failover", `{"topics":["orders"],"wait_for_catch_up_ms":1500}`, admintest.Call{Op: "failover", Mirror: "dc1", Topics: []string{"orders"}, Wait: 1500 * time.Millisecond}},
 		{"/v1/mirrors/dc1/failback", `{"allow_recreate":true,"side_topic_suffix":".lost"}`, admintest.Call{Op: "failback", Mirror: "dc1", AllowRecreate: true, SideTopicSuffix: ".lost"}},
+		{"/v1/mirrors", `{"name":"dc9","config":"bootstrap.servers: a:9092\n"}`, admintest.Call{Op: "create", Mirror: "dc9", Settings: "bootstrap.servers: a:9092\n"}},
 	}
 	for i, tc := range cases {
 		code, body := h.do("POST", tc.path, testToken, tc.body)
@@ -224,6 +225,13 @@ func TestRoutesCallTheController(t *testing.T) {
 		calls := h.ctl.Calls()
 		if len(calls) != i+1 || fmt.Sprint(calls[i]) != fmt.Sprint(tc.want) {
 			t.Fatalf("POST %s %s: call %+v, want %+v", tc.path, tc.body, calls[len(calls)-1], tc.want)
+		}
+		if tc.want.Op == "create" {
+			var res mirror.OpResult
+			if err := json.Unmarshal([]byte(body), &res); err != nil || res.Mirror != "dc9" {
+				t.Fatalf("create answer %s (%v)", body, err)
+			}
+			continue
 		}
 		if tc.want.Op == "failback" {
 			var res mirror.FailbackResult
@@ -250,6 +258,12 @@ func TestRoutesCallTheController(t *testing.T) {
 		}
 	}
 
+	if code, body := h.do("DELETE", "/v1/mirrors/dc9", testToken, ""); code != http.StatusOK {
+		t.Fatalf("DELETE /v1/mirrors/dc9: %d %s", code, body)
+	}
+	if calls := h.ctl.Calls(); fmt.Sprint(calls[len(calls)-1]) != fmt.Sprint(admintest.Call{Op: "delete", Mirror: "dc9"}) {
+		t.Fatalf("delete call %+v", calls[len(calls)-1])
+	}
 	code, body := h.do("GET", "/v1/mirrors", testToken, "")
 	if code != http.StatusOK {
 		t.Fatalf("list: %d %s", code, body)
@@ -299,6 +313,7 @@ func TestBadRequestsAreRefusedBeforeTheController(t *testing.T) {
 		{"POST", "/v1/mirrors/dc1/pause", `{} {}`, 400, "more than one JSON value"},
 		{"POST", "/v1/mirrors/dc1/failover", `{"wait_for_catch_up_ms":-1}`, 400, "wait_for_catch_up_ms is -1"},
 		{"POST", "/v1/mirrors/dc1/failback", `{"side_topic_suffix":"/x"}`, 400, "side_topic_suffix"},
+		{"POST", "/v1/mirrors", `{"name":"dc9"}`, 400, "name and config are required"},
 		{"GET", "/v1/mirrors/dc1/pause", ``, 405, "use POST"},
 		{"DELETE", "/v1/mirrors", ``, 405, "use GET"},
 		{"GET", "/v2/things", ``, 404, "no admin API route GET /v2/things"},

@@ -92,12 +92,17 @@ type PartitionFailback struct {
 	Reason    string `json:"reason,omitempty"`
 }
 
-// runtimeSpec is a mirror created at run time, kept in the state store.
+// runtimeSpec is a mirror created at run time, kept in the state store:
+// either a failback mirror (FailbackOf, Topics) or one an operator created
+// (Config). It never holds a secret.
 type runtimeSpec struct {
 	// FailbackOf names the mirror this one reverses.
-	FailbackOf string `json:"failback_of"`
+	FailbackOf string `json:"failback_of,omitempty"`
 	// Topics are the topics it mirrors back (exact names).
-	Topics []string `json:"topics"`
+	Topics []string `json:"topics,omitempty"`
+	// Config holds an operator-created mirror's settings (YAML, the keys
+	// of one entry of mirrors:, secrets only as file references).
+	Config string `json:"config,omitempty"`
 }
 
 // extDiverged records, in a reverse mirror's partition, the copy of the
@@ -143,6 +148,20 @@ func reverseConfig(dcfg *config.Config, of config.Mirror, name string, topics []
 
 // startRuntime starts a recorded run-time mirror; e.mu must be held.
 func (e *Engine) startRuntime(name string, spec runtimeSpec) error {
+	if spec.FailbackOf == "" {
+		mc, err := config.ParseMirror([]byte(spec.Config), name)
+		if err != nil {
+			return err
+		}
+		if _, clash := e.cfg.Mirror(name); clash {
+			return fmt.Errorf("the configuration now declares a mirror named %s, like the run-time mirror of that name; delete one of them", name)
+		}
+		m := newMirrorRun(e, e.cfg, mc)
+		m.runtime = true
+		e.mirrors[name] = m
+		m.start()
+		return nil
+	}
 	of, ok := e.cfg.Mirror(spec.FailbackOf)
 	if !ok {
 		return fmt.Errorf("failback mirror %s reverses mirror %s, which is no longer in the configuration; restore it, or delete %s", name, spec.FailbackOf, name)
@@ -166,13 +185,14 @@ func (e *Engine) startRuntime(name string, spec runtimeSpec) error {
 // store; e.mu must be held. A mirror that cannot start is logged and left
 // recorded.
 func (e *Engine) startRecordedRuntime(ctx context.Context) {
-	entries, err := e.opts.Store.List(ctx, statestore.MirrorPrefix(""))
+	root := strings.TrimSuffix(statestore.MirrorPrefix(""), "/") // "mirrors/"
+	entries, err := e.opts.Store.List(ctx, root)
 	if err != nil {
 		e.log.Error("cannot list run-time mirrors in the state store; they start at the next reload", "error", err)
 		return
 	}
 	for _, ent := range entries {
-		name, ok := strings.CutSuffix(strings.TrimPrefix(ent.Key, statestore.MirrorPrefix("")), "/spec")
+		name, ok := strings.CutSuffix(strings.TrimPrefix(ent.Key, root), "/spec")
 		if !ok || strings.Contains(name, "/") || e.mirrors[name] != nil {
 			continue
 		}

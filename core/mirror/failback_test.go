@@ -62,7 +62,8 @@ func TestFailbackCopiesOnlyWhatTheNewPrimaryGotAndTheRoundTripCompletes(t *testi
 	f.createTopic(t, "trip", 1)
 	ctx := opCtx(t)
 	produceTo(t, f.srcCl, "trip", "a1", 10)
-	e := startEngine(t, f.config(t, "trip"), memstore.New())
+	store := memstore.New()
+	e := startEngine(t, f.config(t, "trip"), store)
 	f.waitMirrored(t, e, "trip", 1)
 	if _, err := e.Failback(ctx, FailbackRequest{Mirror: "test"}); !errors.Is(err, ErrConflict) {
 		t.Fatalf("failback before a failover: %v", err)
@@ -79,6 +80,16 @@ func TestFailbackCopiesOnlyWhatTheNewPrimaryGotAndTheRoundTripCompletes(t *testi
 	if res.Mirror != "test-failback" || len(res.Topics) != 1 || res.Topics[0].Partitions[0].Action != FailbackContinue || res.Topics[0].Partitions[0].From != 10 {
 		t.Fatalf("failback result %+v", res)
 	}
+	waitMirrorCopied(t, e, "test-failback", "trip", endOffset(t, f.dstCl, "trip", 0))
+	identical(t, f.dstCl, f.srcCl, "trip", 0)
+
+	// The failback mirror is recorded: it runs again after a restart.
+	stopEngine(t, e)
+	e = startEngine(t, f.config(t, "trip"), store)
+	if names := mirrorNames(e); names != "test,test-failback" {
+		t.Fatalf("mirrors after a restart: %s", names)
+	}
+	produceTo(t, f.dstCl, "trip", "b2", 3)
 	waitMirrorCopied(t, e, "test-failback", "trip", endOffset(t, f.dstCl, "trip", 0))
 	identical(t, f.dstCl, f.srcCl, "trip", 0)
 

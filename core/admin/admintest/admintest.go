@@ -30,6 +30,8 @@ type Call struct {
 	Topics  []string
 	Exclude []string      // start only
 	Wait    time.Duration // failover only
+	// Settings: create only.
+	Settings string
 	// AllowRecreate and SideTopicSuffix: failback only.
 	AllowRecreate   bool
 	SideTopicSuffix string
@@ -122,6 +124,16 @@ func (c *Controller) Failover(ctx context.Context, req mirror.FailoverRequest) (
 	res := c.FailoverResult
 	res.Mirror = req.Mirror
 	return res, nil
+}
+
+// CreateMirror implements admin.Controller.
+func (c *Controller) CreateMirror(ctx context.Context, m string, settings []byte) (mirror.OpResult, error) {
+	return c.op(ctx, Call{Op: "create", Mirror: m, Settings: string(settings)})
+}
+
+// DeleteMirror implements admin.Controller.
+func (c *Controller) DeleteMirror(ctx context.Context, m string) (mirror.OpResult, error) {
+	return c.op(ctx, Call{Op: "delete", Mirror: m})
 }
 
 // Failback implements admin.Controller.
