@@ -14,6 +14,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kmirror/kmirror/core/batch"
 	"github.com/kmirror/kmirror/core/mirror"
 	"github.com/kmirror/kmirror/core/verify"
 	"github.com/kmirror/kmirror/e2e/kafkatest"
@@ -274,6 +275,21 @@ func TestFailoverAndFailbackRoundTripUnderLoad(t *testing.T) {
 	}
 	if got, ok := d.metric(fmt.Sprintf(`kmirror_mirrored_offsets_total{mirror=%q`, reverse)); !ok || got != want {
 		t.Fatalf("the failback mirror copied %v offsets (found %v), want %v (only B's new records and markers)", got, ok, want)
+	}
+	// And exactly the bytes of B's batches after the failover point.
+	var wantBytes float64
+	bcl := newClient(t, destination, kafkatest.Identity{})
+	for p := int32(0); p < parts; p++ {
+		err := verify.Scan(ctx, bcl, topic, p, aEnds[p], bEnds[p], func(b batch.Batch) error {
+			wantBytes += float64(len(b))
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, ok := d.metric(fmt.Sprintf(`kmirror_mirrored_bytes_total{mirror=%q`, reverse)); !ok || got != wantBytes {
+		t.Fatalf("the failback mirror appended %v bytes (found %v), want %v (B's batches after the failover)", got, ok, wantBytes)
 	}
 
 	// Switch back: fail the reverse mirror over (A writable), write to A,
