@@ -128,7 +128,9 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) error {
 	e.cfg = cfg
 	for name, m := range e.mirrors {
 		if m.runtime {
-			if daemonSettingsChanged(old, cfg) || fmt.Sprint(mirrorSettings(old, m.cfg.Name)) != fmt.Sprint(mirrorSettings(cfg, m.cfg.Name)) {
+			// A failback mirror is built from the mirror it reverses (and
+			// the destination's settings): restart it when those change.
+			if daemonSettingsChanged(old, cfg) || m.reverseOf != "" && fmt.Sprint(mirrorSettings(old, m.reverseOf)) != fmt.Sprint(mirrorSettings(cfg, m.reverseOf)) {
 				m.stop(ctx)
 				delete(e.mirrors, name)
 			}

@@ -175,7 +175,7 @@ func (e *Engine) startRuntime(name string, spec runtimeSpec) error {
 	}
 	m := newMirrorRun(e, e.cfg, mc)
 	dst := of.Source
-	m.dst, m.dstAdm, m.dstCfg, m.dstID, m.runtime = nil, nil, &dst, "mirror-source:"+of.Name, true
+	m.dst, m.dstAdm, m.dstCfg, m.dstID, m.runtime, m.reverseOf = nil, nil, &dst, "mirror-source:"+of.Name, true, of.Name
 	e.mirrors[name] = m
 	m.start()
 	return nil

@@ -49,6 +49,8 @@ type mirrorRun struct {
 	// runtime is set for a mirror created at run time (a failback
 	// mirror): it is not in the configuration, and a reload keeps it.
 	runtime bool
+	// reverseOf names the mirror a failback mirror reverses.
+	reverseOf string
 
 	mu        sync.Mutex
 	src       *kgo.Client
