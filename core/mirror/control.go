@@ -429,6 +429,19 @@ func patterns(topics []string) ([]string, []*regexp.Regexp, error) {
 // the topics stay read-only. Partitions that are not MIRRORING now pause
 // when they get there. It returns once no matching partition is MIRRORING.
 func (e *Engine) Pause(ctx context.Context, mirrorName string, topics []string) (OpResult, error) {
+	return e.setPaused(ctx, mirrorName, topics, true)
+}
+
+// Resume continues the paused topics matching the patterns (with none,
+// every paused topic) from where they stopped, with no gap. The latest
+// request wins: resuming "orders" after pausing ".*" resumes orders only.
+func (e *Engine) Resume(ctx context.Context, mirrorName string, topics []string) (OpResult, error) {
+	return e.setPaused(ctx, mirrorName, topics, false)
+}
+
+// setPaused records a pause (or resume) rule, wakes the matching runners and
+// waits until none of them is in the state it leaves.
+func (e *Engine) setPaused(ctx context.Context, mirrorName string, topics []string, pause bool) (OpResult, error) {
 	m, err := e.runningMirror(mirrorName)
 	if err != nil {
 		return OpResult{}, err
@@ -438,7 +451,7 @@ func (e *Engine) Pause(ctx context.Context, mirrorName string, topics []string) 
 		return OpResult{}, err
 	}
 	if err := e.controlOf(m.name).update(ctx, func(rec *controlRecord) error {
-		rec.Paused = appendRule(rec.Paused, topicRule{Topics: pats, On: true})
+		rec.Paused = appendRule(rec.Paused, topicRule{Topics: pats, On: pause})
 		return nil
 	}); err != nil {
 		return OpResult{}, err
@@ -447,37 +460,13 @@ func (e *Engine) Pause(ctx context.Context, mirrorName string, topics []string) 
 	for _, r := range m.runnersOf(match) {
 		r.poke()
 	}
-	m.log.Info("operator paused topics", "topics", pats)
-	parts, err := m.waitRunners(ctx, "pausing", match, func(_ *runner, st PartitionStatus) bool { return st.State != partition.Mirroring.String() })
-	return OpResult{Mirror: m.name, Message: fmt.Sprintf("paused topics matching %s", strings.Join(pats, ", ")), Partitions: parts}, err
-}
-
-// Resume continues the paused topics matching the patterns (with none,
-// every paused topic) from where they stopped, with no gap. The latest
-// request wins: resuming "orders" after pausing ".*" resumes orders only.
-func (e *Engine) Resume(ctx context.Context, mirrorName string, topics []string) (OpResult, error) {
-	m, err := e.runningMirror(mirrorName)
-	if err != nil {
-		return OpResult{}, err
+	verb, doing, leaving := "resumed", "resuming", partition.Paused.String()
+	if pause {
+		verb, doing, leaving = "paused", "pausing", partition.Mirroring.String()
 	}
-	pats, res, err := patterns(topics)
-	if err != nil {
-		return OpResult{}, err
-	}
-	err = e.controlOf(m.name).update(ctx, func(rec *controlRecord) error {
-		rec.Paused = appendRule(rec.Paused, topicRule{Topics: pats, On: false})
-		return nil
-	})
-	if err != nil {
-		return OpResult{}, err
-	}
-	match := func(t string) bool { return matchAny(res, t) }
-	for _, r := range m.runnersOf(match) {
-		r.poke()
-	}
-	m.log.Info("operator resumed topics", "topics", pats)
-	parts, err := m.waitRunners(ctx, "resuming", match, func(_ *runner, st PartitionStatus) bool { return st.State != partition.Paused.String() })
-	return OpResult{Mirror: m.name, Message: fmt.Sprintf("resumed topics matching %s", strings.Join(pats, ", ")), Partitions: parts}, err
+	m.log.Info("operator "+verb+" topics", "topics", pats)
+	parts, err := m.waitRunners(ctx, doing, match, func(_ *runner, st PartitionStatus) bool { return st.State != leaving })
+	return OpResult{Mirror: m.name, Message: fmt.Sprintf("%s topics matching %s", verb, strings.Join(pats, ", ")), Partitions: parts}, err
 }
 
 // StopTopics stops mirroring the topics matching the patterns: their
