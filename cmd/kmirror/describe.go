@@ -87,6 +87,21 @@ func printDescribe(stdout io.Writer, mirrors []mirror.MirrorStatus, failedOnly, 
 		}
 	}
 	_ = tw.Flush()
+	if failedOnly {
+		return
+	}
+	// Facts an operator should know: why a partition runs in map mode, who
+	// holds the sync lease, a destination without an authorizer.
+	for _, m := range mirrors {
+		for _, n := range m.Notes {
+			fmt.Fprintf(stdout, "note: mirror %s: %s\n", m.Name, n)
+		}
+	}
+	for _, p := range rows {
+		for _, n := range p.Notes {
+			fmt.Fprintf(stdout, "note: %s %s/%d: %s\n", p.Mirror, p.Topic, p.Partition, n)
+		}
+	}
 }
 
 func num(v int64) string {

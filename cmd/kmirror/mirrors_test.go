@@ -79,11 +79,13 @@ mirrors:
 	}
 	now := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 	d.ctl.StatusValue = mirror.Status{Mirrors: []mirror.MirrorStatus{{
-		Name: "dc1",
+		Name:  "dc1",
+		Notes: []string{"metadata sync is done by daemon h/1/x"},
 		Partitions: []mirror.PartitionStatus{
 			{Mirror: "dc1", Topic: "orders", Partition: 0, State: "MIRRORING", Mode: "preserve", SourceHighWatermark: 42, DestinationEndOffset: 42, Lag: 0, LastMirroredOffset: 41, UpdatedAt: now},
 			{Mirror: "dc1", Topic: "orders", Partition: 1, State: "PAUSED", Mode: "preserve", SourceHighWatermark: 10, Lag: 3, LastMirroredOffset: 6, UpdatedAt: now},
-			{Mirror: "dc1", Topic: "payments", Partition: 0, State: "FAILED", Mode: "map", Retry: "NonRetryable", LastError: "source log truncated below the resume point", UpdatedAt: now},
+			{Mirror: "dc1", Topic: "payments", Partition: 0, State: "FAILED", Mode: "map", Retry: "NonRetryable", LastError: "source log truncated below the resume point", UpdatedAt: now,
+				Notes: []string{"map mode from source offset 7: compaction gaps"}},
 		},
 	}}}
 	srv, err := admin.New(admin.Options{Controller: d.ctl, Logger: hclog.New(&hclog.LoggerOptions{Output: d.logs, Level: hclog.Info})})
@@ -141,6 +143,9 @@ func TestMirrorsListAndDescribeUseTheDaemonsConfig(t *testing.T) {
 	code, out, errOut = kmirror(t, nil, "mirrors", "describe", "--config", d.cfgPath)
 	if code != exitOK || !regexp.MustCompile(`dc1\s+orders\s+1\s+PAUSED\s+preserve\s+10\s+`).MatchString(out) || !strings.Contains(out, "source log truncated") {
 		t.Fatalf("mirrors describe: exit %d\n%s%s", code, out, errOut)
+	}
+	if !strings.Contains(out, "note: mirror dc1: metadata sync is done by daemon h/1/x") || !strings.Contains(out, "note: dc1 payments/0: map mode from source offset 7: compaction gaps") {
+		t.Fatalf("mirrors describe does not print the notes:\n%s", out)
 	}
 	code, out, _ = kmirror(t, nil, "mirrors", "describe", "--config", d.cfgPath, "--mirror", "dc1", "--failed")
 	if code != exitOK || !strings.Contains(out, "NonRetryable") || strings.Contains(out, "PAUSED") {
