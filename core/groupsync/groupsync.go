@@ -16,10 +16,12 @@
 //     beyond Mirrored.End is clamped to End (and re-synced next cycle).
 //   - A destination offset is never moved backwards unless the source moved it
 //     backwards. The last source offset seen per (group, topic, partition) is
-//     kept in memory; after a restart the first cycle has no history, so a
-//     destination offset that is ahead of the translated source offset is left
-//     as it is until the source is seen to move below an offset observed by
-//     this process.
+//     kept in memory and, with Options.Store, in the state store after every
+//     cycle that changed it, so a restarted daemon still sees a source that
+//     moved backwards while it was down. Without a store (or before the
+//     history could be read) a destination offset that is ahead of the
+//     translated source offset is left as it is until the source is seen to
+//     move below an offset observed by this process.
 //   - Commit metadata is copied as it is. The source leader epoch is not: it
 //     means nothing on the destination, so commits carry -1 (unknown).
 //   - Every listed group that is not a share group is synced as a consumer
@@ -37,6 +39,7 @@ package groupsync
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -49,6 +52,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/kmirror/kmirror/sdk/filter"
+	"github.com/kmirror/kmirror/sdk/statestore"
 )
 
 // Kinds of group, as reported in GroupReport.Kind.
@@ -97,6 +101,9 @@ type Options struct {
 	Meter metric.Meter
 	// Now is the clock used for GroupReport.At. Nil uses time.Now.
 	Now func() time.Time
+	// Store keeps the never-backwards history across restarts (key
+	// statestore.GroupHistoryKey(Mirror)). Nil keeps it in memory only.
+	Store statestore.Store
 }
 
 // GroupReport is the result of one cycle for one group.
@@ -153,6 +160,8 @@ type Syncer struct {
 
 	mu          sync.Mutex
 	last        map[offsetKey]int64 // last source offset seen, see package doc
+	histLoaded  bool                // last holds the stored history (or there is no store)
+	histDirty   bool                // last changed since it was stored
 	status      map[statusKey]GroupReport
 	unsupported bool // share groups unsupported at the last check
 }
@@ -207,6 +216,8 @@ func New(opts Options) (*Syncer, error) {
 func (s *Syncer) Sync(ctx context.Context) (Report, error) {
 	s.cycle.Lock()
 	defer s.cycle.Unlock()
+	s.loadHistory(ctx)
+	defer s.saveHistory(ctx)
 
 	srcGroups, err := s.opts.Source.ListGroups(ctx)
 	if err != nil {
@@ -335,6 +346,7 @@ func (s *Syncer) remember(rep *Report) {
 	for k := range s.last {
 		if !seen[statusKey{k.kind, k.group}] {
 			delete(s.last, k)
+			s.histDirty = true
 		}
 	}
 }
@@ -372,8 +384,91 @@ type target struct {
 // a failed write of a backwards move is retried next cycle.
 func (s *Syncer) observe(t target) {
 	s.mu.Lock()
-	s.last[t.key] = t.src
+	if prev, ok := s.last[t.key]; !ok || prev != t.src {
+		s.last[t.key] = t.src
+		s.histDirty = true
+	}
 	s.mu.Unlock()
+}
+
+// historyEntry is one stored last source offset.
+type historyEntry struct {
+	Kind      string `json:"kind"`
+	Group     string `json:"group"`
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Offset    int64  `json:"offset"`
+}
+
+// loadHistory reads the stored history once. A failure is logged and the
+// cycle runs on what this process saw (the safe side: destination offsets
+// that are ahead are kept); the next cycle tries again.
+func (s *Syncer) loadHistory(ctx context.Context) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.histLoaded || s.opts.Store == nil {
+		s.histLoaded = true
+		return
+	}
+	ent, err := s.opts.Store.Get(ctx, statestore.GroupHistoryKey(s.opts.Mirror))
+	if errors.Is(err, statestore.ErrNotFound) {
+		s.histLoaded = true
+		return
+	}
+	var list []historyEntry
+	if err == nil {
+		err = json.Unmarshal(ent.Value, &list)
+	}
+	if err != nil {
+		s.log.Warn("cannot read the group offset history; destination offsets ahead of the source are kept until it is read", "error", err)
+		return
+	}
+	for _, h := range list {
+		k := offsetKey{h.Kind, h.Group, h.Topic, h.Partition}
+		if _, seen := s.last[k]; !seen {
+			s.last[k] = h.Offset
+		}
+	}
+	s.histLoaded = true
+}
+
+// saveHistory stores the history when it changed (and was read first, so
+// that a partial view never replaces it).
+func (s *Syncer) saveHistory(ctx context.Context) {
+	s.mu.Lock()
+	if s.opts.Store == nil || !s.histLoaded || !s.histDirty {
+		s.mu.Unlock()
+		return
+	}
+	list := make([]historyEntry, 0, len(s.last))
+	for k, off := range s.last {
+		list = append(list, historyEntry{Kind: k.kind, Group: k.group, Topic: k.topic, Partition: k.partition, Offset: off})
+	}
+	s.histDirty = false
+	s.mu.Unlock()
+	sort.Slice(list, func(i, j int) bool {
+		a, b := list[i], list[j]
+		if a.Kind != b.Kind {
+			return a.Kind < b.Kind
+		}
+		if a.Group != b.Group {
+			return a.Group < b.Group
+		}
+		if a.Topic != b.Topic {
+			return a.Topic < b.Topic
+		}
+		return a.Partition < b.Partition
+	})
+	b, err := json.Marshal(list)
+	if err == nil {
+		_, err = s.opts.Store.Put(ctx, statestore.GroupHistoryKey(s.opts.Mirror), b, statestore.AnyVersion)
+	}
+	if err != nil {
+		s.log.Warn("cannot store the group offset history; retrying next cycle", "error", err)
+		s.mu.Lock()
+		s.histDirty = true
+		s.mu.Unlock()
+	}
 }
 
 // decide applies clamp, translation and the never-backwards rule to one

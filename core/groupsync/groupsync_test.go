@@ -18,6 +18,8 @@ import (
 
 	"github.com/kmirror/kmirror/core/metrics"
 	"github.com/kmirror/kmirror/sdk/filter"
+	"github.com/kmirror/kmirror/sdk/statestore"
+	"github.com/kmirror/kmirror/sdk/statestore/memstore"
 )
 
 func TestNewRejectsMissingOptions(t *testing.T) {
@@ -223,6 +225,45 @@ func TestDestinationOffsetNeverMovesBackwardsUnlessTheSourceDid(t *testing.T) {
 	}
 	if at, _ := committed(t, e.dstAdm, "g", 0); at != 3 {
 		t.Fatalf("destination offset = %d, want 3", at)
+	}
+}
+
+// TestNeverBackwardsHistorySurvivesARestartThroughTheStore: the source
+// rewinds a group while the daemon is down; the restarted syncer reads the
+// stored history, sees the source below what it last saw, and the
+// destination follows — where an in-memory history would keep the
+// destination ahead.
+func TestNeverBackwardsHistorySurvivesARestartThroughTheStore(t *testing.T) {
+	e := newEnv(t, nil)
+	store := memstore.New()
+	withStore := func() *Syncer {
+		s, err := New(Options{Mirror: "m1", Source: e.srcAdm, Destination: e.dstAdm, Mirrored: e.mirrored, Store: store})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	commit(t, e.srcAdm, "g", "", map[int32]int64{0: 6})
+	if _, err := withStore().Sync(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	ent, err := store.Get(ctx(t), statestore.GroupHistoryKey("m1"))
+	if err != nil || !strings.Contains(string(ent.Value), `"offset":6`) {
+		t.Fatalf("stored history %s (%v), want offset 6", ent.Value, err)
+	}
+	// While the daemon is down: the destination is ahead (a consumer ran
+	// there), and the source group is rewound below what was seen.
+	commit(t, e.dstAdm, "g", "", map[int32]int64{0: 9})
+	commit(t, e.srcAdm, "g", "", map[int32]int64{0: 2})
+	rep, err := withStore().Sync(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := mustFind(t, rep.Groups, "g"); g.Synced != 1 {
+		t.Fatalf("report after the restart = %+v, want the rewind synced", g)
+	}
+	if at, _ := committed(t, e.dstAdm, "g", 0); at != 2 {
+		t.Fatalf("destination offset = %d, want 2 (the source moved backwards)", at)
 	}
 }
 

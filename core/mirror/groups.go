@@ -76,6 +76,7 @@ func (m *mirrorRun) newGroupSync() (*groupsync.Syncer, error) {
 		Mirrored:    mirroredView{m},
 		Logger:      m.log.Named("groups"),
 		Meter:       m.e.opts.Metrics.Meter("github.com/kmirror/kmirror/core/groupsync"),
+		Store:       m.e.opts.Store,
 	})
 }
 

@@ -243,6 +243,14 @@ func LeaseKey(mirror, lease string) string {
 	return MirrorPrefix(mirror) + leasesDir + "/" + lease
 }
 
+// GroupHistoryKey is the key of mirror's group offset history:
+// "mirrors/<mirror>/groups/history", the last source offset seen per group
+// partition, so that a restarted daemon still tells a source that moved a
+// group backwards from a destination that is merely ahead.
+func GroupHistoryKey(mirror string) string {
+	return MirrorPrefix(mirror) + "groups/history"
+}
+
 // ControlKey is the key of mirror's operator record:
 // "mirrors/<mirror>/control". It holds what operators asked of the mirror at
 // run time (topics paused or stopped, for example by a failover), so that

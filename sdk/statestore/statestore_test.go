@@ -17,6 +17,7 @@ func TestKeyLayout(t *testing.T) {
 		{statestore.OffsetMapKey("m_1-b", "t_x-y", 0), "mirrors/m_1-b/offsetmaps/t_x-y/0"},
 		{statestore.LeaseKey("m_1-b", "metadata-sync"), "mirrors/m_1-b/leases/metadata-sync"},
 		{statestore.ControlKey("m_1-b"), "mirrors/m_1-b/control"},
+		{statestore.GroupHistoryKey("m_1-b"), "mirrors/m_1-b/groups/history"},
 	}
 	for _, c := range cases {
 		if c.got != c.want {
