@@ -9,7 +9,7 @@ PKGS := ./... github.com/kmirror/kmirror/sdk/...
 UNIT_PKGS = $(shell $(GO) list $(PKGS) | grep -v '/e2e')
 E2E_TIMEOUT ?= 20m
 
-.PHONY: all build deps test unit e2e lint bench demo docs clean
+.PHONY: all build deps test unit e2e lint bench bench-e2e demo docs clean
 
 all: build
 
@@ -35,6 +35,11 @@ lint:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(UNIT_PKGS)
+
+# End-to-end throughput on real Kafka brokers (the e2e clusters); installs
+# the Kafka jars first.
+bench-e2e: deps
+	$(GO) test -run '^$$' -bench MirrorThroughput -benchtime 1x -timeout 40m ./e2e/
 
 docs:
 	$(GO) run ./core/config/gen

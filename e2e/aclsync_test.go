@@ -31,7 +31,7 @@ func (b aclBinding) String() string {
 
 // aclRequest sends req as the harness's super user of c and fails the test
 // on a request error or a top-level error code.
-func aclRequest[R kmsg.Response](t *testing.T, ctx context.Context, c *kafkatest.Cluster, req kmsg.Request) R {
+func aclRequest[R kmsg.Response](t testing.TB, ctx context.Context, c *kafkatest.Cluster, req kmsg.Request) R {
 	t.Helper()
 	resp, err := newClient(t, c, c.AdminIdentity()).Request(ctx, req)
 	if err != nil {
@@ -41,7 +41,7 @@ func aclRequest[R kmsg.Response](t *testing.T, ctx context.Context, c *kafkatest
 }
 
 // createACLs creates bindings on c.
-func createACLs(t *testing.T, ctx context.Context, c *kafkatest.Cluster, bs ...aclBinding) {
+func createACLs(t testing.TB, ctx context.Context, c *kafkatest.Cluster, bs ...aclBinding) {
 	t.Helper()
 	req := kmsg.NewPtrCreateACLsRequest()
 	for _, b := range bs {
@@ -59,7 +59,7 @@ func createACLs(t *testing.T, ctx context.Context, c *kafkatest.Cluster, bs ...a
 }
 
 // deleteACLs deletes bindings from c, each with an exact filter.
-func deleteACLs(t *testing.T, ctx context.Context, c *kafkatest.Cluster, bs ...aclBinding) {
+func deleteACLs(t testing.TB, ctx context.Context, c *kafkatest.Cluster, bs ...aclBinding) {
 	t.Helper()
 	req := kmsg.NewPtrDeleteACLsRequest()
 	for _, b := range bs {
@@ -77,7 +77,7 @@ func deleteACLs(t *testing.T, ctx context.Context, c *kafkatest.Cluster, bs ...a
 }
 
 // listACLs returns every binding of c.
-func listACLs(t *testing.T, ctx context.Context, c *kafkatest.Cluster) []aclBinding {
+func listACLs(t testing.TB, ctx context.Context, c *kafkatest.Cluster) []aclBinding {
 	t.Helper()
 	req := kmsg.NewPtrDescribeACLsRequest()
 	req.ResourceType, req.ResourcePatternType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny
@@ -105,7 +105,7 @@ func sortedACLs(bs []aclBinding) []string {
 }
 
 // waitACLs waits until c holds exactly want.
-func waitACLs(t *testing.T, ctx context.Context, c *kafkatest.Cluster, want []aclBinding, what string) {
+func waitACLs(t testing.TB, ctx context.Context, c *kafkatest.Cluster, want []aclBinding, what string) {
 	t.Helper()
 	w := sortedACLs(want)
 	var got []string

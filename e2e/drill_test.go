@@ -26,7 +26,7 @@ import (
 
 // writeLoad writes rounds of plain records and transactions (every fourth
 // aborted) over every partition of topic on c, with keys tagged by tag.
-func writeLoad(t *testing.T, ctx context.Context, c *kafkatest.Cluster, topic, tag string, rounds int) {
+func writeLoad(t testing.TB, ctx context.Context, c *kafkatest.Cluster, topic, tag string, rounds int) {
 	t.Helper()
 	plain := newClient(t, c, kafkatest.Identity{}, kgo.DefaultProduceTopic(topic))
 	txn := newClient(t, c, kafkatest.Identity{}, kgo.DefaultProduceTopic(topic), kgo.TransactionalID(topic+"-"+tag+"-txn"))
@@ -56,7 +56,7 @@ func writeLoad(t *testing.T, ctx context.Context, c *kafkatest.Cluster, topic, t
 }
 
 // endOffsets returns the end offset of each partition of topic on c.
-func endOffsets(t *testing.T, ctx context.Context, c *kafkatest.Cluster, topic string, partitions int32) []int64 {
+func endOffsets(t testing.TB, ctx context.Context, c *kafkatest.Cluster, topic string, partitions int32) []int64 {
 	t.Helper()
 	ends, err := superAdmin(t, c).ListEndOffsets(ctx, topic)
 	if err != nil {
@@ -75,7 +75,7 @@ func endOffsets(t *testing.T, ctx context.Context, c *kafkatest.Cluster, topic s
 
 // identicalOn compares topic partition by partition, from (as the source)
 // to to, offset by offset.
-func identicalOn(t *testing.T, ctx context.Context, from, to *kafkatest.Cluster, topic string, partitions int32) {
+func identicalOn(t testing.TB, ctx context.Context, from, to *kafkatest.Cluster, topic string, partitions int32) {
 	t.Helper()
 	a, b := newClient(t, from, kafkatest.Identity{}), newClient(t, to, kafkatest.Identity{})
 	for p := int32(0); p < partitions; p++ {

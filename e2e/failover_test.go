@@ -13,7 +13,7 @@ import (
 )
 
 // partitionState returns the leader and ISR size of partition 0 of topic.
-func partitionState(t *testing.T, ctx context.Context, adm *kadm.Client, topic string) (leader int32, isr int) {
+func partitionState(t testing.TB, ctx context.Context, adm *kadm.Client, topic string) (leader int32, isr int) {
 	t.Helper()
 	td, err := adm.ListTopics(ctx, topic)
 	if err != nil {
@@ -27,7 +27,7 @@ func partitionState(t *testing.T, ctx context.Context, adm *kadm.Client, topic s
 }
 
 // waitFullISR waits until partition 0 of topic has all three replicas in sync.
-func waitFullISR(t *testing.T, ctx context.Context, adm *kadm.Client, topic string) {
+func waitFullISR(t testing.TB, ctx context.Context, adm *kadm.Client, topic string) {
 	t.Helper()
 	for {
 		if _, isr := partitionState(t, ctx, adm, topic); isr == source.Brokers() {

@@ -23,7 +23,7 @@ import (
 // consumeAndCommit reads the first n records of a one-partition topic on the
 // source as a member of group, commits them (the group's offset is then the
 // next record to read) and leaves the group. It returns the records read.
-func consumeAndCommit(t *testing.T, ctx context.Context, group, topic string, n int) []*kgo.Record {
+func consumeAndCommit(t testing.TB, ctx context.Context, group, topic string, n int) []*kgo.Record {
 	t.Helper()
 	cl := newClient(t, source, kafkatest.Identity{}, kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
 		kgo.DisableAutoCommit(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
@@ -43,7 +43,7 @@ func consumeAndCommit(t *testing.T, ctx context.Context, group, topic string, n 
 
 // committedOffset returns group's committed offset of topic/partition on the
 // cluster behind adm, -1 if it has none.
-func committedOffset(t *testing.T, ctx context.Context, adm *kadm.Client, group, topic string, p int32) int64 {
+func committedOffset(t testing.TB, ctx context.Context, adm *kadm.Client, group, topic string, p int32) int64 {
 	t.Helper()
 	offs, err := adm.FetchOffsets(ctx, group)
 	if err != nil {
@@ -57,7 +57,7 @@ func committedOffset(t *testing.T, ctx context.Context, adm *kadm.Client, group,
 
 // waitCommitted waits until group's committed offset of topic/partition on
 // the destination is want.
-func waitCommitted(t *testing.T, ctx context.Context, group, topic string, p int32, want int64) {
+func waitCommitted(t testing.TB, ctx context.Context, group, topic string, p int32, want int64) {
 	t.Helper()
 	adm := superAdmin(t, destination)
 	var got int64 = -1
@@ -92,7 +92,7 @@ func (d *daemon) groupStatus(group string) (state string, skipped bool, at time.
 // readRest consumes topic on the destination as group (which starts at its
 // committed offset) until want records arrived, then polls one more second
 // to make sure nothing else comes.
-func readRest(t *testing.T, ctx context.Context, group, topic string, want int) []*kgo.Record {
+func readRest(t testing.TB, ctx context.Context, group, topic string, want int) []*kgo.Record {
 	t.Helper()
 	cl := newClient(t, destination, kafkatest.Identity{}, kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.DisableAutoCommit())
 	var got []*kgo.Record
@@ -115,7 +115,7 @@ func readRest(t *testing.T, ctx context.Context, group, topic string, want int) 
 // source, writes rounds of updates until the log cleaner has left gaps
 // inside the log, then freezes it (no further cleaning) and returns its
 // content.
-func compactedTopicWithGaps(t *testing.T, ctx context.Context, topic string) *verify.Log {
+func compactedTopicWithGaps(t testing.TB, ctx context.Context, topic string) *verify.Log {
 	t.Helper()
 	adm := superAdmin(t, source)
 	// The log cleaner looks for work every second (cluster-wide, harmless
@@ -388,7 +388,7 @@ func TestGroupsIncludeAndExcludeDecideWhichGroupsSync(t *testing.T) {
 
 // setShareAutoOffsetReset sets a share group's share.auto.offset.reset on a
 // cluster (a GROUP config resource; share groups start at latest without it).
-func setShareAutoOffsetReset(t *testing.T, ctx context.Context, c *kafkatest.Cluster, group, value string) {
+func setShareAutoOffsetReset(t testing.TB, ctx context.Context, c *kafkatest.Cluster, group, value string) {
 	t.Helper()
 	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
 	res := kmsg.NewIncrementalAlterConfigsRequestResource()
@@ -410,7 +410,7 @@ func setShareAutoOffsetReset(t *testing.T, ctx context.Context, c *kafkatest.Clu
 // shareStartOffsets returns group's share-partition start offsets of topic's
 // partitions on the cluster behind adm (partition → offset; partitions
 // without one are missing).
-func shareStartOffsets(t *testing.T, ctx context.Context, adm *kadm.Client, group, topic string) map[int32]int64 {
+func shareStartOffsets(t testing.TB, ctx context.Context, adm *kadm.Client, group, topic string) map[int32]int64 {
 	t.Helper()
 	desc, err := adm.DescribeShareGroupOffsets(ctx, group)
 	if err != nil {

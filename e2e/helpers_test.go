@@ -16,7 +16,7 @@ import (
 )
 
 // testContext returns a context that ends with the test or after d.
-func testContext(t *testing.T, d time.Duration) context.Context {
+func testContext(t testing.TB, d time.Duration) context.Context {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), d)
 	t.Cleanup(cancel)
@@ -27,7 +27,7 @@ var unsafeTopicChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
 // topicName returns a topic name unique to this test and run, so tests sharing
 // a cluster (and repeated runs with -count) never meet.
-func topicName(t *testing.T, suffix string) string {
+func topicName(t testing.TB, suffix string) string {
 	var r [4]byte
 	_, _ = rand.Read(r[:])
 	name := unsafeTopicChars.ReplaceAllString(strings.TrimPrefix(t.Name(), "Test"), "-")
@@ -39,7 +39,7 @@ func topicName(t *testing.T, suffix string) string {
 
 // newClient returns a franz-go client of c connected as id, closed when the
 // test ends.
-func newClient(t *testing.T, c *kafkatest.Cluster, id kafkatest.Identity, opts ...kgo.Opt) *kgo.Client {
+func newClient(t testing.TB, c *kafkatest.Cluster, id kafkatest.Identity, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
 	cl, err := c.NewClient(id, opts...)
 	if err != nil {
@@ -50,7 +50,7 @@ func newClient(t *testing.T, c *kafkatest.Cluster, id kafkatest.Identity, opts .
 }
 
 // superAdmin returns an admin client of c as the harness's super user.
-func superAdmin(t *testing.T, c *kafkatest.Cluster) *kadm.Client {
+func superAdmin(t testing.TB, c *kafkatest.Cluster) *kadm.Client {
 	t.Helper()
 	adm, err := c.Admin()
 	if err != nil {
@@ -61,7 +61,7 @@ func superAdmin(t *testing.T, c *kafkatest.Cluster) *kadm.Client {
 }
 
 // createTopic creates a topic through adm and fails the test if it cannot.
-func createTopic(t *testing.T, ctx context.Context, adm *kadm.Client, topic string, partitions int32, rf int16, configs map[string]*string) {
+func createTopic(t testing.TB, ctx context.Context, adm *kadm.Client, topic string, partitions int32, rf int16, configs map[string]*string) {
 	t.Helper()
 	resp, err := adm.CreateTopic(ctx, partitions, rf, configs, topic)
 	if err == nil {
@@ -74,7 +74,7 @@ func createTopic(t *testing.T, ctx context.Context, adm *kadm.Client, topic stri
 
 // consumeN reads n records of topic from the start, failing the test if they
 // do not all arrive before ctx ends.
-func consumeN(t *testing.T, ctx context.Context, c *kafkatest.Cluster, id kafkatest.Identity, topic string, n int) []*kgo.Record {
+func consumeN(t testing.TB, ctx context.Context, c *kafkatest.Cluster, id kafkatest.Identity, topic string, n int) []*kgo.Record {
 	t.Helper()
 	cl := newClient(t, c, id,
 		kgo.ConsumeTopics(topic),
@@ -98,7 +98,7 @@ func consumeN(t *testing.T, ctx context.Context, c *kafkatest.Cluster, id kafkat
 }
 
 // produceSync produces records and fails the test on the first error.
-func produceSync(t *testing.T, ctx context.Context, cl *kgo.Client, recs ...*kgo.Record) {
+func produceSync(t testing.TB, ctx context.Context, cl *kgo.Client, recs ...*kgo.Record) {
 	t.Helper()
 	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		t.Fatalf("produce %d record(s) to %s: %v", len(recs), recs[0].Topic, err)

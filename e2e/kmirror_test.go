@@ -33,7 +33,7 @@ var (
 	buildErr  error
 )
 
-func kmirrorBinary(t *testing.T) string {
+func kmirrorBinary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		_, file, _, _ := runtime.Caller(0)
@@ -59,7 +59,7 @@ func kmirrorBinary(t *testing.T) string {
 // daemon is one `kmirror run` process of a test, mirroring source to
 // destination.
 type daemon struct {
-	t        *testing.T
+	t        testing.TB
 	cfgPath  string
 	httpAddr string
 	mirror   string
@@ -74,13 +74,13 @@ type daemon struct {
 // startKmirror writes a configuration mirroring the topics matching include
 // from the source cluster to the destination cluster, and starts the daemon.
 // extra is appended to the mirror's block (indented by four spaces).
-func startKmirror(t *testing.T, include string, extra ...string) *daemon {
+func startKmirror(t testing.TB, include string, extra ...string) *daemon {
 	t.Helper()
 	return startKmirrorWith(t, include, nil, extra...)
 }
 
 // startKmirrorWith is startKmirror with extra daemon-wide keys ("key: value").
-func startKmirrorWith(t *testing.T, include string, daemonKeys []string, extra ...string) *daemon {
+func startKmirrorWith(t testing.TB, include string, daemonKeys []string, extra ...string) *daemon {
 	t.Helper()
 	dir := t.TempDir()
 	port, adminPort := freePort(t), freePort(t)
@@ -123,7 +123,7 @@ mirrors:
 	return d
 }
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -318,7 +318,7 @@ func (d *daemon) waitMirrored(ctx context.Context, topic string, partitions int3
 
 // verifyTopic compares every partition of topic on both clusters, offset by
 // offset, and returns the source logs.
-func verifyTopic(t *testing.T, ctx context.Context, topic string, partitions int32) []*verify.Log {
+func verifyTopic(t testing.TB, ctx context.Context, topic string, partitions int32) []*verify.Log {
 	t.Helper()
 	src := newClient(t, source, kafkatest.Identity{})
 	dst := newClient(t, destination, kafkatest.Identity{})
@@ -339,7 +339,7 @@ func verifyTopic(t *testing.T, ctx context.Context, topic string, partitions int
 // consumeExactly reads topic on c from the start with a read_committed or
 // read_uncommitted consumer until want records arrived, then polls one more
 // second to make sure no other record comes.
-func consumeExactly(t *testing.T, ctx context.Context, c *kafkatest.Cluster, topic string, committed bool, want int) []*kgo.Record {
+func consumeExactly(t testing.TB, ctx context.Context, c *kafkatest.Cluster, topic string, committed bool, want int) []*kgo.Record {
 	t.Helper()
 	opts := []kgo.Opt{kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}
 	if committed {

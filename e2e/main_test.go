@@ -37,7 +37,7 @@ var (
 )
 
 // aclDestinationCluster starts aclDestination on first use and returns it.
-func aclDestinationCluster(t *testing.T) *kafkatest.Cluster {
+func aclDestinationCluster(t testing.TB) *kafkatest.Cluster {
 	t.Helper()
 	aclDestinationOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

@@ -177,7 +177,7 @@ func TestRandomTransactionalInterleavingMirrorsIdentically(t *testing.T) {
 // produceInterleaved runs txnProducers transactional producers, each running
 // txns transactions over all partitions (random commit/abort), and one plain
 // producer, concurrently.
-func produceInterleaved(t *testing.T, ctx context.Context, topic string, partitions int32, txnProducers, txns int, seed uint64) {
+func produceInterleaved(t testing.TB, ctx context.Context, topic string, partitions int32, txnProducers, txns int, seed uint64) {
 	t.Helper()
 	var wg sync.WaitGroup
 	errs := make(chan error, txnProducers+1)
@@ -306,7 +306,7 @@ func TestForeignDataOnTheDestinationFailsThePartition(t *testing.T) {
 }
 
 // waitEndOffset waits until partition p of topic on c has end offset want.
-func waitEndOffset(t *testing.T, ctx context.Context, c *kafkatest.Cluster, topic string, p int32, want int64) {
+func waitEndOffset(t testing.TB, ctx context.Context, c *kafkatest.Cluster, topic string, p int32, want int64) {
 	t.Helper()
 	adm := superAdmin(t, c)
 	for {

@@ -26,7 +26,7 @@ func certUser(name string) kafkatest.Identity {
 
 // roundTrip creates a topic as id, produces one record to it and reads it
 // back, all as id: it proves that id authenticates and is authorized.
-func roundTrip(t *testing.T, ctx context.Context, id kafkatest.Identity) {
+func roundTrip(t testing.TB, ctx context.Context, id kafkatest.Identity) {
 	t.Helper()
 	topic := topicName(t, "")
 	createTopic(t, ctx, kadm.NewClient(newClient(t, secured, id)), topic, 1, 1, nil)
@@ -119,7 +119,7 @@ func TestSSLClientCertificateAuth(t *testing.T) {
 
 // produceErr produces one record to topic as id on a fresh client (no cached
 // metadata) and returns the error.
-func produceErr(t *testing.T, ctx context.Context, id kafkatest.Identity, topic string) error {
+func produceErr(t testing.TB, ctx context.Context, id kafkatest.Identity, topic string) error {
 	t.Helper()
 	cl, err := secured.NewClient(id, kgo.RecordDeliveryTimeout(20*time.Second))
 	if err != nil {

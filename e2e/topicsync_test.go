@@ -20,7 +20,7 @@ import (
 
 // dynamicTopicConfigs returns the configs set on topic itself
 // (DYNAMIC_TOPIC_CONFIG), not defaults.
-func dynamicTopicConfigs(t *testing.T, ctx context.Context, adm *kadm.Client, topic string) map[string]string {
+func dynamicTopicConfigs(t testing.TB, ctx context.Context, adm *kadm.Client, topic string) map[string]string {
 	t.Helper()
 	rcs, err := adm.DescribeTopicConfigs(ctx, topic)
 	if err != nil {
@@ -42,7 +42,7 @@ func dynamicTopicConfigs(t *testing.T, ctx context.Context, adm *kadm.Client, to
 
 // destinationPartitions returns the partition count of topic on the
 // destination (0: the topic does not exist).
-func destinationPartitions(t *testing.T, ctx context.Context, topic string) int32 {
+func destinationPartitions(t testing.TB, ctx context.Context, topic string) int32 {
 	t.Helper()
 	d, err := superAdmin(t, destination).ListTopics(ctx, topic)
 	if err != nil {
@@ -55,7 +55,7 @@ func destinationPartitions(t *testing.T, ctx context.Context, topic string) int3
 }
 
 // produceTo writes n records to each listed partition of topic.
-func produceTo(t *testing.T, ctx context.Context, topic string, n int, partitions ...int32) {
+func produceTo(t testing.TB, ctx context.Context, topic string, n int, partitions ...int32) {
 	t.Helper()
 	cl := newClient(t, source, kafkatest.Identity{}, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	var recs []*kgo.Record
