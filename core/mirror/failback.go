@@ -367,6 +367,13 @@ func (e *Engine) failbackTopic(ctx context.Context, m *mirrorRun, name, topic st
 		case endA < sp.last+1:
 			pf.Action, pf.Reason = FailbackFailed, fmt.Sprintf("the old source's %s/%d ends at offset %d, before the last mirrored offset %d: it lost records; "+
 				"kmirror failback --allow-recreate rebuilds the topic on the old source from the new primary", topic, sp.p, endA, sp.last)
+		case abortsOnly(ctx, old, topic, sp.p, sp.last+1, endA) && abortsOnly(ctx, m.dst, topic, sp.p, sp.last+1, endA):
+			// Both logs hold only ABORT markers from the last mirrored offset
+			// to the old source's end: the transactions open at the
+			// failover, aborted on the new primary by the failover and on the
+			// old source by its coordinator. The logs agree, offset for
+			// offset and in what a read_committed consumer sees.
+			pf.Action, pf.From = FailbackContinue, endA
 		default: // diverged: keep A's extra records in the side topic first
 			ds, err = e.copyDiverged(ctx, rp, old, oldAdm, topic, sp.p, sp.last+1, endA, topic+suffix)
 			if err != nil {
@@ -422,6 +429,24 @@ func (e *Engine) failbackTopic(ctx context.Context, m *mirrorRun, name, topic st
 	}
 	tf.Partitions = decisions
 	return tf, nil
+}
+
+// abortsOnly reports whether topic/p on the cluster behind cl holds only
+// ABORT markers in [from, to) (false on any error: then the partition is
+// taken as diverged, which loses nothing).
+func abortsOnly(ctx context.Context, cl *kgo.Client, topic string, p int32, from, to int64) bool {
+	only := true
+	err := verify.Scan(ctx, cl, topic, p, from, to, func(b batch.Batch) error {
+		if !b.IsControl() {
+			only = false
+			return nil
+		}
+		if t, err := batch.ControlRecord(b); err != nil || t != batch.ControlAbort {
+			only = false
+		}
+		return nil
+	})
+	return err == nil && only
 }
 
 func divergedReason(mirror, topic string, p int32, ds divergedState) string {

@@ -176,3 +176,55 @@ func TestFailbackKeepsDivergedRecordsInASideTopicAndRecreatesOnlyWhenAllowed(t *
 	waitMirrorCopied(t, e, "test-failback", "split", endOffset(t, f.dstCl, "split", 0))
 	identical(t, f.dstCl, f.srcCl, "split", 0)
 }
+
+// TestFailbackContinuesPastTransactionsAbortedOnBothSides: a transaction
+// open at the failover is aborted on the new primary by the failover and on
+// the old source afterwards (its producer gave up, or the coordinator timed
+// it out): both logs hold one ABORT marker after the last mirrored offset,
+// so failback continues after it instead of calling the partition diverged.
+func TestFailbackContinuesPastTransactionsAbortedOnBothSides(t *testing.T) {
+	f := newFixture(t)
+	f.createTopic(t, "hung", 1)
+	ctx := opCtx(t)
+	produceTo(t, f.srcCl, "hung", "a1", 10)
+	txn := f.client(t, f.src, kgo.DefaultProduceTopic("hung"), kgo.TransactionalID("hung-txn"))
+	if err := txn.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.ProduceSync(ctx, &kgo.Record{Value: []byte("open-1")}, &kgo.Record{Value: []byte("open-2")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	e := startEngine(t, f.config(t, "hung"), memstore.New())
+	f.waitMirrored(t, e, "hung", 1)
+	if _, err := e.Failover(ctx, FailoverRequest{Mirror: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.EndTransaction(ctx, kgo.TryAbort); err != nil { // on the old source, later
+		t.Fatal(err)
+	}
+	eventually(t, "the old source's ABORT marker", func() (bool, string) {
+		return listOffset(t, f.srcCl, "hung", false) == 13, "source end not 13"
+	})
+	produceTo(t, f.dstCl, "hung", "b1", 5)
+	res, err := e.Failback(ctx, FailbackRequest{Mirror: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pf := res.Topics[0].Partitions[0]; pf.Action != FailbackContinue || pf.From != 13 {
+		t.Fatalf("failback: %+v, want continue from 13 (past the ABORT markers on both sides)", pf)
+	}
+	waitMirrorCopied(t, e, "test-failback", "hung", endOffset(t, f.dstCl, "hung", 0))
+	a, err := verify.ReadLog(ctx, f.srcCl, "hung", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := verify.ReadLog(ctx, f.dstCl, "hung", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Same offsets, same records and visibility; the markers at 12 come from
+	// different producers but both abort.
+	if diff := verify.Diff(b, a); diff != "" {
+		t.Fatalf("old source differs from the new primary: %s", diff)
+	}
+}
