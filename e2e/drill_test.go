@@ -292,10 +292,47 @@ func TestFailoverAndFailbackRoundTripUnderLoad(t *testing.T) {
 		t.Fatalf("the failback mirror appended %v bytes (found %v), want %v (B's batches after the failover)", got, ok, wantBytes)
 	}
 
-	// Switch back: fail the reverse mirror over (A writable), write to A,
-	// mirror A→B again.
-	if code, out, errOut := d.cli("failover", "--mirror", reverse, "--wait-for-catch-up", "90s"); code != 0 {
+	// The application, now on B, consumes on and commits; group offsets
+	// sync in the reverse direction too.
+	onB = newClient(t, destination, kafkatest.Identity{}, kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.DisableAutoCommit())
+	for n := 0; n < 40; {
+		fs := onB.PollRecords(ctx, 40-n)
+		if err := fs.Err0(); err != nil {
+			t.Fatalf("consuming on B: %v", err)
+		}
+		n += fs.NumRecords()
+	}
+	if err := onB.CommitUncommittedOffsets(ctx); err != nil {
+		t.Fatal(err)
+	}
+	onB.Close()
+	onBOffsets, err := superAdmin(t, destination).FetchOffsets(ctx, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Switch back: fail the reverse mirror over (A writable; its last group
+	// sync carries the group's offsets from B to A), write to A, mirror A→B
+	// again.
+	code, out, errOut = d.cli("failover", "--mirror", reverse, "--wait-for-catch-up", "90s", "--json")
+	if code != 0 {
 		t.Fatalf("failover of %s: exit %d\n%s\n%s", reverse, code, out, errOut)
+	}
+	var back mirror.FailoverResult
+	if err := json.Unmarshal([]byte(out), &back); err != nil || !strings.Contains(strings.Join(back.Groups, ","), group) {
+		t.Fatalf("failover of %s: groups synced %s (%v)", reverse, out, err)
+	}
+	onA, err := superAdmin(t, source).FetchOffsets(ctx, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := int32(0); p < parts; p++ {
+		ob, okB := onBOffsets.Lookup(topic, p)
+		oa, okA := onA.Lookup(topic, p)
+		if okB != okA || ob.At != oa.At {
+			t.Fatalf("group %s at %s/%d: %d on B (found %v), %d on A (found %v); the reverse sync should copy B's", group, topic, p, ob.At, okB, oa.At, okA)
+		}
 	}
 	writeLoad(t, ctx, source, topic, "a2", 4)
 	if code, out, errOut := d.cli("mirrors", "start", "--mirror", d.mirror, "--topics", regexp.QuoteMeta(topic)); code != 0 {
