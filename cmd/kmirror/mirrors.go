@@ -174,13 +174,10 @@ func mirrorsDescribe(args []string, stdout, stderr io.Writer) int {
 }
 
 func mirrorsCreate(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("mirrors create", stderr)
-	var af adminFlags
-	af.register(fs)
-	name := fs.String("mirror", "", "the new mirror's name (required)")
+	m := newMirrorCmd("mirrors create", "the new mirror's name (required)", stderr)
+	fs, name := m.fs, m.name
 	file := fs.String("mirror-config", "", "YAML file with the mirror's settings: the keys of one entry of mirrors: (required); secrets only as files (sasl.password.file)")
-	asJSON := fs.Bool("json", false, "print the admin API's JSON answer (stable field names, see docs/cli.md)")
-	if code, ok := requireFlags(fs, args, stderr, map[string]bool{"mirror": true}); !ok {
+	if code, ok := m.parse(args, stderr, false); !ok {
 		return code
 	}
 	if *file == "" {
@@ -192,7 +189,7 @@ func mirrorsCreate(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mirrors create: reading --mirror-config: %v\n", err)
 		return exitUsage
 	}
-	c, code, ok := af.connect(fs, stderr)
+	c, code, ok := m.connect(stderr)
 	if !ok {
 		return code
 	}
@@ -200,36 +197,30 @@ func mirrorsCreate(args []string, stdout, stderr io.Writer) int {
 	if err := c.call(http.MethodPost, "/v1/mirrors", admin.CreateRequest{Name: *name, Config: string(settings)}, &res, opTimeout); err != nil {
 		return fail(stderr, fs, err)
 	}
-	return printOp(stdout, res, "created", *asJSON)
+	return printOp(stdout, res, "created", *m.asJSON)
 }
 
 func mirrorsDelete(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("mirrors delete", stderr)
-	var af adminFlags
-	af.register(fs)
-	name := fs.String("mirror", "", "the run-time mirror to delete (required); its partitions must be STOPPED")
-	asJSON := fs.Bool("json", false, "print the admin API's JSON answer (stable field names, see docs/cli.md)")
-	if code, ok := requireFlags(fs, args, stderr, map[string]bool{"mirror": true}); !ok {
+	m := newMirrorCmd("mirrors delete", "the run-time mirror to delete (required); its partitions must be STOPPED", stderr)
+	if code, ok := m.parse(args, stderr, false); !ok {
 		return code
 	}
-	c, code, ok := af.connect(fs, stderr)
+	c, code, ok := m.connect(stderr)
 	if !ok {
 		return code
 	}
 	var res mirror.OpResult
-	if err := c.call(http.MethodDelete, "/v1/mirrors/"+url.PathEscape(*name), nil, &res, opTimeout); err != nil {
-		return fail(stderr, fs, err)
+	if err := c.call(http.MethodDelete, "/v1/mirrors/"+url.PathEscape(*m.name), nil, &res, opTimeout); err != nil {
+		return fail(stderr, m.fs, err)
 	}
-	return printOp(stdout, res, "deleted", *asJSON)
+	return printOp(stdout, res, "deleted", *m.asJSON)
 }
 
 // mirrorsOp returns the command of pause, resume, stop or start.
 func mirrorsOp(op string) func(args []string, stdout, stderr io.Writer) int {
 	return func(args []string, stdout, stderr io.Writer) int {
-		fs := newFlagSet("mirrors "+op, stderr)
-		var af adminFlags
-		af.register(fs)
-		name := fs.String("mirror", "", "the mirror (required)")
+		m := newMirrorCmd("mirrors "+op, "the mirror (required)", stderr)
+		fs, name := m.fs, m.name
 		var topics, exclude topicList
 		topicsHelp := "regexes of the topics, comma-separated (repeatable); default: every topic of the mirror"
 		if op == "stop" || op == "start" {
@@ -239,11 +230,10 @@ func mirrorsOp(op string) func(args []string, stdout, stderr io.Writer) int {
 		if op == "start" {
 			fs.Var(&exclude, "exclude", "regexes of topics not to start, comma-separated (repeatable)")
 		}
-		asJSON := fs.Bool("json", false, "print the admin API's JSON answer (stable field names, see docs/cli.md)")
-		if code, ok := requireFlags(fs, args, stderr, map[string]bool{"mirror": true, "topics": op == "stop" || op == "start"}); !ok {
+		if code, ok := m.parse(args, stderr, op == "stop" || op == "start"); !ok {
 			return code
 		}
-		c, code, ok := af.connect(fs, stderr)
+		c, code, ok := m.connect(stderr)
 		if !ok {
 			return code
 		}
@@ -255,7 +245,7 @@ func mirrorsOp(op string) func(args []string, stdout, stderr io.Writer) int {
 		if err := c.call(http.MethodPost, "/v1/mirrors/"+url.PathEscape(*name)+"/"+op, body, &res, opTimeout); err != nil {
 			return fail(stderr, fs, err)
 		}
-		return printOp(stdout, res, op+" done", *asJSON)
+		return printOp(stdout, res, op+" done", *m.asJSON)
 	}
 }
 
@@ -283,22 +273,19 @@ func printOp(stdout io.Writer, res mirror.OpResult, done string, asJSON bool) in
 }
 
 func cmdFailover(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("failover", stderr)
-	var af adminFlags
-	af.register(fs)
-	name := fs.String("mirror", "", "the mirror to fail over (required)")
+	m := newMirrorCmd("failover", "the mirror to fail over (required)", stderr)
+	fs, name, asJSON := m.fs, m.name, m.asJSON
 	var topics topicList
 	fs.Var(&topics, "topics", "regexes of the topics to fail over, comma-separated (repeatable); default: every topic of the mirror")
 	wait := fs.Duration("wait-for-catch-up", 0, "planned failover: first wait up to this long (e.g. 2m) until every partition has no lag; the failover does not start if it passes")
-	asJSON := fs.Bool("json", false, "print the admin API's JSON answer (stable field names, see docs/cli.md)")
-	if code, ok := requireFlags(fs, args, stderr, map[string]bool{"mirror": true}); !ok {
+	if code, ok := m.parse(args, stderr, false); !ok {
 		return code
 	}
 	if *wait < 0 {
 		fmt.Fprintf(stderr, "kmirror failover: --wait-for-catch-up %s is negative\n", *wait)
 		return exitUsage
 	}
-	c, code, ok := af.connect(fs, stderr)
+	c, code, ok := m.connect(stderr)
 	if !ok {
 		return code
 	}
@@ -338,17 +325,14 @@ func cmdFailover(args []string, stdout, stderr io.Writer) int {
 }
 
 func cmdFailback(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("failback", stderr)
-	var af adminFlags
-	af.register(fs)
-	name := fs.String("mirror", "", "the failed-over mirror to fail back (required); its reverse mirror is <mirror>-failback")
+	m := newMirrorCmd("failback", "the failed-over mirror to fail back (required); its reverse mirror is <mirror>-failback", stderr)
+	fs, name, asJSON := m.fs, m.name, m.asJSON
 	recreate := fs.Bool("allow-recreate", false, "delete and recreate, on the old source, a topic whose partitions cannot continue offset for offset (diverged, lost records, or map mode), then mirror it back from scratch")
 	suffix := fs.String("side-topic-suffix", "", "suffix of the side topics that keep the old source's records beyond the last mirrored offset (default .kmirror-diverged)")
-	asJSON := fs.Bool("json", false, "print the admin API's JSON answer (stable field names, see docs/cli.md)")
-	if code, ok := requireFlags(fs, args, stderr, map[string]bool{"mirror": true}); !ok {
+	if code, ok := m.parse(args, stderr, false); !ok {
 		return code
 	}
-	c, code, ok := af.connect(fs, stderr)
+	c, code, ok := m.connect(stderr)
 	if !ok {
 		return code
 	}
@@ -390,6 +374,33 @@ func cmdFailback(args []string, stdout, stderr io.Writer) int {
 		return exitFailure
 	}
 	return exitOK
+}
+
+// mirrorCmd is what every admin command on one mirror has: the flags that
+// locate and authenticate to the admin API, --mirror and --json.
+type mirrorCmd struct {
+	fs     *flag.FlagSet
+	af     adminFlags
+	name   *string
+	asJSON *bool
+}
+
+func newMirrorCmd(name, mirrorHelp string, stderr io.Writer) *mirrorCmd {
+	m := &mirrorCmd{fs: newFlagSet(name, stderr)}
+	m.af.register(m.fs)
+	m.name = m.fs.String("mirror", "", mirrorHelp)
+	m.asJSON = m.fs.Bool("json", false, "print the admin API's JSON answer (stable field names, see docs/cli.md)")
+	return m
+}
+
+// parse parses args and checks the required flags (--mirror always).
+func (m *mirrorCmd) parse(args []string, stderr io.Writer, topicsRequired bool) (int, bool) {
+	return requireFlags(m.fs, args, stderr, map[string]bool{"mirror": true, "topics": topicsRequired})
+}
+
+// connect locates the admin API and reads its credentials.
+func (m *mirrorCmd) connect(stderr io.Writer) (*adminClient, int, bool) {
+	return m.af.connect(m.fs, stderr)
 }
 
 // requireFlags parses args and checks that the required flags are set, so
