@@ -118,22 +118,8 @@ func TestDestinationTimedOutTransactionIsCopiedAgainInMapMode(t *testing.T) {
 	if err := m.UnmarshalBinary(entry.Value); err != nil {
 		t.Fatal(err)
 	}
-	at := map[int64]verify.Entry{}
-	for _, e := range dstLog.Entries {
-		at[e.Offset] = e
-	}
-	for _, se := range srcLog.Entries {
-		do, ok := m.Lookup(se.Offset)
-		if !ok {
-			t.Fatalf("source offset %d is not in the offset map %v", se.Offset, m.Ranges())
-		}
-		de, ok := at[do]
-		if !ok {
-			t.Fatalf("source offset %d maps to destination offset %d, which holds nothing", se.Offset, do)
-		}
-		if diff := verify.DiffEntry(se, de, false); diff != "" {
-			t.Fatalf("source offset %d, destination offset %d: %s", se.Offset, do, diff)
-		}
+	if diff := verify.DiffMapped(srcLog, dstLog, m.Lookup); diff != "" {
+		t.Fatalf("%s (offset map %v)", diff, m.Ranges())
 	}
 	// Offsets are kept below the lost transaction's first record (source
 	// offset 5); from there the copy follows the destination's ABORT marker.

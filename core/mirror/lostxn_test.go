@@ -205,22 +205,8 @@ func lostTransactionCopiedAgain(t *testing.T, store statestore.Store) {
 	if err := m.UnmarshalBinary(ent.Value); err != nil {
 		t.Fatal(err)
 	}
-	byOffset := map[int64]verify.Entry{}
-	for _, d := range dst.Entries {
-		byOffset[d.Offset] = d
-	}
-	for _, s := range src.Entries {
-		at, ok := m.Lookup(s.Offset)
-		if !ok {
-			t.Fatalf("source offset %d is not in the offset map %v", s.Offset, m.Ranges())
-		}
-		d, ok := byOffset[at]
-		if !ok {
-			t.Fatalf("source offset %d maps to destination offset %d, which holds nothing", s.Offset, at)
-		}
-		if diff := verify.DiffEntry(s, d, false); diff != "" {
-			t.Fatalf("source offset %d / destination offset %d: %s", s.Offset, at, diff)
-		}
+	if diff := verify.DiffMapped(src, dst, m.Lookup); diff != "" {
+		t.Fatalf("%s (offset map %v)", diff, m.Ranges())
 	}
 	// The transaction's first record is where the copy restarted; below it
 	// offsets are kept.

@@ -226,6 +226,31 @@ func DiffEntry(s, d Entry, offsets bool) string {
 	return ""
 }
 
+// DiffMapped compares a partition mirrored in map mode: every source entry
+// with the destination entry at the offset lookup gives (an offset map's
+// Lookup), offsets aside. It returns "" when every entry is mapped and
+// matches, else the first difference.
+func DiffMapped(src, dst *Log, lookup func(src int64) (int64, bool)) string {
+	at := make(map[int64]Entry, len(dst.Entries))
+	for _, e := range dst.Entries {
+		at[e.Offset] = e
+	}
+	for _, se := range src.Entries {
+		do, ok := lookup(se.Offset)
+		if !ok {
+			return fmt.Sprintf("source offset %d is not in the offset map", se.Offset)
+		}
+		de, ok := at[do]
+		if !ok {
+			return fmt.Sprintf("source offset %d maps to destination offset %d, which holds nothing", se.Offset, do)
+		}
+		if diff := DiffEntry(se, de, false); diff != "" {
+			return fmt.Sprintf("source offset %d, destination offset %d: %s", se.Offset, do, diff)
+		}
+	}
+	return ""
+}
+
 // Partition reads the same partition on both clusters and compares them.
 func Partition(ctx context.Context, src, dst *kgo.Client, topic string, partition int32) (srcLog *Log, diff string, err error) {
 	s, err := ReadLog(ctx, src, topic, partition)

@@ -90,3 +90,32 @@ func TestDifferentValueIsReportedWithItsOffset(t *testing.T) {
 		t.Fatalf("diff = %q", diff)
 	}
 }
+
+func TestDiffMappedFollowsTheOffsetMap(t *testing.T) {
+	src := &Log{Entries: []Entry{{Offset: 0, Key: []byte("a"), Visible: true}, {Offset: 5, Key: []byte("b"), Visible: true}}}
+	dst := &Log{Entries: []Entry{{Offset: 0, Key: []byte("a"), Visible: true}, {Offset: 1, Key: []byte("b"), Visible: true}}}
+	compact := func(o int64) (int64, bool) {
+		switch o {
+		case 0:
+			return 0, true
+		case 5:
+			return 1, true
+		}
+		return 0, false
+	}
+	if diff := DiffMapped(src, dst, compact); diff != "" {
+		t.Fatalf("identical mapped logs differ: %s", diff)
+	}
+	identity := func(o int64) (int64, bool) { return o, true }
+	if diff := DiffMapped(src, dst, identity); !strings.Contains(diff, "source offset 5 maps to destination offset 5, which holds nothing") {
+		t.Fatalf("diff = %q", diff)
+	}
+	none := func(int64) (int64, bool) { return 0, false }
+	if diff := DiffMapped(src, dst, none); !strings.Contains(diff, "source offset 0 is not in the offset map") {
+		t.Fatalf("diff = %q", diff)
+	}
+	dst.Entries[1].Key = []byte("x")
+	if diff := DiffMapped(src, dst, compact); !strings.HasPrefix(diff, "source offset 5, destination offset 1:") {
+		t.Fatalf("diff = %q", diff)
+	}
+}
