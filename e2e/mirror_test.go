@@ -125,9 +125,12 @@ func TestKIPHangingTransactionExample(t *testing.T) {
 	produceSync(t, ctx, a, &kgo.Record{Key: []byte("A"), Value: []byte("1")}, &kgo.Record{Key: []byte("B"), Value: []byte("2")})
 	must(b.BeginTransaction())
 	produceSync(t, ctx, b, &kgo.Record{Key: []byte("X"), Value: []byte("9")})
+	// Real brokers write markers after EndTxn returns: wait for A's COMMIT
+	// (offset 3) before B aborts, so the ABORT lands at 4, and for both
+	// before Z.
 	must(a.EndTransaction(ctx, kgo.TryCommit))
+	waitEndOffset(t, ctx, source, topic, 0, 4)
 	must(b.EndTransaction(ctx, kgo.TryAbort))
-	// Real brokers write markers after EndTxn returns: wait for both before Z.
 	waitEndOffset(t, ctx, source, topic, 0, 5)
 	produceSync(t, ctx, plain, &kgo.Record{Key: []byte("Z"), Value: []byte("10")})
 
