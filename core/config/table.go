@@ -109,6 +109,9 @@ var Keys = []Key{
 	daemonKey(def(Key{Name: "mirror.transaction.timeout.ms", Origin: OriginKmirror, Constraint: "0, or 1 to 2147483647",
 		Doc: "Timeout of the destination transactions that replay source transactions. **0 uses the destination's `transaction.max.timeout.ms`** (read at start; Kafka's default is 15 minutes), so that a source transaction open for a long time, or a daemon restart, does not make the destination abort a replayed transaction. A destination transaction that times out anyway (kmirror was down for longer) is recovered: the partition continues in `map` mode and copies that transaction's records again (docs/design/datapath.md)."},
 		"0"), func(c *Config) *time.Duration { return &c.TransactionTimeout }, msCodec(0)),
+	daemonKey(def(Key{Name: "mirror.transaction.writer.idle.ms", Origin: OriginKmirror,
+		Doc: "How long a destination transactional writer (one per source producer and partition) with no open transaction is kept in memory. A forgotten writer is initialised again (InitProducerId, a new epoch recorded before use) at its source producer's next transaction. Lower it when sources have very many short-lived transactional producers."},
+		"900000"), func(c *Config) *time.Duration { return &c.TransactionWriterIdle }, msCodec(1)),
 	daemonKey(def(Key{Name: "log.level", Origin: OriginKmirror,
 		Doc: "Lowest level that is logged."},
 		"info"), func(c *Config) *string { return &c.LogLevel }, enumCodec([]string{"trace", "debug", "info", "warn", "error"}, nil)),
@@ -230,6 +233,9 @@ var Keys = []Key{
 	mirrorKey(def(Key{Name: "mirror.topic.properties.exclude", Origin: OriginKIP,
 		Doc: "A comma-separated list of topic config property names to exclude from synchronization. Properties in this list will not be replicated from the source cluster. The mirror.name property is always excluded regardless of this setting. Entries are regexes matched against the whole name (e.g. `.*throttled.*`)."},
 		DefaultTopicPropertiesExclude), func(m *Mirror) *RegexList { return &m.TopicPropertiesExclude }, regexListCodec()),
+	mirrorKey(def(Key{Name: "mirror.destination.mismatch.action", Origin: OriginKmirror,
+		Doc: "What a partition does when, before it continues (daemon start, start after a stop, resume, retry, failback), its destination log is found to differ from the source after the last checked point: a record of a foreign producer, an ABORT marker where the source committed (a stop with an open transaction, or a destination transaction timeout), anything beyond the source's end. `map`: the partition continues in `map` mode from the first differing offset and copies the source again from there, so that every committed source record is visible on the destination (docs/design/datapath.md, \"Proving the destination\"). `fail`: the partition goes FAILED with a reason naming the offsets; `kmirror mirrors start` retries it after the operator acted. Either way describe, the log and kmirror_destination_mismatches_total say what was found."},
+		"map"), func(m *Mirror) *string { return &m.DestinationMismatchAction }, enumCodec([]string{"map", "fail"}, nil)),
 
 	// ---- State store --------------------------------------------------------
 	stateKey(def(Key{Name: "type", Origin: OriginKmirror,

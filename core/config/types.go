@@ -55,6 +55,7 @@ type Config struct {
 	// kmirror's own daemon keys.
 	OffsetAlignmentMaxRecords int64         // mirror.offset.alignment.max.records
 	TransactionTimeout        time.Duration // mirror.transaction.timeout.ms (0: the destination's maximum)
+	TransactionWriterIdle     time.Duration // mirror.transaction.writer.idle.ms
 	LogLevel                  string        // log.level, lower case
 	LogFormat                 string        // log.format
 	HTTPAddress               string        // http.address; "" = no HTTP listener
@@ -134,7 +135,16 @@ type Mirror struct {
 	GroupsExclude          RegexList     // mirror.groups.exclude
 	ACLInclude             aclrule.Rules // mirror.acl.include
 	TopicPropertiesExclude RegexList     // mirror.topic.properties.exclude
+	// DestinationMismatchAction is MismatchMap or MismatchFail
+	// (mirror.destination.mismatch.action).
+	DestinationMismatchAction string
 }
+
+// Values of mirror.destination.mismatch.action.
+const (
+	MismatchMap  = "map"
+	MismatchFail = "fail"
+)
 
 // State selects and configures the state store.
 type State struct {

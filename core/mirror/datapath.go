@@ -248,7 +248,7 @@ func newDataPath(m *mirrorRun, cfg *config.Config, src *kgo.Client) (*dataPath, 
 	if err != nil {
 		return nil, err
 	}
-	w, err := writer.New(m.dst, writer.MirrorName(m.name), writer.Logger(m.log.Named("writer")), writer.RequestTimeout(cfg.RequestTimeout), writer.TransactionTimeout(cfg.TransactionTimeout))
+	w, err := writer.New(m.dst, writer.MirrorName(m.name), writer.Logger(m.log.Named("writer")), writer.RequestTimeout(cfg.RequestTimeout), writer.TransactionTimeout(cfg.TransactionTimeout), writer.IdleWriterTimeout(cfg.TransactionWriterIdle))
 	if err != nil {
 		return nil, err
 	}

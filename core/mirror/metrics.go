@@ -21,6 +21,7 @@ type instruments struct {
 	records     metric.Int64Counter
 	mdErrors    metric.Int64Counter
 	cfgErrors   metric.Int64Counter
+	mismatches  metric.Int64Counter
 }
 
 func newInstruments(p *metrics.Provider, e *Engine) (*instruments, error) {
@@ -43,6 +44,9 @@ func newInstruments(p *metrics.Provider, e *Engine) (*instruments, error) {
 		return nil, err
 	}
 	if in.cfgErrors, err = m.Int64Counter("topic.config.metadata.sync.error", metric.WithDescription("Topic configs the destination rejected, and failed rounds of the topic config sync loop (KIP-1279 TopicConfigMetadataSyncError), by mirror.")); err != nil {
+		return nil, err
+	}
+	if in.mismatches, err = m.Int64Counter("destination.mismatches", metric.WithDescription("Destination partitions found to differ from their source before continuing (a foreign record, an ABORT where the source committed, data beyond the source's end), by mirror, topic, partition and the action taken (map or fail).")); err != nil {
 		return nil, err
 	}
 	_, err = m.Int64ObservableGauge("partition.state",
@@ -146,4 +150,9 @@ func (in *instruments) metadataRefreshError(mirror string) {
 
 func (in *instruments) configSyncError(mirror string) {
 	in.cfgErrors.Add(context.Background(), 1, metric.WithAttributes(attribute.String("mirror", mirror)))
+}
+
+func (in *instruments) destinationMismatch(mirror, topic string, p int32, action string) {
+	in.mismatches.Add(context.Background(), 1, metric.WithAttributes(attribute.String("mirror", mirror), attribute.String("topic", topic),
+		attribute.Int("partition", int(p)), attribute.String("action", action)))
 }

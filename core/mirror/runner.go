@@ -61,6 +61,8 @@ type runner struct {
 	deleteTo int64 // pending DeleteRecords target after alignment; 0: none
 	prepared bool  // prepare just set the resume point: mirror need not resume
 	epoch    int32 // source leader epoch of the last batch forwarded; -1 unknown
+	// checkpointed is when the partition's checkpoint was last recorded.
+	checkpointed time.Time
 
 	// ctl is poked (buffered, never blocks) when an operator action may
 	// concern the partition: it re-reads the mirror's control record.
@@ -422,8 +424,11 @@ func (r *runner) prepare(ctx context.Context) error {
 	}
 	budget := r.m.dcfg.OffsetAlignmentMaxRecords
 	if base > budget {
+		// Copy from the log start itself, which may fall inside the batch
+		// at base: brokers refuse fetches below the log start, and records
+		// before it are deleted on the source.
 		r.mode, r.omap = partition.ModeMap, &offsetmap.Map{}
-		r.setNext(base)
+		r.setNext(srcStart)
 		r.dstNext = 0
 		r.note(fmt.Sprintf("map mode: the source log starts at offset %d, beyond mirror.offset.alignment.max.records (%d)", base, budget))
 		r.log.Warn("partition runs in map mode: source log start beyond the filler budget", "log_start", srcStart, "budget", budget)
@@ -487,16 +492,13 @@ func (r *runner) resume(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	srcStart, srcEnd, err := offsets(ctx, r.m.srcAdm, r.topic, r.partition)
+	lb, err := r.readBounds(ctx)
 	if err != nil {
-		return r.errorf("reading source offsets: %w", err)
+		return err
 	}
-	dstStart, dstEnd, err := offsets(ctx, r.m.dstAdm, r.topic, r.partition)
-	if err != nil {
-		return r.errorf("reading destination offsets: %w", err)
-	}
+	srcStart, srcEnd, dstEnd := lb.srcStart, lb.srcEnd, lb.dstEnd
 	r.setOffsets(srcStart, srcEnd, dstEnd)
-	if handled, err := r.recoverLost(ctx, rep, dstStart, dstEnd); handled || err != nil {
+	if handled, err := r.proveDestination(ctx, rep, lb); handled || err != nil {
 		return err
 	}
 	rec := r.p.Record()
@@ -531,12 +533,11 @@ func (r *runner) resume(ctx context.Context) error {
 			return err
 		}
 		m.TruncateDest(dstEnd)
-		if m.DestNext() != dstEnd && !m.Empty() {
-			return partition.NonRetryable(r.errorf("the destination ends at offset %d but the offset map ends at %d: someone else wrote to the destination partition", dstEnd, m.DestNext()))
-		}
 		r.omap = m
 		if m.Empty() {
-			r.setNext(max(r.getNext(), srcStart))
+			// Nothing copied yet: from the source's log start (which may
+			// fall inside a batch: forwardMapped copies from it).
+			r.setNext(srcStart)
 		} else {
 			r.setNext(m.SourceNext())
 		}
@@ -641,6 +642,9 @@ func (r *runner) mirror(ctx context.Context) error {
 			}
 		}
 		r.m.dp.done(r, f)
+		if err := r.maybeCheckpoint(ctx); err != nil {
+			return err
+		}
 	}
 }
 
@@ -650,7 +654,7 @@ func (r *runner) forward(ctx context.Context, b batch.Batch) error {
 	if b.NextOffset() <= next {
 		return nil // already mirrored (the first batch of a fetch may start before the fetch offset)
 	}
-	if b.BaseOffset() < next {
+	if b.BaseOffset() < next && r.mode != partition.ModeMap {
 		return partition.NonRetryable(r.errorf("source batch at offsets %d to %d straddles the resume offset %d: the source log changed under the mirror", b.BaseOffset(), b.LastOffset(), next))
 	}
 	if e := b.PartitionLeaderEpoch(); e != r.epoch {
@@ -730,6 +734,15 @@ func (r *runner) forwardMapped(ctx context.Context, b batch.Batch) error {
 		if err != nil {
 			return r.errorf("decoding source batch at %d: %w", b.BaseOffset(), err)
 		}
+		// A batch holding the resume offset (a log start inside it, or a
+		// copy restarting there): only the records from it on.
+		if next := r.getNext(); b.BaseOffset() < next {
+			i := 0
+			for i < len(recs) && recs[i].Offset < next {
+				i++
+			}
+			recs = recs[i:]
+		}
 		if len(recs) == 0 {
 			r.advance(b.NextOffset(), r.dstNext)
 			return nil
@@ -739,7 +752,7 @@ func (r *runner) forwardMapped(ctx context.Context, b batch.Batch) error {
 				return r.errorf("offset map: %w", err)
 			}
 		}
-		if !b.Dense() || b.BaseOffset() != recs[0].Offset {
+		if !b.Dense() || b.BaseOffset() != recs[0].Offset || int64(len(recs)) != int64(b.LastOffsetDelta())+1 {
 			out, err = reencode(b, recs, r.dstNext)
 			if err != nil {
 				return r.errorf("re-encoding source batch at %d: %w", b.BaseOffset(), err)
@@ -793,6 +806,10 @@ func (r *runner) classify(err error) error {
 // stopPartition runs STOPPING: remove the fetcher, abort the destination
 // transactions the partition holds open, record the last mirrored offset,
 // then STOPPED.
+// stopSourceTimeout bounds what STOPPING asks of the source, which may be
+// gone (an unplanned failover): STOPPING must finish.
+const stopSourceTimeout = 15 * time.Second
+
 func (r *runner) stopPartition(ctx context.Context) error {
 	r.m.dp.unsubscribe(r)
 	// The writer learns the open transactions from the destination (after a
@@ -801,37 +818,71 @@ func (r *runner) stopPartition(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	dstStart, dstEnd, err := offsets(ctx, r.m.dstAdm, r.topic, r.partition)
-	if err != nil {
+	var lb logBounds
+	if lb.dstStart, lb.dstEnd, err = offsets(ctx, r.m.dstAdm, r.topic, r.partition); err != nil {
 		return r.errorf("reading the destination end offset: %w", err)
 	}
-	// A transaction the destination aborted on its own was not mirrored:
-	// the last mirrored offset is before it.
-	handled, err := r.recoverLost(ctx, rep, dstStart, dstEnd)
-	if err != nil {
-		return err
-	}
-	if !handled && r.getNext() < 0 { // not mirrored by this process: where did mirroring stop?
-		next := dstEnd
-		if r.p.Record().Mode == partition.ModeMap {
-			m, err := r.loadMap(ctx)
-			if err != nil {
-				return err
-			}
-			m.TruncateDest(dstEnd)
-			next = m.SourceNext()
+	// The source may be gone (its topic deleted, or the cluster lost at an
+	// unplanned failover): then nothing can be compared.
+	sctx, cancel := context.WithTimeout(ctx, stopSourceTimeout)
+	defer cancel()
+	srcStart, srcEnd, srcErr := offsets(sctx, r.m.srcAdm, r.topic, r.partition)
+	lb.srcStart, lb.srcEnd = srcStart, srcEnd
+	rec := r.p.Record()
+	// Where did mirroring stop? Below any difference from the source (a
+	// transaction the destination aborted on its own was not mirrored); the
+	// start that follows decides what to do about the difference.
+	var m *offsetmap.Map
+	if rec.Mode == partition.ModeMap {
+		if m, err = r.loadMap(ctx); err != nil {
+			return err
 		}
-		r.setNext(next)
+		m.TruncateDest(lb.dstEnd)
 	}
+	stable := stablePoint(rep, lb.dstEnd)
+	var diff *difference
+	if rec.Mode != partition.ModeUndecided && srcErr == nil {
+		if diff, err = r.checkTail(sctx, rec, lb); err != nil {
+			r.log.Warn("cannot compare the destination with the source while stopping", "error", err)
+			diff = nil
+		}
+	}
+	next := r.getNext()
+	switch {
+	case diff != nil:
+		stable = min(stable, diff.At)
+		at := diff.At
+		if m != nil {
+			m.TruncateDest(diff.At)
+			at = m.SourceNext()
+		}
+		if next < 0 || at < next {
+			next = at
+		}
+	case next < 0 && m != nil:
+		next = m.SourceNext()
+	case next < 0:
+		next = lb.dstEnd
+	}
+	if diff == nil {
+		if err := r.dropLost(ctx, rep.Lost); err != nil {
+			return err
+		}
+	}
+	r.setNext(next)
 	if err := r.m.dp.abortAll(ctx, r); err != nil {
 		return err
 	}
-	if _, dstEnd, err = offsets(ctx, r.m.dstAdm, r.topic, r.partition); err != nil {
+	_, dstEnd, err := offsets(ctx, r.m.dstAdm, r.topic, r.partition)
+	if err != nil {
 		return r.errorf("reading the destination end offset: %w", err)
 	}
-	last := r.getNext() - 1
+	last := next - 1
+	// The checkpoint stays below the transactions just aborted: a start
+	// compares them with what the source did.
 	err = r.p.TransitionWith(ctx, partition.Stopped, fmt.Sprintf("stopped; last mirrored source offset %d, destination end %d", last, dstEnd), func(d *partition.Data) error {
 		d.LastMirroredOffset = last
+		d.Verified = &partition.Checkpoint{Dest: stable}
 		return nil
 	})
 	if err == nil {

@@ -103,6 +103,18 @@ func (m *Map) Lookup(src int64) (dst int64, ok bool) {
 	return r.Dest + (src - r.Source), true
 }
 
+// SourceOf returns the source offset of the record copied to destination
+// offset dst; ok is false when nothing mapped lands there (an offset kmirror
+// did not write through the map).
+func (m *Map) SourceOf(dst int64) (src int64, ok bool) {
+	i := sort.Search(len(m.ranges), func(i int) bool { return m.ranges[i].Dest+m.ranges[i].Len > dst })
+	if i == len(m.ranges) || dst < m.ranges[i].Dest {
+		return 0, false
+	}
+	r := m.ranges[i]
+	return r.Source + (dst - r.Dest), true
+}
+
 // Translate maps a committed consumer offset ("the next record to read") to
 // the destination: the destination offset of the first mirrored record at or
 // after src. When src is beyond everything mapped, it returns DestNext and

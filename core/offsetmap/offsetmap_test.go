@@ -150,3 +150,26 @@ func TestTruncateDestDropsMappingsNotAppended(t *testing.T) {
 		t.Fatalf("TruncateDest(0) left %v", m.Ranges())
 	}
 }
+
+func TestSourceOfIsLookupReversed(t *testing.T) {
+	var m Map
+	for _, r := range []Range{{Source: 0, Dest: 0, Len: 3}, {Source: 5, Dest: 3, Len: 2}, {Source: 9, Dest: 10, Len: 1}} {
+		if err := m.AddRun(r.Source, r.Dest, r.Len); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for src := int64(0); src < 12; src++ {
+		dst, ok := m.Lookup(src)
+		if !ok {
+			continue
+		}
+		if got, ok := m.SourceOf(dst); !ok || got != src {
+			t.Fatalf("SourceOf(%d) = %d, %v; want %d", dst, got, ok, src)
+		}
+	}
+	for _, dst := range []int64{5, 6, 7, 8, 9, 11, -1} {
+		if src, ok := m.SourceOf(dst); ok {
+			t.Fatalf("SourceOf(%d) = %d, want nothing mapped there", dst, src)
+		}
+	}
+}

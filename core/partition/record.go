@@ -58,11 +58,24 @@ type Data struct {
 	// source partition is mirrored (offsets below it are copied), as last
 	// recorded, for example by STOPPING; -1 when never recorded.
 	LastMirroredOffset int64 `json:"last_mirrored_offset"`
+	// Verified is the partition's checkpoint: the destination offset below
+	// which the destination is known to be the source's copy, with no
+	// transaction of the mirror begun below it still undecided. Before the
+	// partition continues, the destination is compared with the source from
+	// there to its end. Nil when never recorded (records written before
+	// kmirror kept it): the comparison then starts from the last mirrored
+	// offset, or near the end, and reaches back as far as it must.
+	Verified *Checkpoint `json:"verified,omitempty"`
 	// Extensions holds state that later features attach to a partition
 	// (for example its open destination transactions), one JSON value per
 	// name. Every kmirror version carries unknown extensions over
 	// unchanged. Use SetExtension and Extension.
 	Extensions map[string]json.RawMessage `json:"extensions,omitempty"`
+}
+
+// Checkpoint is a destination offset up to which a partition was proven.
+type Checkpoint struct {
+	Dest int64 `json:"dest"`
 }
 
 // SetExtension stores v, encoded as JSON, under name; a nil v removes name.
@@ -100,6 +113,10 @@ func (d Data) Extension(name string, v any) (bool, error) {
 
 // clone returns a deep copy: the caller may modify either freely.
 func (d Data) clone() Data {
+	if d.Verified != nil {
+		v := *d.Verified
+		d.Verified = &v
+	}
 	if d.Extensions != nil {
 		ext := make(map[string]json.RawMessage, len(d.Extensions))
 		for k, v := range d.Extensions {
@@ -143,6 +160,8 @@ func (r Record) validate() error {
 		return fmt.Errorf("mode %q is not %q or %q", r.Mode, ModePreserve, ModeMap)
 	case r.LastMirroredOffset < -1:
 		return fmt.Errorf("last mirrored offset %d below -1", r.LastMirroredOffset)
+	case r.Verified != nil && r.Verified.Dest < 0:
+		return fmt.Errorf("negative checkpoint %d", r.Verified.Dest)
 	}
 	for name, raw := range r.Extensions {
 		if !json.Valid(raw) {

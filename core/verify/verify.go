@@ -64,66 +64,113 @@ func ReadLog(ctx context.Context, cl *kgo.Client, topic string, partition int32)
 // may start before from (brokers answer with the batch holding the fetch
 // offset). to must not be beyond the high watermark.
 func Scan(ctx context.Context, cl *kgo.Client, topic string, partition int32, from, to int64, fn func(batch.Batch) error) error {
-	if from >= to {
-		return nil
-	}
-	leader, topicID, err := leaderOf(ctx, cl, topic, partition)
-	if err != nil {
-		return err
-	}
-	offset := from
-	for offset < to {
-		req := kmsg.NewPtrFetchRequest()
-		req.ReplicaID = -1
-		req.MaxWaitMillis = 100
-		req.MaxBytes = 16 << 20
-		req.IsolationLevel = 0
-		rt := kmsg.NewFetchRequestTopic()
-		rt.Topic = topic
-		rt.TopicID = topicID
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition = partition
-		rp.FetchOffset = offset
-		rp.PartitionMaxBytes = 8 << 20
-		rp.CurrentLeaderEpoch = -1
-		rp.LastFetchedEpoch = -1
-		rp.LogStartOffset = -1
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		resp, err := req.RequestWith(ctx, cl.Broker(int(leader)))
+	r := NewReader(cl, topic, partition, from, to)
+	for {
+		b, ok, err := r.Next(ctx)
 		if err != nil {
-			return fmt.Errorf("fetching %s[%d] at %d: %w", topic, partition, offset, err)
+			return err
 		}
-		if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-			return fmt.Errorf("fetching %s[%d] at %d: %w", topic, partition, offset, err)
+		if !ok {
+			return nil
 		}
-		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-			return fmt.Errorf("fetching %s[%d]: unexpected response shape", topic, partition)
+		if err := fn(b); err != nil {
+			return fmt.Errorf("%s[%d]: %w", topic, partition, err)
 		}
-		p := resp.Topics[0].Partitions[0]
-		if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-			return fmt.Errorf("fetching %s[%d] at %d: %w", topic, partition, offset, err)
+	}
+}
+
+// Reader reads a partition raw, batch by batch, from one offset up to
+// another (exclusive), fetching as it goes: it holds one fetch response at a
+// time, so a long stretch is read in bounded memory. Scan is its callback
+// form.
+type Reader struct {
+	cl        *kgo.Client
+	topic     string
+	partition int32
+	offset    int64 // next offset to deliver
+	to        int64
+	leader    int32 // -1: look it up
+	topicID   [16]byte
+	pending   []batch.Batch
+}
+
+// NewReader returns a Reader of topic/partition over [from, to). to must not
+// be beyond the high watermark.
+func NewReader(cl *kgo.Client, topic string, partition int32, from, to int64) *Reader {
+	return &Reader{cl: cl, topic: topic, partition: partition, offset: from, to: to, leader: -1}
+}
+
+// Next returns the next batch holding an offset in the range (the first one
+// may start before it), or ok false at the end of the range.
+func (r *Reader) Next(ctx context.Context) (b batch.Batch, ok bool, err error) {
+	for {
+		if r.offset >= r.to {
+			return nil, false, nil
 		}
-		batches, _, err := batch.Split(p.RecordBatches)
-		if err != nil {
-			return fmt.Errorf("%s[%d] at %d: %w", topic, partition, offset, err)
-		}
-		if len(batches) == 0 {
-			return fmt.Errorf("%s[%d]: no batch at offset %d below offset %d", topic, partition, offset, to)
-		}
-		for _, b := range batches {
-			if b.NextOffset() <= offset {
+		for len(r.pending) > 0 {
+			b, r.pending = r.pending[0], r.pending[1:]
+			if b.NextOffset() <= r.offset {
 				continue
 			}
-			if err := fn(b); err != nil {
-				return fmt.Errorf("%s[%d]: %w", topic, partition, err)
-			}
-			offset = b.NextOffset()
-			if offset >= to {
-				break
-			}
+			r.offset = b.NextOffset()
+			return b, true, nil
+		}
+		if err := r.fetch(ctx); err != nil {
+			return nil, false, err
 		}
 	}
+}
+
+func (r *Reader) fetch(ctx context.Context) error {
+	topic, partition, offset := r.topic, r.partition, r.offset
+	if r.leader < 0 {
+		leader, topicID, err := leaderOf(ctx, r.cl, topic, partition)
+		if err != nil {
+			return err
+		}
+		r.leader, r.topicID = leader, topicID
+	}
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID = -1
+	req.MaxWaitMillis = 100
+	req.MaxBytes = 16 << 20
+	req.IsolationLevel = 0
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = topic
+	rt.TopicID = r.topicID
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.Partition = partition
+	rp.FetchOffset = offset
+	rp.PartitionMaxBytes = 8 << 20
+	rp.CurrentLeaderEpoch = -1
+	rp.LastFetchedEpoch = -1
+	rp.LogStartOffset = -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, r.cl.Broker(int(r.leader)))
+	if err != nil {
+		r.leader = -1
+		return fmt.Errorf("fetching %s[%d] at %d: %w", topic, partition, offset, err)
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return fmt.Errorf("fetching %s[%d] at %d: %w", topic, partition, offset, err)
+	}
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		return fmt.Errorf("fetching %s[%d]: unexpected response shape", topic, partition)
+	}
+	p := resp.Topics[0].Partitions[0]
+	if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+		r.leader = -1
+		return fmt.Errorf("fetching %s[%d] at %d: %w", topic, partition, offset, err)
+	}
+	batches, _, err := batch.Split(p.RecordBatches)
+	if err != nil {
+		return fmt.Errorf("%s[%d] at %d: %w", topic, partition, offset, err)
+	}
+	if len(batches) == 0 {
+		return fmt.Errorf("%s[%d]: no batch at offset %d below offset %d", topic, partition, offset, r.to)
+	}
+	r.pending = batches
 	return nil
 }
 
@@ -327,4 +374,29 @@ func bounds(ctx context.Context, cl *kgo.Client, topic string, partition int32) 
 		return 0, 0, fmt.Errorf("high watermark of %s[%d]: %w", topic, partition, err)
 	}
 	return start, hw, nil
+}
+
+// Entries decodes one raw batch into entries (records, or its marker), with
+// their offsets. Visible is left false: visibility depends on the markers
+// that follow, which one batch does not show.
+func Entries(b batch.Batch) ([]Entry, error) {
+	if b.IsControl() {
+		t, err := batch.ControlRecord(b)
+		if errors.Is(err, batch.ErrNoControlRecord) {
+			return nil, nil // compaction removed the marker's record
+		}
+		if err != nil {
+			return nil, err
+		}
+		return []Entry{{Offset: b.BaseOffset(), Control: true, Marker: t, Txn: true, Timestamp: b.MaxTimestamp()}}, nil
+	}
+	recs, err := b.Records()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Entry, len(recs))
+	for i, r := range recs {
+		out[i] = Entry{Offset: r.Offset, Txn: b.IsTransactional(), Timestamp: r.Timestamp, Key: r.Key, Value: r.Value, Headers: r.Headers}
+	}
+	return out, nil
 }

@@ -11,90 +11,11 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/kmirror/kmirror/core/batch"
 	"github.com/kmirror/kmirror/core/offsetmap"
 	"github.com/kmirror/kmirror/core/verify"
 	"github.com/kmirror/kmirror/sdk/statestore"
 	"github.com/kmirror/kmirror/sdk/statestore/memstore"
 )
-
-// scanBatch builds a one-record batch of producer pid at offset off
-// (a marker when ctl).
-func scanBatch(t *testing.T, pid int64, off int64, ctl bool) batch.Batch {
-	t.Helper()
-	opts := batch.EncodeOptions{BaseOffset: off, ProducerID: pid, Transactional: true}
-	var (
-		b   batch.Batch
-		err error
-	)
-	if ctl {
-		b, err = batch.EncodeControl(opts, batch.ControlAbort, 0, 1)
-	} else {
-		b, err = batch.Encode(opts, []batch.Record{{Offset: off, Value: []byte("v")}})
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-func TestLostScanFindsTheStartOfTheLastTransactionBeforeItsMarker(t *testing.T) {
-	type ev struct {
-		pid int64
-		off int64
-		ctl bool
-	}
-	cases := []struct {
-		name       string
-		log        []ev
-		atStart    bool
-		want       int64
-		complete   bool
-		wantErr    string
-		wantErrSen error
-	}{
-		{name: "data between two markers", log: []ev{{7, 0, false}, {7, 2, true}, {9, 3, false}, {7, 5, false}, {7, 6, false}, {9, 8, false}, {7, 9, true}},
-			want: 5, complete: true},
-		{name: "marker only", log: []ev{{7, 0, false}, {7, 2, true}, {9, 3, false}, {7, 9, true}}, want: 9, complete: true},
-		{name: "previous marker not in the stretch", log: []ev{{7, 5, false}, {7, 9, true}}, complete: false},
-		{name: "previous marker not in the stretch, at log start", log: []ev{{7, 5, false}, {7, 9, true}}, atStart: true, want: 5, complete: true},
-		{name: "no marker in the stretch", log: []ev{{9, 5, false}}, complete: false},
-		{name: "no marker at all", log: []ev{{9, 5, false}}, atStart: true, complete: true, wantErrSen: errLostNotFound},
-		{name: "records after the last marker", log: []ev{{7, 2, true}, {7, 5, false}}, complete: true, wantErr: "still open"},
-		{name: "two lost producers: the earlier start", log: []ev{{7, 1, true}, {8, 2, true}, {8, 3, false}, {7, 4, false}, {7, 6, true}, {8, 7, true}},
-			want: 3, complete: true},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			pids := []int64{7}
-			if strings.HasPrefix(tc.name, "two") {
-				pids = append(pids, 8)
-			}
-			s := newLostScan(pids)
-			for _, e := range tc.log {
-				s.add(scanBatch(t, e.pid, e.off, e.ctl))
-			}
-			got, complete, err := s.start(tc.atStart)
-			switch {
-			case tc.wantErrSen != nil:
-				if !errors.Is(err, tc.wantErrSen) {
-					t.Fatalf("err = %v, want %v", err, tc.wantErrSen)
-				}
-				return
-			case tc.wantErr != "":
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("err = %v, want one saying %q", err, tc.wantErr)
-				}
-				return
-			case err != nil:
-				t.Fatal(err)
-			}
-			if complete != tc.complete || (complete && got != tc.want) {
-				t.Fatalf("start = %d complete %v, want %d complete %v", got, complete, tc.want, tc.complete)
-			}
-		})
-	}
-}
 
 // TestALostDestinationTransactionIsCopiedAgainInMapMode: a destination
 // transaction that times out while the daemon is down is aborted by the

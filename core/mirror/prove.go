@@ -1,0 +1,361 @@
+package mirror
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/kmirror/kmirror/core/config"
+	"github.com/kmirror/kmirror/core/offsetmap"
+	"github.com/kmirror/kmirror/core/partition"
+	"github.com/kmirror/kmirror/core/verify"
+	"github.com/kmirror/kmirror/core/writer"
+)
+
+// Proving the destination before a partition continues, and what happens
+// when it differs (tailcheck.go has the comparison itself).
+//
+// A difference found at destination offset At means that, from At on, the
+// destination is not the source's copy: a foreign producer wrote there, or
+// a replayed transaction was aborted on the destination (by a stop, or by
+// the destination's transaction timeout) where the source did not abort it.
+// Offsets can no longer be kept from At on, so, with
+// mirror.destination.mismatch.action=map (the default), the partition
+// continues in map mode: it copies the source again from the source offset
+// of At, after the destination's end. The offset map stays monotonic;
+// records of other producers between At and the old end of the destination
+// are copied a second time (they are mapped to their new copy).
+// docs/design/datapath.md explains the choice.
+
+// extRecopy is the extension holding a recopyState while the partition has
+// not appended anything since the decision to copy again.
+const extRecopy = "recopy"
+
+// recopyState records a decided recovery, before anything is aborted, so
+// that a crash in the middle completes it instead of deciding again from a
+// destination that has meanwhile changed.
+type recopyState struct {
+	// SourceFrom is the source offset the copy restarts from.
+	SourceFrom int64 `json:"source_from"`
+	// DestFrom is the destination offset where the destination stopped
+	// being the source's copy: nothing from there on is mapped.
+	DestFrom int64 `json:"dest_from"`
+	// Why says what differed.
+	Why string `json:"why,omitempty"`
+}
+
+// checkpointEvery is how often a mirroring partition records its
+// checkpoint (partition.Data.Verified), which bounds the stretch of
+// destination log compared with the source when it continues.
+const checkpointEvery = 30 * time.Second
+
+// logBounds are a partition's log start and end offsets on both clusters.
+type logBounds struct {
+	srcStart, srcEnd, dstStart, dstEnd int64
+}
+
+func (r *runner) readBounds(ctx context.Context) (logBounds, error) {
+	var lb logBounds
+	var err error
+	if lb.srcStart, lb.srcEnd, err = offsets(ctx, r.m.srcAdm, r.topic, r.partition); err != nil {
+		return lb, r.errorf("reading source offsets: %w", err)
+	}
+	if lb.dstStart, lb.dstEnd, err = offsets(ctx, r.m.dstAdm, r.topic, r.partition); err != nil {
+		return lb, r.errorf("reading destination offsets: %w", err)
+	}
+	return lb, nil
+}
+
+// proveDestination runs before the partition continues: it completes a
+// recopy decided before a crash, or compares the destination with the
+// source from the partition's checkpoint to the destination's end. It
+// returns handled true when it set the resume point (map mode, copying
+// again); false when the destination is proven and the caller resumes as
+// usual.
+//
+// Writers the destination no longer holds as recorded (rep.Lost) are not
+// taken as proof of a loss: a crash between InitProducerId and the record of
+// its new epoch leaves the same trace. Only the log decides: an ABORT marker
+// where the source has something else, or a record that is not the
+// source's.
+func (r *runner) proveDestination(ctx context.Context, rep writer.ResumeReport, lb logBounds) (bool, error) {
+	rec := r.p.Record()
+	var rc recopyState
+	decided, err := rec.Extension(extRecopy, &rc)
+	if err != nil {
+		return false, r.errorf("reading the recorded recovery: %w", err)
+	}
+	if decided {
+		m, err := r.loadMap(ctx)
+		if err != nil {
+			return false, err
+		}
+		m.TruncateDest(lb.dstEnd)
+		if m.DestNext() <= rc.DestFrom {
+			// Nothing appended since the decision: complete it.
+			if err := r.dropLost(ctx, rep.Lost); err != nil {
+				return false, err
+			}
+			return true, r.applyRecopy(ctx, m, rc)
+		}
+		if err := r.p.Update(ctx, func(d *partition.Data) error { delete(d.Extensions, extRecopy); return nil }); err != nil {
+			return false, r.errorf("clearing the completed recovery: %w", err)
+		}
+		rec = r.p.Record()
+	}
+	diff, err := r.checkTail(ctx, rec, lb)
+	if err != nil {
+		return false, err
+	}
+	if diff == nil {
+		if len(rep.Lost) > 0 {
+			// The coordinator holds another epoch for these writers, but the
+			// log shows nothing of theirs that differs from the source:
+			// kmirror re-initialised them and stopped before recording the
+			// new epoch. Nothing was lost; their next transaction
+			// initialises them again.
+			r.log.Info("recorded transactional writers moved on without a trace in the log: nothing lost, they are initialised again",
+				"writers", len(rep.Lost))
+			if err := r.dropLost(ctx, rep.Lost); err != nil {
+				return false, err
+			}
+		}
+		return false, r.checkpoint(ctx, stablePoint(rep, lb.dstEnd))
+	}
+	action := r.m.cfg.DestinationMismatchAction
+	if action == "" {
+		action = config.MismatchMap
+	}
+	r.m.e.inst.destinationMismatch(r.m.name, r.topic, r.partition, action)
+	if action == config.MismatchFail {
+		err := partition.NonRetryable(r.errorf("the destination is not the source's copy from destination offset %d on: %s; mirror.destination.mismatch.action is fail, so the partition waits. "+
+			"To copy the source again in map mode after the destination's end (offset %d), set mirror.destination.mismatch.action: map and run `kmirror mirrors start --mirror %s --topics '%s'`; "+
+			"or delete and recreate the destination topic", diff.At, diff.What, lb.dstEnd, r.m.name, regexp.QuoteMeta(r.topic)))
+		r.log.Error("destination differs from the source", "from", diff.At, "what", diff.What, "action", action)
+		return false, err
+	}
+	return true, r.recopy(ctx, rep, lb, diff)
+}
+
+// stablePoint is the destination offset below which no transaction of the
+// mirror is open: the checkpoint a proven destination gets.
+func stablePoint(rep writer.ResumeReport, dstEnd int64) int64 {
+	p := dstEnd
+	for _, rw := range rep.Resumed {
+		if rw.StartOffset >= 0 && rw.StartOffset < p {
+			p = rw.StartOffset
+		}
+	}
+	return p
+}
+
+// checkpoint records the partition's checkpoint (no write when unchanged).
+func (r *runner) checkpoint(ctx context.Context, dest int64) error {
+	if v := r.p.Record().Verified; v != nil && v.Dest == dest {
+		return nil
+	}
+	if err := r.p.Update(ctx, func(d *partition.Data) error { d.Verified = &partition.Checkpoint{Dest: dest}; return nil }); err != nil {
+		return r.errorf("recording the checkpoint %d: %w", dest, err)
+	}
+	r.checkpointed = time.Now()
+	return nil
+}
+
+// maybeCheckpoint records the checkpoint of a mirroring partition when the
+// last one is older than checkpointEvery: the destination end, or the
+// start of the earliest transaction the partition holds open.
+func (r *runner) maybeCheckpoint(ctx context.Context) error {
+	if time.Since(r.checkpointed) < checkpointEvery {
+		return nil
+	}
+	pw, err := r.m.dp.partitionWriter(r)
+	if err != nil {
+		return r.errorf("%w", err)
+	}
+	p := r.dstNext
+	for _, t := range pw.OpenTransactions() {
+		if t.StartOffset >= 0 && t.StartOffset < p {
+			p = t.StartOffset
+		}
+	}
+	return r.checkpoint(ctx, p)
+}
+
+// checkStart is where the comparison of the destination with the source
+// begins: the checkpoint (sure), or, for a record written before kmirror
+// kept one, the last mirrored offset (preserve mode) or a stretch before
+// the end, widened as far back as a difference needs.
+func checkStart(rec partition.Record, lb logBounds) (from int64, sure bool) {
+	switch {
+	case rec.Verified != nil:
+		from, sure = rec.Verified.Dest, true
+	case rec.Mode == partition.ModePreserve && rec.LastMirroredOffset >= 0:
+		from = rec.LastMirroredOffset + 1
+	default:
+		from = lb.dstEnd - 4096
+	}
+	return min(max(from, lb.dstStart), lb.dstEnd), sure
+}
+
+// checkTail compares the destination with the source from checkStart to
+// the destination's end; nil when it is the source's copy.
+func (r *runner) checkTail(ctx context.Context, rec partition.Record, lb logBounds) (*difference, error) {
+	from, sure := checkStart(rec, lb)
+	if from >= lb.dstEnd {
+		return nil, nil
+	}
+	toSource := func(d int64) (int64, bool) { return d, true }
+	var passOver func(int64) bool
+	identity := rec.Mode != partition.ModeMap
+	if !identity {
+		m, err := r.loadMap(ctx)
+		if err != nil {
+			return nil, err
+		}
+		m.TruncateDest(lb.dstEnd)
+		mapped := m.DestNext()
+		toSource = m.SourceOf
+		// Unmapped offsets between mapped ones are what kmirror left
+		// behind on purpose: the aborted first copy of a recovery.
+		passOver = func(d int64) bool { _, ok := m.SourceOf(d); return !ok && d < mapped }
+	}
+	for {
+		c := newTailChecker(toSource, identity, func(off int64) batchReader {
+			return verify.NewReader(r.m.dp.src, r.topic, r.partition, off, lb.srcEnd)
+		}, lb.srcStart, lb.srcEnd)
+		c.passOver = passOver
+		diff, err := c.check(ctx, verify.NewReader(r.m.dst, r.topic, r.partition, from, lb.dstEnd))
+		if err != nil {
+			return nil, r.errorf("comparing the destination with the source from destination offset %d: %w", from, err)
+		}
+		if diff == nil || !diff.Unsure || sure || from <= lb.dstStart {
+			if diff != nil {
+				r.log.Warn("the destination is not the source's copy", "from", diff.At, "batch", diff.Batch, "what", diff.What, "checked_from", from)
+			}
+			return diff, nil
+		}
+		from = max(lb.dstStart, lb.dstEnd-8*max(lb.dstEnd-from, 512))
+	}
+}
+
+// recopy decides to copy the source again from the difference on (map
+// mode), records the decision, then applies it.
+func (r *runner) recopy(ctx context.Context, rep writer.ResumeReport, lb logBounds, diff *difference) error {
+	rec := r.p.Record()
+	from := diff.At
+	// Transactions still open from before are aborted and copied again too.
+	for _, rw := range rep.Resumed {
+		if rw.StartOffset >= 0 && rw.StartOffset < from {
+			from = rw.StartOffset
+		}
+	}
+	var (
+		m  *offsetmap.Map
+		rc recopyState
+	)
+	if rec.Mode == partition.ModeMap {
+		var err error
+		if m, err = r.loadMap(ctx); err != nil {
+			return err
+		}
+		m.TruncateDest(from)
+		rc = recopyState{SourceFrom: m.SourceNext(), DestFrom: from}
+		if m.Empty() {
+			rc.SourceFrom = lb.srcStart
+		}
+	} else {
+		m = &offsetmap.Map{}
+		if from > lb.dstStart {
+			if err := m.AddRun(lb.dstStart, lb.dstStart, from-lb.dstStart); err != nil {
+				return r.errorf("building the offset map: %w", err)
+			}
+		}
+		rc = recopyState{SourceFrom: from, DestFrom: from}
+	}
+	rc.Why = diff.What
+	r.omap = m
+	if err := r.saveMap(ctx); err != nil {
+		return err
+	}
+	lost := lostIDs(rep.Lost)
+	err := r.p.Update(ctx, func(d *partition.Data) error {
+		d.Mode = partition.ModeMap
+		if err := dropWriterRecords(d, lost); err != nil {
+			return err
+		}
+		return d.SetExtension(extRecopy, rc)
+	})
+	if err != nil {
+		return r.errorf("recording the decision to copy again from destination offset %d: %w", from, err)
+	}
+	return r.applyRecopy(ctx, m, rc)
+}
+
+// applyRecopy carries out a recorded decision: abort what is still open
+// (idempotent), then continue after the destination's end.
+func (r *runner) applyRecopy(ctx context.Context, m *offsetmap.Map, rc recopyState) error {
+	if err := r.m.dp.abortAll(ctx, r); err != nil {
+		return err
+	}
+	_, end, err := offsets(ctx, r.m.dstAdm, r.topic, r.partition)
+	if err != nil {
+		return r.errorf("reading destination offsets: %w", err)
+	}
+	// The first copy, from DestFrom to end, is never compared again.
+	if err := r.checkpoint(ctx, end); err != nil {
+		return err
+	}
+	r.omap, r.mode = m, partition.ModeMap
+	r.setNext(rc.SourceFrom)
+	r.dstNext = end
+	r.mu.Lock()
+	r.dstEnd = end
+	r.mu.Unlock()
+	why := rc.Why
+	if why == "" {
+		why = "the destination aborted a replayed transaction on its own (transaction timeout)"
+	}
+	reason := fmt.Sprintf("map mode from source offset %d: %s; so records are copied again from source offset %d to destination offset %d on; destination offsets %d to %d hold the earlier copy",
+		rc.SourceFrom, why, rc.SourceFrom, end, rc.DestFrom, end-1)
+	r.note(reason)
+	r.log.Warn("the destination differs from the source: copying again in map mode", "source_from", rc.SourceFrom, "destination_from", end, "earlier_copy_from", rc.DestFrom, "why", why)
+	return nil
+}
+
+func lostIDs(lost []writer.LostWriter) map[int64]bool {
+	ids := make(map[int64]bool, len(lost))
+	for _, l := range lost {
+		ids[l.Writer.SourceProducerID] = true
+	}
+	return ids
+}
+
+// dropWriterRecords removes the recorded transactional writers of the given
+// source producers: the destination no longer holds them as recorded, and
+// their next transaction initialises them again.
+func dropWriterRecords(d *partition.Data, sourcePIDs map[int64]bool) error {
+	var list []txnWriterRecord
+	if _, err := d.Extension(extTxnWriters, &list); err != nil {
+		return err
+	}
+	kept := list[:0]
+	for _, w := range list {
+		if !sourcePIDs[w.SourceProducerID] {
+			kept = append(kept, w)
+		}
+	}
+	return d.SetExtension(extTxnWriters, kept)
+}
+
+// dropLost forgets lost writers whose transactions need no recovery.
+func (r *runner) dropLost(ctx context.Context, lost []writer.LostWriter) error {
+	if len(lost) == 0 {
+		return nil
+	}
+	ids := lostIDs(lost)
+	if err := r.p.Update(ctx, func(d *partition.Data) error { return dropWriterRecords(d, ids) }); err != nil {
+		return r.errorf("forgetting lost destination transactional writers: %w", err)
+	}
+	return nil
+}
