@@ -325,6 +325,21 @@ func (r *runner) applyControl(ctx context.Context, st partition.State) (bool, er
 		r.mu.Lock()
 		r.startWanted = false // stopped again meanwhile
 		r.mu.Unlock()
+	case st == partition.Failed && start && !stopped:
+		// An operator's start retries a FAILED partition at once (KIP-1279's
+		// recover/start), through PREPARING, which proves the destination
+		// again. A recreated source topic is not merged that way.
+		r.mu.Lock()
+		r.startWanted = false
+		r.mu.Unlock()
+		if r.recreateDone {
+			return false, nil
+		}
+		if err := r.p.Reset(ctx, reasonStarted); err != nil {
+			return true, r.errorf("recording the transition to PREPARING: %w", err)
+		}
+		r.setNext(-1)
+		return true, nil
 	}
 	if st != partition.Mirroring && st != partition.Paused {
 		return false, nil

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -202,4 +204,226 @@ func TestATransactionTheDestinationTimesOutWhileMirroringIsCopiedAgain(t *testin
 	if got, want := strings.Join(visible, ","), "a,x,y,b"; got != want {
 		t.Fatalf("destination read_committed %s, want %s", got, want)
 	}
+}
+
+// visibleValues lists the values a read_committed consumer sees.
+func visibleValues(l *verify.Log) string {
+	var vs []string
+	for _, e := range l.Entries {
+		if e.Visible && !e.Control {
+			vs = append(vs, string(e.Value))
+		}
+	}
+	return strings.Join(vs, ",")
+}
+
+// checkMappedCopy checks that every source entry is on the destination at
+// the offset the stored map gives, with the same fate, and that the
+// read_committed view of the destination is want.
+func checkMappedCopy(t *testing.T, f *fixture, store statestore.Store, topic, want string) {
+	t.Helper()
+	ctx := context.Background()
+	src, err := verify.ReadLog(ctx, f.srcCl, topic, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst, err := verify.ReadLog(ctx, f.dstCl, topic, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ent, err := store.Get(ctx, statestore.OffsetMapKey("test", topic, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m offsetmap.Map
+	if err := m.UnmarshalBinary(ent.Value); err != nil {
+		t.Fatal(err)
+	}
+	if diff := verify.DiffMapped(src, dst, m.Lookup); diff != "" {
+		t.Fatalf("%s (offset map %v)", diff, m.Ranges())
+	}
+	if got := visibleValues(dst); got != want {
+		t.Fatalf("destination read_committed %s, want %s", got, want)
+	}
+}
+
+// TestAStopWithAnOpenTransactionThenStartCopiesItAgain: the source is
+// 0 committed, 1 open-1, 2 open-2, 3 COMMIT, 4 after. A stop while only
+// 0 and 1 are mirrored aborts the destination transaction (ABORT at 2,
+// where the source has open-2). After the source commits, a start finds
+// the ABORT where the source did not abort, continues in map mode from the
+// transaction's first record and copies it again: every committed source
+// record is visible on the destination exactly once.
+func TestAStopWithAnOpenTransactionThenStartCopiesItAgain(t *testing.T) {
+	f := newFixture(t)
+	f.createTopic(t, "halt", 1)
+	ctx := context.Background()
+	plain := f.client(t, f.src, kgo.DefaultProduceTopic("halt"))
+	txn := f.client(t, f.src, kgo.DefaultProduceTopic("halt"), kgo.TransactionalID("halt-txn"))
+	put := func(cl *kgo.Client, v string) {
+		t.Helper()
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(plain, "committed")
+	if err := txn.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	put(txn, "open-1")
+	store := memstore.New()
+	e := startEngine(t, f.config(t, "halt"), store)
+	f.waitMirrored(t, e, "halt", 1)
+	if _, err := e.StopTopics(opCtx(t), "test", []string{"halt"}); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, e, "halt", 0, "STOPPED")
+	put(txn, "open-2")
+	if err := txn.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	put(plain, "after")
+	if _, err := e.StartTopics(opCtx(t), "test", []string{"halt"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	f.waitMirrored(t, e, "halt", 1)
+	ps := e.Status().Mirrors[0].Partitions[0]
+	if ps.Mode != "map" || !strings.Contains(strings.Join(ps.Notes, "\n"), "aborted a replayed transaction") {
+		t.Fatalf("mode %q notes %q: want map mode and a note saying the stop's abort differs from the source", ps.Mode, ps.Notes)
+	}
+	checkMappedCopy(t, f, store, "halt", "committed,open-1,open-2,after")
+}
+
+// TestAForeignRecordWrittenWhileDownIsReportedAndNoSourceRecordSkipped: a
+// producer writes to the mirror topic while the daemon is down; at the
+// restart the record is found (it is not the source's record at that
+// offset), the partition continues in map mode after it, and every source
+// record is on the destination.
+func TestAForeignRecordWrittenWhileDownIsReportedAndNoSourceRecordSkipped(t *testing.T) {
+	f := newFixture(t)
+	f.createTopic(t, "intruded", 1)
+	ctx := context.Background()
+	src := f.client(t, f.src, kgo.DefaultProduceTopic("intruded"))
+	put := func(cl *kgo.Client, vs ...string) {
+		t.Helper()
+		for _, v := range vs {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	put(src, "s0", "s1", "s2")
+	store := memstore.New()
+	cfg := f.config(t, "intruded")
+	e := startEngine(t, cfg, store)
+	f.waitMirrored(t, e, "intruded", 1)
+	stopEngine(t, e)
+	put(f.client(t, f.dst, kgo.DefaultProduceTopic("intruded")), "foreign")
+	put(src, "s3", "s4")
+
+	e = startEngine(t, cfg, store)
+	f.waitMirrored(t, e, "intruded", 1)
+	ps := e.Status().Mirrors[0].Partitions[0]
+	if ps.Mode != "map" || !strings.Contains(strings.Join(ps.Notes, "\n"), "destination offset 3") {
+		t.Fatalf("mode %q notes %q: want map mode and a note naming destination offset 3", ps.Mode, ps.Notes)
+	}
+	checkMappedCopy(t, f, store, "intruded", "s0,s1,s2,foreign,s3,s4")
+}
+
+// TestWithMismatchActionFailTheForeignRecordFailsThePartitionUntilStarted:
+// mirror.destination.mismatch.action=fail makes the partition wait with a
+// reason naming the offset and the command; after the operator switches to
+// map and starts the topic, it continues in map mode with nothing lost.
+func TestWithMismatchActionFailTheForeignRecordFailsThePartitionUntilStarted(t *testing.T) {
+	f := newFixture(t)
+	f.createTopic(t, "strict", 1)
+	ctx := context.Background()
+	src := f.client(t, f.src, kgo.DefaultProduceTopic("strict"))
+	put := func(cl *kgo.Client, vs ...string) {
+		t.Helper()
+		for _, v := range vs {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	put(src, "s0", "s1")
+	store := memstore.New()
+	cfg := f.config(t, "strict", "    mirror.destination.mismatch.action: fail")
+	e := startEngine(t, cfg, store)
+	f.waitMirrored(t, e, "strict", 1)
+	stopEngine(t, e)
+	put(f.client(t, f.dst, kgo.DefaultProduceTopic("strict")), "foreign")
+	put(src, "s2")
+
+	e = startEngine(t, cfg, store)
+	ps := waitState(t, e, "strict", 0, "FAILED")
+	for _, want := range []string{"topic strict partition 0", "destination offset 2", "mirror.destination.mismatch.action", "kmirror mirrors start --mirror test --topics 'strict'"} {
+		if !strings.Contains(ps.LastError, want) || ps.Retry != "NonRetryable" {
+			t.Fatalf("failure %q (retry %s) does not say %q", ps.LastError, ps.Retry, want)
+		}
+	}
+	if hw := listOffset(t, f.dstCl, "strict", false); hw != 3 {
+		t.Fatalf("destination end %d after the failure, want 3 (nothing appended)", hw)
+	}
+	if err := e.Reload(ctx, f.config(t, "strict")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the operator's start is taken", func() (bool, string) {
+		_, err := e.StartTopics(opCtx(t), "test", []string{"strict"}, nil)
+		return err == nil, fmt.Sprint(err)
+	})
+	f.waitMirrored(t, e, "strict", 1)
+	checkMappedCopy(t, f, store, "strict", "s0,s1,foreign,s2")
+}
+
+// failingWriterRecord fails the first write of the partition record that
+// records a transactional writer at epoch 1 (its re-initialisation),
+// standing in for a crash between InitProducerId and the record of its
+// answer.
+type failingWriterRecord struct {
+	statestore.Store
+	mu     sync.Mutex
+	failed bool
+}
+
+var writerAtEpoch1 = regexp.MustCompile(`"transactional_id":"[^"]+","producer_id":\d+,"epoch":1\}`)
+
+func (s *failingWriterRecord) Put(ctx context.Context, key string, value []byte, expect int64) (int64, error) {
+	s.mu.Lock()
+	fail := !s.failed && writerAtEpoch1.Match(value)
+	s.failed = s.failed || fail
+	s.mu.Unlock()
+	if fail {
+		return 0, errors.New("injected state store failure")
+	}
+	return s.Store.Put(ctx, key, value, expect)
+}
+
+// TestAWriterReinitialisedBeforeAStoreErrorIsNotALostTransaction: the
+// writer of a source producer is forgotten when idle, and re-initialised
+// (InitProducerId bumps its epoch) at the producer's next transaction; the
+// store refuses the record of the new epoch. The destination then holds an
+// epoch the record does not, but nothing of the transaction: the retry
+// proves the log, keeps preserve mode and copies nothing twice.
+func TestAWriterReinitialisedBeforeAStoreErrorIsNotALostTransaction(t *testing.T) {
+	f := newFixture(t)
+	f.createTopic(t, "reinit", 1)
+	store := &failingWriterRecord{Store: memstore.New()}
+	e := startEngine(t, f.config(t, "reinit", "mirror.transaction.writer.idle.ms: 1"), store)
+	f.produce(t, "reinit", 3, "reinit-txn")
+	f.waitMirrored(t, e, "reinit", 1)
+	f.produce(t, "reinit", 3, "reinit-txn") // the same source producer, idle meanwhile: its writer is initialised again
+	f.waitMirrored(t, e, "reinit", 1)
+	store.mu.Lock()
+	failed := store.failed
+	store.mu.Unlock()
+	if !failed {
+		t.Fatal("the writer's re-initialisation was not recorded at epoch 1: the test did not inject its failure")
+	}
+	ps := e.Status().Mirrors[0].Partitions[0]
+	if ps.Mode != "preserve" || len(ps.Notes) != 0 {
+		t.Fatalf("mode %q notes %q: want preserve mode and no note", ps.Mode, ps.Notes)
+	}
+	f.verify(t, "reinit", 1)
 }

@@ -347,6 +347,7 @@ func (r *runner) waitRetry(ctx context.Context) {
 		case <-ctx.Done():
 		case <-r.pendingStop():
 		case <-r.pendingRecreate():
+		case <-r.ctl: // an operator's start (applyControl)
 		}
 		return
 	}

@@ -111,21 +111,31 @@ func TestTailCheckPreserveMode(t *testing.T) {
 		what     string
 	}{
 		{
-			name:   "a forwarded copy",
-			src:    func() []batch.Batch { return newLog().data(3, false, rec{0, "a"}, rec{1, "b"}).data(4, true, rec{2, "t"}).marker(4, 3, batch.ControlCommit).bs },
-			dst:    func() []batch.Batch { return restamped(newLog().data(3, false, rec{0, "a"}, rec{1, "b"}).data(4, true, rec{2, "t"}).marker(4, 3, batch.ControlCommit).bs, 90) },
+			name: "a forwarded copy",
+			src: func() []batch.Batch {
+				return newLog().data(3, false, rec{0, "a"}, rec{1, "b"}).data(4, true, rec{2, "t"}).marker(4, 3, batch.ControlCommit).bs
+			},
+			dst: func() []batch.Batch {
+				return restamped(newLog().data(3, false, rec{0, "a"}, rec{1, "b"}).data(4, true, rec{2, "t"}).marker(4, 3, batch.ControlCommit).bs, 90)
+			},
 			wantAt: -1,
 		},
 		{
-			name:   "a foreign record beyond the source's end",
-			src:    func() []batch.Batch { return newLog().data(3, false, rec{0, "a"}).bs },
-			dst:    func() []batch.Batch { return newLog().data(3, false, rec{0, "a"}).data(66, false, rec{1, "foreign"}).bs },
+			name: "a foreign record beyond the source's end",
+			src:  func() []batch.Batch { return newLog().data(3, false, rec{0, "a"}).bs },
+			dst: func() []batch.Batch {
+				return newLog().data(3, false, rec{0, "a"}).data(66, false, rec{1, "foreign"}).bs
+			},
 			wantAt: 1, what: "the source ends at offset 1",
 		},
 		{
-			name:   "a foreign record where the source has another",
-			src:    func() []batch.Batch { return newLog().data(3, false, rec{0, "a"}).data(3, false, rec{1, "b"}).data(3, false, rec{2, "c"}).bs },
-			dst:    func() []batch.Batch { return newLog().data(3, false, rec{0, "a"}).data(66, false, rec{1, "foreign"}).bs },
+			name: "a foreign record where the source has another",
+			src: func() []batch.Batch {
+				return newLog().data(3, false, rec{0, "a"}).data(3, false, rec{1, "b"}).data(3, false, rec{2, "c"}).bs
+			},
+			dst: func() []batch.Batch {
+				return newLog().data(3, false, rec{0, "a"}).data(66, false, rec{1, "foreign"}).bs
+			},
 			wantAt: 1, what: "differs from the source",
 		},
 		{
@@ -164,9 +174,13 @@ func TestTailCheckPreserveMode(t *testing.T) {
 			wantAt: 0, what: "differs from the source",
 		},
 		{
-			name:   "a marker whose transaction began before the stretch",
-			src:    func() []batch.Batch { return newLog().data(4, true, rec{0, "t"}).data(3, false, rec{1, "p"}).marker(4, 2, batch.ControlCommit).bs },
-			dst:    func() []batch.Batch { return newLog().data(90, true, rec{0, "t"}).data(3, false, rec{1, "p"}).marker(90, 2, batch.ControlAbort).bs },
+			name: "a marker whose transaction began before the stretch",
+			src: func() []batch.Batch {
+				return newLog().data(4, true, rec{0, "t"}).data(3, false, rec{1, "p"}).marker(4, 2, batch.ControlCommit).bs
+			},
+			dst: func() []batch.Batch {
+				return newLog().data(90, true, rec{0, "t"}).data(3, false, rec{1, "p"}).marker(90, 2, batch.ControlAbort).bs
+			},
 			from:   1,
 			wantAt: 2, unsure: true,
 		},
@@ -178,9 +192,11 @@ func TestTailCheckPreserveMode(t *testing.T) {
 			wantAt: 1, unsure: true,
 		},
 		{
-			name:     "records the source deleted are passed over",
-			src:      func() []batch.Batch { return newLog().data(3, false, rec{2, "c"}).bs },
-			dst:      func() []batch.Batch { return newLog().data(3, false, rec{0, "gone"}, rec{1, "gone"}).data(3, false, rec{2, "c"}).bs },
+			name: "records the source deleted are passed over",
+			src:  func() []batch.Batch { return newLog().data(3, false, rec{2, "c"}).bs },
+			dst: func() []batch.Batch {
+				return newLog().data(3, false, rec{0, "gone"}, rec{1, "gone"}).data(3, false, rec{2, "c"}).bs
+			},
 			srcStart: 2,
 			wantAt:   -1,
 		},
