@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmirror/kmirror/core/offsetmap"
@@ -426,4 +427,67 @@ func TestAWriterReinitialisedBeforeAStoreErrorIsNotALostTransaction(t *testing.T
 		t.Fatalf("mode %q notes %q: want preserve mode and no note", ps.Mode, ps.Notes)
 	}
 	f.verify(t, "reinit", 1)
+}
+
+// trimmedSource fills topic with 10 batches of 50 records and moves its log
+// start to 275, inside the sixth batch.
+func trimmedSource(t *testing.T, f *fixture, topic string) {
+	t.Helper()
+	f.createTopic(t, topic, 1)
+	cl := f.client(t, f.src, kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(50*time.Millisecond))
+	for i := 0; i < 10; i++ {
+		var recs []*kgo.Record
+		for j := 0; j < 50; j++ {
+			recs = append(recs, &kgo.Record{Key: fmt.Appendf(nil, "k%d-%d", i, j), Value: []byte("v")})
+		}
+		if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var os kadm.Offsets
+	os.Add(kadm.Offset{Topic: topic, Partition: 0, At: 275})
+	if _, err := kadm.NewClient(f.srcCl).DeleteRecords(context.Background(), os); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestMapModeStartsAtALogStartInsideABatch: beyond the filler budget, a
+// source whose log starts inside a batch runs in map mode from the log
+// start itself (not from the batch's base, which the source refuses), also
+// when the first copy failed before anything was appended and the
+// partition resumes with an empty offset map.
+func TestMapModeStartsAtALogStartInsideABatch(t *testing.T) {
+	f := newFixture(t)
+	trimmedSource(t, f, "cut")
+	// Offset-map writes: 1 is the decision's (empty map), 2 the first batch's.
+	store := &failingPuts{Store: memstore.New(), key: statestore.OffsetMapKey("test", "cut", 0), fail: map[int]bool{2: true}}
+	e := startEngine(t, f.config(t, "cut", "mirror.offset.alignment.max.records: 0"), store)
+	f.waitMirrored(t, e, "cut", 1)
+	ctx := context.Background()
+	src, err := verify.ReadLog(ctx, f.srcCl, "cut", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst, err := verify.ReadLog(ctx, f.dstCl, "cut", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(src.Entries) != 225 || src.Entries[0].Offset != 275 || len(dst.Entries) != 225 || dst.Entries[0].Offset != 0 {
+		t.Fatalf("source %d entries from %d, destination %d entries from %d; want 225 from 275, and 225 from 0",
+			len(src.Entries), src.Entries[0].Offset, len(dst.Entries), dst.Entries[0].Offset)
+	}
+	ent, err := store.Get(ctx, statestore.OffsetMapKey("test", "cut", 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m offsetmap.Map
+	if err := m.UnmarshalBinary(ent.Value); err != nil {
+		t.Fatal(err)
+	}
+	if diff := verify.DiffMapped(src, dst, m.Lookup); diff != "" {
+		t.Fatal(diff)
+	}
+	if ps := e.Status().Mirrors[0].Partitions[0]; ps.Mode != "map" {
+		t.Fatalf("mode %q, want map", ps.Mode)
+	}
 }
