@@ -64,6 +64,9 @@ type daemon struct {
 	httpAddr string
 	mirror   string
 	stateDir string
+	// env is added to the process environment at the next start (for
+	// example core/failpoint's KMIRROR_FAILPOINTS).
+	env []string
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -81,6 +84,13 @@ func startKmirror(t testing.TB, include string, extra ...string) *daemon {
 
 // startKmirrorWith is startKmirror with extra daemon-wide keys ("key: value").
 func startKmirrorWith(t testing.TB, include string, daemonKeys []string, extra ...string) *daemon {
+	t.Helper()
+	return startKmirrorEnv(t, nil, include, daemonKeys, extra...)
+}
+
+// startKmirrorEnv is startKmirrorWith with variables added to the process
+// environment (kept for restarts until d.env changes).
+func startKmirrorEnv(t testing.TB, env []string, include string, daemonKeys []string, extra ...string) *daemon {
 	t.Helper()
 	dir := t.TempDir()
 	port, adminPort := freePort(t), freePort(t)
@@ -112,7 +122,7 @@ mirrors:
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	d := &daemon{t: t, cfgPath: path, httpAddr: fmt.Sprintf("127.0.0.1:%d", port), mirror: name, stateDir: filepath.Join(dir, "state")}
+	d := &daemon{t: t, cfgPath: path, httpAddr: fmt.Sprintf("127.0.0.1:%d", port), mirror: name, stateDir: filepath.Join(dir, "state"), env: env}
 	d.start()
 	t.Cleanup(func() {
 		d.stop(syscall.SIGTERM)
@@ -136,6 +146,9 @@ func freePort(t testing.TB) int {
 func (d *daemon) start() {
 	d.t.Helper()
 	cmd := exec.Command(kmirrorBinary(d.t), "run", "--config", d.cfgPath)
+	if len(d.env) > 0 {
+		cmd.Env = append(os.Environ(), d.env...)
+	}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		d.t.Fatal(err)
@@ -208,6 +221,13 @@ func (d *daemon) stop(sig syscall.Signal) {
 	d.mu.Lock()
 	d.cmd = nil
 	d.mu.Unlock()
+}
+
+// exited returns a channel closed when the running process exits.
+func (d *daemon) exited() <-chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.done
 }
 
 func (d *daemon) log() string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/kmirror/kmirror/core/config"
@@ -319,7 +320,11 @@ func (r *runner) applyRecopy(ctx context.Context, m *offsetmap.Map, rc recopySta
 	reason := fmt.Sprintf("map mode from source offset %d: %s; so records are copied again from source offset %d to destination offset %d on; destination offsets %d to %d hold the earlier copy",
 		rc.SourceFrom, why, rc.SourceFrom, end, rc.DestFrom, end-1)
 	r.note(reason)
-	r.log.Warn("the destination differs from the source: copying again in map mode", "source_from", rc.SourceFrom, "destination_from", end, "earlier_copy_from", rc.DestFrom, "why", why)
+	msg := "foreign or differing records on the destination: copying again in map mode"
+	if strings.Contains(why, "aborted a replayed transaction") {
+		msg = "lost destination transaction: copying again in map mode"
+	}
+	r.log.Warn(msg, "source_from", rc.SourceFrom, "destination_from", end, "earlier_copy_from", rc.DestFrom, "why", why)
 	return nil
 }
 

@@ -66,13 +66,6 @@ func (l *lb) marker(pid, off int64, t batch.ControlType) *lb {
 	return l
 }
 
-func (l *lb) end() int64 {
-	if len(l.bs) == 0 {
-		return 0
-	}
-	return l.bs[len(l.bs)-1].NextOffset()
-}
-
 // restamped returns b as kmirror's writer leaves it: another producer id.
 func restamped(bs []batch.Batch, pid int64) []batch.Batch {
 	out := make([]batch.Batch, len(bs))

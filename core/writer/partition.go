@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/core/batch"
+	"github.com/kmirror/kmirror/core/failpoint"
 )
 
 // TxnWriterInfo identifies a destination transactional writer: the
@@ -271,6 +272,7 @@ func (p *Partition) appendData(ctx context.Context, b batch.Batch, expect int64)
 	delta := b.LastOffsetDelta()
 	next := batch.IncrementSequence(seq, delta+1)
 	if tw != nil {
+		failpoint.Reach("writer-txn-appended")
 		tw.seq = next
 		tw.lastUsed = time.Now()
 		if tw.startOffset < 0 {

@@ -8,6 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/core/failpoint"
 )
 
 // txnWriterFor returns the transactional writer replaying source producer
@@ -86,9 +88,11 @@ func (p *Partition) initTxnWriter(ctx context.Context, tw *txnWriter) error {
 	tw.seq, tw.stale = 0, false
 	tw.lastUsed = time.Now()
 	tw.needInit = true // until recorded
+	failpoint.Reach("writer-txn-initialised")
 	if err := p.onTxnWriter(ctx, tw.info); err != nil {
 		return p.errorf("record transactional writer "+txid+" (OnTxnWriter); nothing appended", err)
 	}
+	failpoint.Reach("writer-txn-recorded")
 	tw.needInit = false
 	p.log.Debug("transactional writer initialised", "transactional_id", txid, "producer_id", ir.ProducerID, "epoch", ir.ProducerEpoch)
 	return nil
@@ -124,6 +128,7 @@ func (p *Partition) addPartition(ctx context.Context, tw *txnWriter) error {
 	}
 	p.locked(func() { tw.open, tw.startOffset = true, -1 })
 	tw.lastUsed = time.Now()
+	failpoint.Reach("writer-txn-partition-added")
 	return nil
 }
 
@@ -143,6 +148,7 @@ func (p *Partition) endTxn(ctx context.Context, tw *txnWriter, commit bool) erro
 	}
 	p.locked(func() { tw.open, tw.startOffset = false, -1 })
 	tw.lastUsed = time.Now()
+	failpoint.Reach("writer-txn-ended")
 	return nil
 }
 
