@@ -417,6 +417,9 @@ func (e *Engine) failbackTopic(ctx context.Context, m *mirrorRun, name, topic st
 			if err := rp.Update(ctx, func(d *partition.Data) error {
 				d.Mode = partition.ModePreserve
 				d.LastMirroredOffset = pf.From - 1
+				// The reverse mirror proves the old source from the forward
+				// mirror's last mirrored offset on before it continues.
+				d.Verified = &partition.Checkpoint{Dest: min(parts[i].last+1, pf.From)}
 				return nil
 			}); err != nil {
 				return tf, fmt.Errorf("mirror %s: topic %s partition %d: recording the resume point: %w", name, topic, pf.Partition, err)
