@@ -12,6 +12,8 @@ import (
 	"github.com/knadh/koanf/parsers/yaml"
 	"github.com/knadh/koanf/providers/rawbytes"
 	"github.com/knadh/koanf/v2"
+
+	"github.com/kmirror/kmirror/core/failpoint"
 )
 
 // EnvPrefix starts every environment variable Load reads.
@@ -285,7 +287,9 @@ var envIndex = func() map[string]map[string]string {
 }()
 
 func applyEnv(d *document, env, reserved []string, c *collector) {
-	skip := map[string]bool{}
+	// The crash points of the e2e tests are armed through the environment
+	// too; they are no configuration key.
+	skip := map[string]bool{failpoint.Env: true}
 	for _, r := range reserved {
 		skip[r] = true
 	}
