@@ -195,6 +195,13 @@ func (p *Partition) Resume(ctx context.Context, recorded []TxnWriterInfo) (Resum
 // (nil when the leader reports none).
 func (p *Partition) classify(w TxnWriterInfo, st txnState, ap *kmsg.DescribeProducersResponseTopicPartitionActiveProducer) (*txnWriter, writerFate) {
 	tw := &txnWriter{info: w, coordinator: -1, startOffset: -1, lastUsed: time.Now()}
+	if ap != nil && int16(ap.ProducerEpoch) != w.Epoch {
+		// The leader's entry is the producer's previous epoch (a writer
+		// initialised again that has appended nothing to the partition
+		// since): a new epoch starts its sequences at 0, and its
+		// transaction holds no data here yet.
+		ap = nil
+	}
 	nextSeq := int32(0)
 	if ap != nil && ap.LastSequence >= 0 {
 		nextSeq = batch.IncrementSequence(ap.LastSequence, 1)
@@ -219,7 +226,7 @@ func (p *Partition) classify(w TxnWriterInfo, st txnState, ap *kmsg.DescribeProd
 		// listing only open transactions) leaves it unknown: a new epoch
 		// restarts sequences, and InitProducerId is harmless with nothing
 		// open.
-		if ap != nil && int16(ap.ProducerEpoch) == w.Epoch {
+		if ap != nil {
 			tw.seq = nextSeq
 		} else {
 			tw.needInit = true

@@ -356,6 +356,10 @@ func TestClassifyRecordedWriters(t *testing.T) {
 		{"ongoing with data", ongoing, producer(4, 9, 120), fateResumed, true, 10, 120, false},
 		{"ongoing with data, sequence wraps", ongoing, producer(4, math.MaxInt32, 5), fateResumed, true, 0, 5, false},
 		{"ongoing without data", ongoing, nil, fateResumed, true, 0, -1, false},
+		// Re-initialised (epoch 4), partition added, no data yet: the leader
+		// still lists the previous epoch's last sequence, which a new epoch
+		// does not continue.
+		{"ongoing without data, listed with the previous epoch", ongoing, producer(3, 41, -1), fateResumed, true, 0, -1, false},
 		{"idle, listed", empty, producer(4, 41, -1), fateIdle, false, 42, -1, false},
 		{"idle, listed with another epoch", empty, producer(3, 41, -1), fateIdle, false, 0, -1, true},
 		{"idle, not listed", empty, nil, fateIdle, false, 0, -1, true},
