@@ -29,6 +29,8 @@ type dataPath struct {
 
 	mu    sync.Mutex
 	parts map[topicPartition]*writer.Partition
+
+	limits limitCache // destination max.message.bytes per topic (limits.go)
 }
 
 // firstBatchBase returns the base offset of the source batch that holds

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -94,6 +96,116 @@ func wantedConfigs(src, dst topicConfig) map[string]string {
 	return out
 }
 
+// mapDecodeMultiple and mapDecodeFloor bound the memory decoding one
+// map-mode batch may take (its decompressed records and the records decoded
+// from them, batch.Batch.RecordsWithin), from the destination topic's
+// max.message.bytes: 64 times that limit, never less than 16 MiB nor more
+// than batch.MaxDecompressedBytes (1 GiB). Map mode decodes every batch to
+// build the offset map, and the destination takes the batch (as it is, or
+// re-encoded with the same codec, no larger) only up to its limit, measured
+// compressed. 64 times it leaves room for the compression ratios producers
+// reach on real data (Java producers size batches after compression), while
+// a hostile batch of kilobytes that inflates to gigabytes is refused before
+// it is allocated. The floor keeps a small limit from refusing ordinary
+// zstd windows (up to 8 MiB at the levels producers use).
+const (
+	mapDecodeMultiple = 64
+	mapDecodeFloor    = 16 << 20
+)
+
+// mapDecodeBound returns the decoding bound for a destination limit (0:
+// unknown, Kafka's default of 1048588 is assumed).
+func mapDecodeBound(dstLimit int64) int {
+	if dstLimit <= 0 {
+		dstLimit = 1048588
+	}
+	if dstLimit > batch.MaxDecompressedBytes/mapDecodeMultiple {
+		return batch.MaxDecompressedBytes
+	}
+	return int(max(dstLimit*mapDecodeMultiple, mapDecodeFloor))
+}
+
+// mappedRecords decodes source batch b for map mode within mapDecodeBound
+// of the destination topic's max.message.bytes. A batch over the bound
+// fails the partition, non-retryable (the same batch would fail again),
+// naming its offsets, its size and the bound; nothing past the bound is
+// allocated.
+func (dp *dataPath) mappedRecords(ctx context.Context, r *runner, b batch.Batch) ([]batch.Record, error) {
+	dst, err := dp.destLimit(ctx, r.topic)
+	if err != nil {
+		return nil, r.errorf("reading the destination topic's max.message.bytes, which bounds map-mode decoding: %w", err)
+	}
+	bound := mapDecodeBound(dst.Bytes)
+	recs, err := b.RecordsWithin(bound)
+	if errors.Is(err, batch.ErrDecompressTooLarge) {
+		dp.limits.forget(r.topic) // a raised limit is read again when the partition restarts
+		return nil, partition.NonRetryable(r.errorf("map mode refuses to decode the source batch: %w; the bound is %d bytes (%d times the destination topic's max.message.bytes %s, at least %d, at most %d): "+
+			"a batch that decodes to far more than the destination accepts is taken for a decompression bomb; if it is genuine, raise max.message.bytes of destination topic %s, "+
+			"then restart the partition (kmirror mirrors stop, then start, of its topic)", err, bound, mapDecodeMultiple, dst, mapDecodeFloor, batch.MaxDecompressedBytes, r.topic))
+	}
+	if err != nil {
+		return nil, r.errorf("decoding source batch at %d: %w", b.BaseOffset(), err)
+	}
+	return recs, nil
+}
+
+// limitCache keeps the destination's max.message.bytes of each topic for the
+// data path, which needs it for every map-mode batch; an entry is read again
+// after a metadata refresh interval.
+type limitCache struct {
+	mu sync.Mutex
+	m  map[string]cachedLimit
+}
+
+type cachedLimit struct {
+	l  messageLimit
+	at time.Time
+}
+
+func (c *limitCache) put(topic string, l messageLimit) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]cachedLimit{}
+	}
+	c.m[topic] = cachedLimit{l: l, at: time.Now()}
+}
+
+func (c *limitCache) get(topic string, ttl time.Duration) (messageLimit, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[topic]
+	if !ok || time.Since(e.at) > ttl {
+		return messageLimit{}, false
+	}
+	return e.l, true
+}
+
+func (c *limitCache) forget(topic string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, topic)
+}
+
+// destLimit returns the destination topic's max.message.bytes, from the
+// cache or from the destination.
+func (dp *dataPath) destLimit(ctx context.Context, topic string) (messageLimit, error) {
+	ttl := time.Minute
+	if dp.m.dcfg != nil {
+		ttl = dp.m.dcfg.MetadataRefreshInterval
+	}
+	if l, ok := dp.limits.get(topic, ttl); ok {
+		return l, nil
+	}
+	cfgs, err := topicConfigs(ctx, dp.m.dstAdm, topic)
+	if err != nil {
+		return messageLimit{}, err
+	}
+	l := cfgs[topic].Limit
+	dp.limits.put(topic, l)
+	return l, nil
+}
+
 // isTooLarge reports whether the destination refused a batch for its size:
 // MESSAGE_TOO_LARGE (over max.message.bytes) or RECORD_LIST_TOO_LARGE (over
 // the topic's segment.bytes).
@@ -134,6 +246,7 @@ func (dp *dataPath) raiseDestLimit(ctx context.Context, topic string) (src, dst 
 		return src, dst, false, err
 	}
 	dp.m.log.Info("raised the destination topic's max.message.bytes to take the source's batches", "topic", topic, "from", dst.Bytes, "to", after.Bytes, "op", opName(ch.Op))
+	dp.limits.put(topic, after)
 	return src, after, true, nil
 }
 

@@ -1,20 +1,25 @@
 package mirror
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/klauspost/compress/zstd"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmirror/kmirror/core/batch"
 	"github.com/kmirror/kmirror/core/config"
 	"github.com/kmirror/kmirror/sdk/statestore/memstore"
 )
@@ -295,5 +300,125 @@ func TestTooLargeIsBothSizeErrorsAndNothingElse(t *testing.T) {
 	}
 	if isTooLarge(kerr.CorruptMessage) || isTooLarge(errors.New("MESSAGE_TOO_LARGE")) || isTooLarge(nil) {
 		t.Fatal("another error is taken for a size refusal")
+	}
+}
+
+// produceRaw writes batch b as it is to partition 0 of topic on the source.
+func (f *fixture) produceRaw(t *testing.T, topic string, b []byte) {
+	t.Helper()
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = -1, 10000
+	td, err := kadm.NewClient(f.srcCl).ListTopics(context.Background(), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic, rt.TopicID = topic, td[topic].ID // Produce v13 names topics by id
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition, rp.Records = 0, b
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(context.Background(), f.srcCl.Broker(int(td[topic].Partitions[0].Leader)))
+	if err == nil {
+		err = kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode)
+	}
+	if err != nil {
+		t.Fatalf("producing a raw batch to %s: %v", topic, err)
+	}
+}
+
+// zstdBomb returns a batch of one record by its header whose zstd records
+// section, a few kilobytes, inflates to size bytes of zeros; streamed, so
+// that the frame does not declare its size.
+func zstdBomb(t *testing.T, size int) []byte {
+	t.Helper()
+	plain, err := batch.Encode(batch.EncodeOptions{ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}, []batch.Record{{Value: []byte("x")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var section bytes.Buffer
+	zw, err := zstd.NewWriter(&section, zstd.WithWindowSize(64<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := zw.Write(make([]byte, size)); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b := append(append([]byte{}, plain[:batch.HeaderSize]...), section.Bytes()...)
+	binary.BigEndian.PutUint16(b[21:], uint16(batch.CompressionZstd))
+	binary.BigEndian.PutUint32(b[8:], uint32(len(b)-12))
+	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
+	return b
+}
+
+// TestMapModeBatchOverTheDecodingBoundFailsThePartition: a partition in map
+// mode (source log start beyond the filler budget) meets a zstd batch of a
+// few kilobytes that inflates to 256 MiB; the destination topic's
+// max.message.bytes is 100000, so the bound is the 16 MiB floor. The
+// partition fails at once, non-retryable, with a reason naming the topic,
+// partition, the batch's offsets and the bound; what came before it is
+// mirrored.
+func TestMapModeBatchOverTheDecodingBoundFailsThePartition(t *testing.T) {
+	f := newFixture(t)
+	f.createTopicWith(t, "bomb", 1, map[string]*string{"max.message.bytes": kadm.StringPtr("100000")})
+	plain := f.client(t, f.src, kgo.DefaultProduceTopic("bomb"))
+	for i := 0; i < 5; i++ {
+		if err := plain.ProduceSync(context.Background(), &kgo.Record{Value: fmt.Appendf(nil, "v%d", i)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os := kadm.Offsets{}
+	os.Add(kadm.Offset{Topic: "bomb", Partition: 0, At: 2})
+	if _, err := kadm.NewClient(f.srcCl).DeleteRecords(context.Background(), os); err != nil {
+		t.Fatal(err)
+	}
+	bomb := zstdBomb(t, 256<<20)
+	f.produceRaw(t, "bomb", bomb)
+	cfg := f.config(t, "bomb")
+	cfg.OffsetAlignmentMaxRecords = 0 // a log start beyond 0 means map mode
+	e := startEngine(t, cfg, memstore.New())
+	var ps PartitionStatus
+	eventually(t, "partition FAILED", func() (bool, string) {
+		st := e.Status()
+		if len(st.Mirrors) == 1 && len(st.Mirrors[0].Partitions) == 1 {
+			ps = st.Mirrors[0].Partitions[0]
+		}
+		return ps.State == "FAILED", fmt.Sprintf("%+v", ps)
+	})
+	if ps.Retry != "NonRetryable" || ps.Mode != "map" {
+		t.Fatalf("retry %q, mode %q; want NonRetryable in map mode (%s)", ps.Retry, ps.Mode, ps.LastError)
+	}
+	for _, want := range []string{"mirror test: topic bomb partition 0", "offsets 5 to 5", fmt.Sprintf("section of %d bytes", len(bomb)-batch.HeaderSize),
+		"the bound is 16777216 bytes", "max.message.bytes 100000", "raise max.message.bytes of destination topic bomb"} {
+		if !strings.Contains(ps.LastError, want) {
+			t.Errorf("reason %q does not contain %q", ps.LastError, want)
+		}
+	}
+	if ps.LastMirroredOffset != 4 {
+		t.Fatalf("last mirrored offset %d, want 4 (offsets 2 to 4 before the batch)", ps.LastMirroredOffset)
+	}
+	if n := failures(t, e); n != 1 {
+		t.Fatalf("the partition went to FAILED %v times, want once", n)
+	}
+}
+
+func TestMapDecodeBoundIs64TimesTheDestinationLimitWithinFloorAndCeiling(t *testing.T) {
+	for _, c := range []struct {
+		limit int64
+		want  int
+	}{
+		{0, 64 * 1048588},                      // unknown: Kafka's default
+		{100000, 16 << 20},                     // the floor
+		{1048588, 64 * 1048588},                // Kafka's default
+		{5 << 20, 320 << 20},                   // a raised limit
+		{32 << 20, batch.MaxDecompressedBytes}, // the ceiling
+		{1 << 40, batch.MaxDecompressedBytes},
+	} {
+		if got := mapDecodeBound(c.limit); got != c.want {
+			t.Errorf("mapDecodeBound(%d) = %d, want %d", c.limit, got, c.want)
+		}
 	}
 }

@@ -726,9 +726,9 @@ func (r *runner) forwardMapped(ctx context.Context, b batch.Batch) error {
 			return r.errorf("offset map: %w", err)
 		}
 	} else {
-		recs, err := b.Records()
+		recs, err := r.m.dp.mappedRecords(ctx, r, b)
 		if err != nil {
-			return r.errorf("decoding source batch at %d: %w", b.BaseOffset(), err)
+			return err
 		}
 		if len(recs) == 0 {
 			r.advance(b.NextOffset(), r.dstNext)
