@@ -15,13 +15,16 @@ import (
 )
 
 // MaxDecompressedBytes bounds how large one batch's records may decompress
-// to (1 GiB, as franz-go's default). A batch claiming more is rejected with
+// to (1 GiB, as franz-go's default) when the caller sets no lower bound
+// ([Batch.RecordsWithin]). A batch claiming more is rejected with
 // ErrDecompressTooLarge instead of exhausting memory.
 const MaxDecompressedBytes = 1 << 30
 
-// ErrDecompressTooLarge: a batch's records would decompress past
-// MaxDecompressedBytes.
-var ErrDecompressTooLarge = errors.New("record batch decompresses past the 1 GiB limit")
+// ErrDecompressTooLarge: a batch's records would decompress (or decode) past
+// the bound of the call (MaxDecompressedBytes at most). Decompression stops
+// there: a small multiple of the bound is allocated (buffer growth; lz4's
+// block buffers of up to 4 MiB come on top), whatever the batch claims.
+var ErrDecompressTooLarge = errors.New("record batch decompresses past the decoding bound")
 
 // Snappy framing. The Java client writes snappy through xerial's
 // SnappyOutputStream: a 16-byte header (magic, version 1, compatible
@@ -39,15 +42,41 @@ const (
 	maxSnappyRatio   = 32
 )
 
-// zstdDecoder is shared: DecodeAll is safe for concurrent use. Its memory
-// bound rejects frames that would decompress past the limit.
-var zstdDecoder = sync.OnceValues(func() (*zstd.Decoder, error) {
-	return zstd.NewReader(nil,
-		zstd.WithDecoderConcurrency(0), // one decoder state per GOMAXPROCS
+// zstdDecoders are pooled: each call sets its own bound on the decoder it
+// takes (ResetWithOptions), which a shared decoder cannot have. One block
+// decoder each, in low-memory mode: a decoder decodes one batch at a time.
+var zstdDecoders = sync.Pool{New: func() any {
+	d, err := zstd.NewReader(nil,
+		zstd.WithDecoderConcurrency(1),
 		zstd.WithDecoderLowmem(true),
 		zstd.WithDecoderMaxMemory(MaxDecompressedBytes),
 	)
-})
+	if err != nil {
+		return err
+	}
+	return d
+}}
+
+// decompressZstd decodes src, refusing past limit bytes: a frame that
+// declares a larger content size or window is refused before anything is
+// allocated, and one that does not declare its size stops once its output
+// passes limit.
+func decompressZstd(src []byte, limit int) ([]byte, error) {
+	v := zstdDecoders.Get()
+	dec, ok := v.(*zstd.Decoder)
+	if !ok {
+		return nil, fmt.Errorf("creating zstd decoder: %w", v.(error))
+	}
+	defer zstdDecoders.Put(dec)
+	if err := dec.ResetWithOptions(nil, zstd.WithDecoderMaxMemory(uint64(limit))); err != nil {
+		return nil, fmt.Errorf("zstd: %w", err)
+	}
+	out, err := dec.DecodeAll(src, nil)
+	if errors.Is(err, zstd.ErrDecoderSizeExceeded) || errors.Is(err, zstd.ErrWindowSizeExceeded) {
+		return nil, ErrDecompressTooLarge
+	}
+	return out, err
+}
 
 // zstdEncoder is shared for Encode: EncodeAll is safe for concurrent use.
 // The 64 KiB window keeps decoder memory small, as Kafka clients do.
@@ -59,9 +88,10 @@ var zstdEncoder = sync.OnceValues(func() (*zstd.Encoder, error) {
 	)
 })
 
-// decompress returns the records section of a batch decompressed. For
+// decompress returns the records section of a batch decompressed, refusing
+// to produce more than limit bytes (ErrDecompressTooLarge). For
 // CompressionNone it returns src itself.
-func decompress(c Compression, src []byte) ([]byte, error) {
+func decompress(c Compression, src []byte, limit int) ([]byte, error) {
 	switch c {
 	case CompressionNone:
 		return src, nil
@@ -70,42 +100,35 @@ func decompress(c Compression, src []byte) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("gzip: %w", err)
 		}
-		return readBounded(zr)
+		return readBounded(zr, limit)
 	case CompressionSnappy:
-		return decodeSnappy(src)
+		return decodeSnappy(src, limit)
 	case CompressionLZ4:
-		return readBounded(lz4.NewReader(bytes.NewReader(src)))
+		return readBounded(lz4.NewReader(bytes.NewReader(src)), limit)
 	case CompressionZstd:
-		dec, err := zstdDecoder()
-		if err != nil {
-			return nil, fmt.Errorf("creating zstd decoder: %w", err)
-		}
-		out, err := dec.DecodeAll(src, nil)
-		if errors.Is(err, zstd.ErrDecoderSizeExceeded) {
-			return nil, ErrDecompressTooLarge
-		}
-		return out, err
+		return decompressZstd(src, limit)
 	}
 	return nil, fmt.Errorf("compression codec %d is not one Kafka defines", int8(c))
 }
 
-// readBounded reads r to the end, failing past MaxDecompressedBytes.
-func readBounded(r io.Reader) ([]byte, error) {
+// readBounded reads r to the end, failing past limit bytes.
+func readBounded(r io.Reader, limit int) ([]byte, error) {
 	var out bytes.Buffer
-	n, err := out.ReadFrom(io.LimitReader(r, MaxDecompressedBytes+1))
+	n, err := out.ReadFrom(io.LimitReader(r, int64(limit)+1))
 	if err != nil {
 		return nil, err
 	}
-	if n > MaxDecompressedBytes {
+	if n > int64(limit) {
 		return nil, ErrDecompressTooLarge
 	}
 	return out.Bytes(), nil
 }
 
-// decodeSnappy decodes xerial-framed or raw snappy.
-func decodeSnappy(src []byte) ([]byte, error) {
+// decodeSnappy decodes xerial-framed or raw snappy, refusing past limit
+// bytes.
+func decodeSnappy(src []byte, limit int) ([]byte, error) {
 	if len(src) < xerialHeaderSize || !bytes.HasPrefix(src, xerialMagic) {
-		return decodeSnappyBlock(nil, src)
+		return decodeSnappyBlock(nil, src, limit)
 	}
 	var out []byte
 	for rest := src[xerialHeaderSize:]; len(rest) > 0; {
@@ -118,7 +141,7 @@ func decodeSnappy(src []byte) ([]byte, error) {
 			return nil, fmt.Errorf("xerial snappy: block of %d bytes but only %d remain", n, len(rest))
 		}
 		var err error
-		if out, err = decodeSnappyBlock(out, rest[:n]); err != nil {
+		if out, err = decodeSnappyBlock(out, rest[:n], limit); err != nil {
 			return nil, err
 		}
 		rest = rest[n:]
@@ -126,13 +149,15 @@ func decodeSnappy(src []byte) ([]byte, error) {
 	return out, nil
 }
 
-// decodeSnappyBlock appends the decoding of one raw snappy block to dst.
-func decodeSnappyBlock(dst, block []byte) ([]byte, error) {
+// decodeSnappyBlock appends the decoding of one raw snappy block to dst,
+// refusing to let dst pass limit bytes. The block states its decoded length
+// up front, so nothing is allocated for a block that would pass it.
+func decodeSnappyBlock(dst, block []byte, limit int) ([]byte, error) {
 	n, err := s2.DecodedLen(block)
 	if err != nil {
 		return nil, fmt.Errorf("snappy: %w", err)
 	}
-	if n > MaxDecompressedBytes-len(dst) {
+	if n > limit-len(dst) {
 		return nil, ErrDecompressTooLarge
 	}
 	// No snappy element expands more than 22 times (a 3-byte copy of 64
@@ -141,7 +166,12 @@ func decodeSnappyBlock(dst, block []byte) ([]byte, error) {
 		return nil, fmt.Errorf("snappy: block of %d bytes claims to decode to %d, beyond snappy's expansion limit", len(block), n)
 	}
 	at := len(dst)
-	dst = append(dst, make([]byte, n)...)
+	if cap(dst)-at < n { // double, as bytes.Buffer does: append grows large slices by a quarter
+		grown := make([]byte, at, max(at+n, min(2*cap(dst), limit)))
+		copy(grown, dst)
+		dst = grown
+	}
+	dst = dst[:at+n]
 	if _, err := s2.Decode(dst[at:], block); err != nil {
 		return nil, fmt.Errorf("snappy: %w", err)
 	}

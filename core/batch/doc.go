@@ -41,6 +41,8 @@
 // Record-level decoding ([Batch.Records], [ControlRecord]) is for
 // verification, offset maps and transaction markers, never for the forward
 // path; it decompresses gzip, snappy (raw or xerial-framed), lz4 (frame
-// format) and zstd. [Encode] and [EncodeControl] build batches for tests and
+// format) and zstd. [Batch.RecordsWithin] decodes within a memory bound the
+// caller sets (decompressed bytes plus decoded records), stopping a batch
+// that inflates past it before it is allocated. [Encode] and [EncodeControl] build batches for tests and
 // benchmarks without a broker.
 package batch

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"unsafe"
 )
 
 // Record is one decoded record of a batch. Key, Value and header values are
@@ -41,14 +42,41 @@ const minRecordSize = 7
 //
 // The record count must match RecordCount and the records must fill the
 // section exactly. Errors wrap ErrCorruptBatch or ErrDecompressTooLarge.
+// The records section may decompress to MaxDecompressedBytes; callers that
+// know a tighter bound use RecordsWithin.
 func (b Batch) Records() ([]Record, error) { return b.AppendRecords(nil) }
+
+// RecordsWithin is Records within a memory bound of limit bytes (at most
+// MaxDecompressedBytes): the decompressed records section plus the Record
+// and Header values decoded from it. A batch that needs more is an error
+// wrapping ErrDecompressTooLarge, found before more than a small multiple of
+// limit is allocated, however small the compressed batch: decompression
+// stops at the bound, and the record count (from the header) is checked
+// against it before any record is decoded.
+func (b Batch) RecordsWithin(limit int) ([]Record, error) {
+	return b.AppendRecordsWithin(nil, limit)
+}
 
 // AppendRecords is Records appending to dst, so a caller can reuse a slice.
 func (b Batch) AppendRecords(dst []Record) ([]Record, error) {
-	data, err := decompress(b.Compression(), b[HeaderSize:])
+	return b.AppendRecordsWithin(dst, MaxDecompressedBytes)
+}
+
+// Sizes charged against a decoding bound for each decoded record and
+// header: a small record (7 bytes on the wire) takes far more decoded.
+const (
+	recordCost = int64(unsafe.Sizeof(Record{}))
+	headerCost = int64(unsafe.Sizeof(Header{}))
+)
+
+// AppendRecordsWithin is RecordsWithin appending to dst.
+func (b Batch) AppendRecordsWithin(dst []Record, limit int) ([]Record, error) {
+	limit = min(max(limit, 0), MaxDecompressedBytes)
+	data, err := decompress(b.Compression(), b[HeaderSize:], limit)
 	if err != nil {
 		if errors.Is(err, ErrDecompressTooLarge) {
-			return dst, fmt.Errorf("base offset %d: %w", b.BaseOffset(), err)
+			return dst, fmt.Errorf("offsets %d to %d: %s records section of %d bytes decompresses past %d bytes: %w",
+				b.BaseOffset(), b.LastOffset(), b.Compression(), len(b)-HeaderSize, limit, err)
 		}
 		return dst, fmt.Errorf("base offset %d: decompressing %s records: %v: %w",
 			b.BaseOffset(), b.Compression(), err, ErrCorruptBatch)
@@ -57,6 +85,18 @@ func (b Batch) AppendRecords(dst []Record) ([]Record, error) {
 	if count < 0 || int64(count) > int64(len(data)/minRecordSize) {
 		return dst, fmt.Errorf("base offset %d: record count %d does not fit %d bytes of records: %w",
 			b.BaseOffset(), count, len(data), ErrCorruptBatch)
+	}
+	// budget is what the decoded records may still take.
+	budget := int64(limit) - int64(count)*recordCost
+	if b.Compression() != CompressionNone {
+		budget -= int64(len(data))
+	}
+	tooLarge := func() error {
+		return fmt.Errorf("offsets %d to %d: %d records decode past %d bytes (%d bytes of records, %d bytes per decoded record and %d per header): %w",
+			b.BaseOffset(), b.LastOffset(), count, limit, len(data), recordCost, headerCost, ErrDecompressTooLarge)
+	}
+	if budget < 0 {
+		return dst, tooLarge()
 	}
 	var (
 		base          = b.BaseOffset()
@@ -88,13 +128,20 @@ func (b Batch) AppendRecords(dst []Record) ([]Record, error) {
 		}
 		if n > 0 {
 			if cap(headers)-len(headers) < int(n) {
-				headers = make([]Header, 0, max(int(n), 2*cap(headers)))
+				c := max(int(n), 2*cap(headers))
+				if budget -= int64(c) * headerCost; budget < 0 {
+					return dst, tooLarge()
+				}
+				headers = make([]Header, 0, c)
 			}
 			start := len(headers)
 			for range int(n) {
 				key := r.nullableBytes()
 				if key == nil && !r.bad {
 					return dst, b.recordErr(i, "header key is null")
+				}
+				if budget -= int64(len(key)); budget < 0 {
+					return dst, tooLarge()
 				}
 				headers = append(headers, Header{Key: string(key), Value: r.nullableBytes()})
 			}

@@ -6,6 +6,8 @@ import (
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/kmirror/kmirror/core/config"
 )
 
 // syncTopicConfigs is the topic-configs loop's round: for every in-scope
@@ -17,6 +19,12 @@ import (
 // reported by name, in the mirror status and in
 // kmirror_topic_config_metadata_sync_error_total, while the other keys and
 // topics still sync. Rejected keys are tried again every round.
+//
+// The destination's max.message.bytes is kept at least the source's
+// effective limit, even where the source inherits it from its brokers
+// (wantedConfigs). With the key excluded, kmirror leaves it alone; a
+// destination limit below the source's is then listed in the status, since
+// a batch above it will fail its partition.
 func (m *mirrorRun) syncTopicConfigs(ctx context.Context) error {
 	topics, _, err := listSourceTopics(ctx, m.src, &m.cfg)
 	if err != nil {
@@ -56,6 +64,9 @@ func (m *mirrorRun) syncTopicConfigs(ctx context.Context) error {
 				continue
 			}
 			m.log.Info("destination topic config synced", "topic", name, "key", ch.Name, "op", opName(ch.Op))
+		}
+		if e, ok := excludedLimitBelowSource(name, s, d, m.cfg.TopicPropertiesExclude); ok {
+			rejected = append(rejected, e)
 		}
 	}
 	m.setConfigErrors(rejected)
@@ -110,4 +121,17 @@ func opName(op kadm.IncrementalOp) string {
 		return "DELETE"
 	}
 	return "SET"
+}
+
+// excludedLimitBelowSource reports, as a status entry, a destination topic
+// whose max.message.bytes kmirror may not touch (the key is excluded) and
+// that is below the source's limit: source batches between the two will be
+// refused and fail their partition.
+func excludedLimitBelowSource(topic string, src, dst topicConfig, exclude config.RegexList) (TopicConfigError, bool) {
+	if !exclude.Match(maxMessageBytesKey) || src.Limit.Bytes <= 0 || dst.Limit.Bytes <= 0 || dst.Limit.Bytes >= src.Limit.Bytes {
+		return TopicConfigError{}, false
+	}
+	return TopicConfigError{Topic: topic, Key: maxMessageBytesKey, Error: fmt.Sprintf(
+		"the destination topic's max.message.bytes %s is below the source topic's %s, and the key is in mirror.topic.properties.exclude so kmirror does not raise it: "+
+			"a source batch larger than %d bytes will fail its partition; raise max.message.bytes of destination topic %s", dst.Limit, src.Limit, dst.Limit.Bytes, topic)}, true
 }

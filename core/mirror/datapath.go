@@ -29,6 +29,8 @@ type dataPath struct {
 
 	mu    sync.Mutex
 	parts map[topicPartition]*writer.Partition
+
+	limits limitCache // destination max.message.bytes per topic (limits.go)
 }
 
 // firstBatchBase returns the base offset of the source batch that holds
@@ -205,12 +207,29 @@ func (dp *dataPath) resumeWriters(ctx context.Context, r *runner) (writer.Resume
 
 // append writes b to the destination partition, which must assign it base
 // offset expect.
+//
+// A batch the destination refuses for its size gets one more try once the
+// destination topic's max.message.bytes is raised to the source's limit
+// (unless the key is excluded, or the limit already allows it): the sync
+// loops raise it too, but a partition may reach such a batch first. A batch
+// still refused fails the partition at once, non-retryable, with both
+// limits and the key to raise: the same batch would be refused again.
 func (dp *dataPath) append(ctx context.Context, r *runner, b batch.Batch, expect int64) error {
 	pw, err := dp.partitionWriter(r)
 	if err != nil {
 		return r.errorf("%w", err)
 	}
-	if _, err := pw.AppendAt(ctx, b, expect); err != nil {
+	_, err = pw.AppendAt(ctx, b, expect)
+	if isTooLarge(err) && ctx.Err() == nil {
+		src, dst, raised, limitErr := dp.raiseDestLimit(ctx, r.topic)
+		if raised {
+			_, err = pw.AppendAt(ctx, b, expect)
+		}
+		if isTooLarge(err) {
+			return dp.tooLarge(r, b, expect, err, src, dst, limitErr)
+		}
+	}
+	if err != nil {
 		if errors.Is(err, writer.ErrOffsetMismatch) {
 			return partition.NonRetryable(r.errorf("%w", err))
 		}

@@ -347,7 +347,7 @@ func (m *mirrorRun) syncTopics(ctx context.Context) error {
 		if recreated[t.Name] {
 			continue // its partitions fail; a new partition of the new topic must not start mirroring into the old one
 		}
-		n, err := ensureDestinationTopic(ctx, m.dstAdm, t, dstParts[t.Name], mirroredConfigs(srcConfigs[t.Name], m.cfg.TopicPropertiesExclude))
+		n, err := ensureDestinationTopic(ctx, m.dstAdm, t, dstParts[t.Name], srcConfigs[t.Name], m.cfg.TopicPropertiesExclude)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("mirror %s: %w", m.name, err))
 			if n == 0 {

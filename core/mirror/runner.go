@@ -731,9 +731,9 @@ func (r *runner) forwardMapped(ctx context.Context, b batch.Batch) error {
 			return r.errorf("offset map: %w", err)
 		}
 	} else {
-		recs, err := b.Records()
+		recs, err := r.m.dp.mappedRecords(ctx, r, b)
 		if err != nil {
-			return r.errorf("decoding source batch at %d: %w", b.BaseOffset(), err)
+			return err
 		}
 		// A batch holding the resume offset (a log start inside it, or a
 		// copy restarting there): only the records from it on.

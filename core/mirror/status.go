@@ -19,7 +19,9 @@ type MirrorStatus struct {
 	// unreachable source cluster); its partitions keep their states.
 	Error string `json:"error,omitempty"`
 	// TopicConfigErrors are the topic configs the destination rejected in
-	// the last config sync round, one per topic and key.
+	// the last config sync round, one per topic and key, and the
+	// destination topics whose max.message.bytes is below the source's while
+	// the key is in mirror.topic.properties.exclude.
 	TopicConfigErrors []TopicConfigError `json:"topic_config_errors,omitempty"`
 	// Groups is the last offset sync of each consumer and share group: when
 	// it was synced, and whether it was skipped because it is active on the
@@ -40,7 +42,8 @@ type MirrorStatus struct {
 	Partitions []PartitionStatus `json:"partitions"`
 }
 
-// TopicConfigError is a source topic config the destination rejected.
+// TopicConfigError is a source topic config the destination rejected, or a
+// destination limit that cannot take the source's batches.
 type TopicConfigError struct {
 	Topic string `json:"topic"`
 	Key   string `json:"key"`

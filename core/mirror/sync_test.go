@@ -38,7 +38,7 @@ func dynamicConfigs(t *testing.T, cl *kgo.Client, topic string) map[string]strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	return cfgs[topic]
+	return cfgs[topic].Dynamic
 }
 
 // eventually retries cond every 20ms for up to 20s; it fails with the last
@@ -77,7 +77,7 @@ func TestConfigChangesSetDifferencesAndDeleteExtrasButNeverTouchExcludedKeys(t *
 	src := map[string]string{"retention.ms": "1000", "cleanup.policy": "compact", "min.insync.replicas": "2", "leader.replication.throttled.replicas": "*"}
 	dst := map[string]string{"retention.ms": "5000", "segment.bytes": "1024", "min.insync.replicas": "1"}
 	var got []string
-	for _, c := range configChanges(src, dst, excl) {
+	for _, c := range configChanges(topicConfig{Dynamic: src}, topicConfig{Dynamic: dst}, excl) {
 		v := ""
 		if c.Value != nil {
 			v = "=" + *c.Value
@@ -88,7 +88,7 @@ func TestConfigChangesSetDifferencesAndDeleteExtrasButNeverTouchExcludedKeys(t *
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("changes = %q, want %q", got, want)
 	}
-	if ch := configChanges(map[string]string{"a": "1"}, map[string]string{"a": "1"}, excl); len(ch) != 0 {
+	if ch := configChanges(topicConfig{Dynamic: map[string]string{"a": "1"}}, topicConfig{Dynamic: map[string]string{"a": "1"}}, excl); len(ch) != 0 {
 		t.Fatalf("equal configs give changes %v", ch)
 	}
 }

@@ -134,12 +134,23 @@ func confirmDeleted(ctx context.Context, cl *kgo.Client, names map[string]bool) 
 	return gone, nil
 }
 
-// topicConfigs returns the dynamic topic configs (DescribeConfigs source
-// DYNAMIC_TOPIC_CONFIG: the ones set on the topic itself, not defaults or
-// broker settings) of the topics that exist on the cluster behind adm.
-// Sensitive configs (no value returned) are left out: they cannot be copied.
-func topicConfigs(ctx context.Context, adm *kadm.Client, topics ...string) (map[string]map[string]string, error) {
-	out := map[string]map[string]string{}
+// topicConfig is what the mirror reads of a topic's configs on one cluster.
+type topicConfig struct {
+	// Dynamic are the configs set on the topic itself (DescribeConfigs
+	// source DYNAMIC_TOPIC_CONFIG), not defaults or broker settings.
+	// Sensitive configs (no value returned) are left out: they cannot be
+	// copied.
+	Dynamic map[string]string
+	// Limit is the topic's effective max.message.bytes, wherever it comes
+	// from: the broker-level limit is not a topic config, yet it decides
+	// which batches the topic holds.
+	Limit messageLimit
+}
+
+// topicConfigs returns the configs of the topics that exist on the cluster
+// behind adm.
+func topicConfigs(ctx context.Context, adm *kadm.Client, topics ...string) (map[string]topicConfig, error) {
+	out := map[string]topicConfig{}
 	if len(topics) == 0 {
 		return out, nil
 	}
@@ -157,7 +168,7 @@ func topicConfigs(ctx context.Context, adm *kadm.Client, topics ...string) (map[
 				cfg[c.Key] = *c.Value
 			}
 		}
-		out[rc.Name] = cfg
+		out[rc.Name] = topicConfig{Dynamic: cfg, Limit: readMessageLimit(rc.Configs)}
 	}
 	return out, nil
 }
@@ -174,22 +185,24 @@ func mirroredConfigs(src map[string]string, exclude config.RegexList) map[string
 }
 
 // configChanges returns the incremental changes that make the destination's
-// dynamic topic configs dst equal the source's src, ignoring excluded keys on
-// both sides, sorted by key: SET where the value differs or is missing, DELETE
-// (back to the destination's default) where the destination sets a key the
-// source does not.
-func configChanges(src, dst map[string]string, exclude config.RegexList) []kadm.AlterConfig {
+// dynamic topic configs equal what wantedConfigs asks (the source's, with
+// max.message.bytes raised to the source's limit where the destination's
+// brokers allow less), ignoring excluded keys on both sides, sorted by key:
+// SET where the value differs or is missing, DELETE (back to the
+// destination's default) where the destination sets a key not wanted.
+func configChanges(src, dst topicConfig, exclude config.RegexList) []kadm.AlterConfig {
+	want := wantedConfigs(src, dst)
 	var out []kadm.AlterConfig
-	for k, v := range src {
+	for k, v := range want {
 		if exclude.Match(k) {
 			continue
 		}
-		if d, ok := dst[k]; !ok || d != v {
+		if d, ok := dst.Dynamic[k]; !ok || d != v {
 			out = append(out, kadm.AlterConfig{Op: kadm.SetConfig, Name: k, Value: &v})
 		}
 	}
-	for k := range dst {
-		if _, ok := src[k]; !ok && !exclude.Match(k) {
+	for k := range dst.Dynamic {
+		if _, ok := want[k]; !ok && !exclude.Match(k) {
 			out = append(out, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: k})
 		}
 	}
@@ -200,14 +213,19 @@ func configChanges(src, dst map[string]string, exclude config.RegexList) []kadm.
 // ensureDestinationTopic makes the destination topic exist with at least the
 // source's partition count and returns its partition count. dstParts is the
 // destination's current count (0: the topic is missing). A missing topic is
-// created with the source's partition count and configs (already stripped of
-// the excluded ones) and the destination's default replication factor; if
-// the destination rejects the configs, it is created without them and the
-// config sync reports each rejected key. A destination with fewer partitions
-// is expanded (CreatePartitions) to the source's count.
-func ensureDestinationTopic(ctx context.Context, adm *kadm.Client, t sourceTopic, dstParts int32, configs map[string]*string) (int32, error) {
+// created with the source's partition count and dynamic configs minus the
+// excluded ones, and the destination's default replication factor; if the
+// destination rejects the configs, it is created without them and the config
+// sync reports each rejected key. Its max.message.bytes is then raised to the
+// source's limit if the destination's brokers allow less (ensureDestLimit);
+// a failure there is returned with the partition count, so that the
+// partitions still start. A destination with fewer partitions is expanded
+// (CreatePartitions) to the source's count.
+func ensureDestinationTopic(ctx context.Context, adm *kadm.Client, t sourceTopic, dstParts int32, src topicConfig, exclude config.RegexList) (int32, error) {
+	var limitErr error
 	switch {
 	case dstParts == 0:
+		configs := mirroredConfigs(src.Dynamic, exclude)
 		resp, err := adm.CreateTopic(ctx, t.Partitions, -1, configs, t.Name)
 		if err == nil {
 			err = resp.Err
@@ -221,6 +239,7 @@ func ensureDestinationTopic(ctx context.Context, adm *kadm.Client, t sourceTopic
 		if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 			return 0, fmt.Errorf("creating destination topic %s with %d partitions: %w", t.Name, t.Partitions, err)
 		}
+		limitErr = ensureDestLimit(ctx, adm, t.Name, src, exclude)
 	case dstParts < t.Partitions:
 		resp, err := adm.UpdatePartitions(ctx, int(t.Partitions), t.Name)
 		if err == nil {
@@ -247,7 +266,7 @@ func ensureDestinationTopic(ctx context.Context, adm *kadm.Client, t sourceTopic
 			break
 		}
 	}
-	return t.Partitions, nil
+	return t.Partitions, limitErr
 }
 
 // isConfigRejection reports whether a CreateTopics error is about the
