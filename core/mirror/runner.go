@@ -597,6 +597,7 @@ func (r *runner) mirror(ctx context.Context) error {
 		return err
 	}
 	defer r.m.dp.unsubscribe(r)
+	healthy := healthyAfter(r)
 	qctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop := r.stopChan()
@@ -641,6 +642,7 @@ func (r *runner) mirror(ctx context.Context) error {
 			}
 		}
 		r.m.dp.done(r, f)
+		healthy.check(ctx)
 	}
 }
 
