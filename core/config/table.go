@@ -211,7 +211,7 @@ var Keys = []Key{
 	// ---- Mirror keys --------------------------------------------------------
 	mirrorKey(Key{Name: "name", Origin: OriginKmirror, Required: true, Constraint: "[A-Za-z0-9_-]+, unique",
 		Doc: "Name of the mirror. It identifies the mirror in state, metrics, logs and the command line, so renaming a mirror starts it afresh."},
-		func(m *Mirror) *string { return &m.Name }, stringCodec("string", checkMirrorName)),
+		func(m *Mirror) *string { return &m.Name }, stringCodec("string", CheckMirrorName)),
 	mirrorKey(Key{Name: "mirror.topics.include", Origin: OriginKIP,
 		Doc: "A comma-separated list of regex patterns for topic names to include in mirroring. Topics on the source cluster whose names match at least one of the patterns will be automatically discovered and mirrored. Empty: no topic is discovered automatically; only topics started explicitly are mirrored."},
 		func(m *Mirror) *RegexList { return &m.TopicsInclude }, regexListCodec()),
