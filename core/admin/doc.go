@@ -13,6 +13,13 @@
 // method, path and outcome; the token itself is never logged, returned or
 // kept in memory (only its SHA-256 is).
 //
+// After authentication, a request is validated before any Controller call:
+// the path must be canonical, every path parameter passes its check in
+// pathParams (a mirror name, after unescaping: %2F is no way into another
+// mirror's state), and bodies are decoded strictly (unknown fields, invalid
+// mirror names or regexes refused). A refused request gets 4xx and changes
+// nothing.
+//
 // The server acts on the engine only through Controller, which
 // *mirror.Engine implements. Routes and JSON shapes are documented in
 // docs/operations.md and docs/cli.md; field names are stable.

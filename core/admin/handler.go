@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path"
 	"regexp"
 	"strings"
 	"time"
 
+	"github.com/kmirror/kmirror/core/config"
 	"github.com/kmirror/kmirror/core/mirror"
 )
 
@@ -23,16 +25,17 @@ const maxBody = 1 << 20
 // request is logged once, with its caller and outcome.
 func (s *Server) Handler() http.Handler {
 	api := http.NewServeMux()
-	api.HandleFunc(RouteList, s.handleList)
-	api.HandleFunc(RouteMirror, s.handleMirror)
-	api.HandleFunc(RoutePause, s.handleTopicsOp("pause", s.ctl.Pause))
-	api.HandleFunc(RouteResume, s.handleTopicsOp("resume", s.ctl.Resume))
-	api.HandleFunc(RouteStop, s.handleTopicsOp("stop", s.ctl.StopTopics))
-	api.HandleFunc(RouteStart, s.handleStart)
-	api.HandleFunc(RouteFailover, s.handleFailover)
-	api.HandleFunc(RouteFailback, s.handleFailback)
-	api.HandleFunc(RouteCreate, s.handleCreate)
-	api.HandleFunc(RouteDelete, s.handleDelete)
+	handle := func(pattern string, h http.HandlerFunc) { api.HandleFunc(pattern, checkPathParams(pattern, h)) }
+	handle(RouteList, s.handleList)
+	handle(RouteMirror, s.handleMirror)
+	handle(RoutePause, s.handleTopicsOp("pause", s.ctl.Pause))
+	handle(RouteResume, s.handleTopicsOp("resume", s.ctl.Resume))
+	handle(RouteStop, s.handleTopicsOp("stop", s.ctl.StopTopics))
+	handle(RouteStart, s.handleStart)
+	handle(RouteFailover, s.handleFailover)
+	handle(RouteFailback, s.handleFailback)
+	handle(RouteCreate, s.handleCreate)
+	handle(RouteDelete, s.handleDelete)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &recorder{ResponseWriter: w}
@@ -41,6 +44,11 @@ func (s *Server) Handler() http.Handler {
 		case err != nil:
 			rec.Header().Set("WWW-Authenticate", `Bearer realm="kmirror"`)
 			writeError(rec, http.StatusUnauthorized, err.Error())
+		case !canonicalPath(r.URL.Path):
+			// ServeMux would redirect to the cleaned path: an API call
+			// with '.', '..' or empty segments (escaped or not) is a
+			// mistake, not something to guess at.
+			writeError(rec, http.StatusBadRequest, fmt.Sprintf("path %q is not canonical: no empty, '.' or '..' segments (escaped or not) and no trailing '/'; nothing was changed", r.URL.EscapedPath()))
 		default:
 			if _, pattern := api.Handler(r); pattern != "" {
 				api.ServeHTTP(rec, r)
@@ -86,6 +94,49 @@ func (s *Server) authenticate(r *http.Request) (caller, auth string, err error) 
 		how = append(how, "token")
 	}
 	return caller, strings.Join(how, "+"), nil
+}
+
+// pathParams holds the check of every path parameter the routes name;
+// checkPathParams refuses to register a route with a parameter missing
+// here, so none reaches a handler unchecked.
+var pathParams = map[string]func(string) error{
+	"mirror": config.CheckMirrorName,
+}
+
+// checkPathParams wraps the handler of route pattern so that a request
+// whose path parameters fail their check gets 400 before h runs. A
+// parameter is checked after unescaping: dc1%2Fpartitions is the name
+// "dc1/partitions", which is not a mirror name (and would otherwise name
+// part of mirror dc1's state).
+func checkPathParams(pattern string, h http.HandlerFunc) http.HandlerFunc {
+	var names []string
+	for _, seg := range strings.Split(pattern, "/") {
+		if n, ok := strings.CutPrefix(seg, "{"); ok {
+			n = strings.TrimSuffix(strings.TrimSuffix(n, "}"), "...")
+			if pathParams[n] == nil {
+				panic(fmt.Sprintf("admin: route %q: path parameter {%s} has no check in pathParams", pattern, n))
+			}
+			names = append(names, n)
+		}
+	}
+	if len(names) == 0 {
+		return h
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		for _, n := range names {
+			if err := pathParams[n](r.PathValue(n)); err != nil {
+				writeError(w, http.StatusBadRequest, fmt.Sprintf("path parameter {%s} in %q: %v (an escaped '/' (%%2F) or any other character outside the grammar is refused); nothing was changed", n, r.URL.EscapedPath(), err))
+				return
+			}
+		}
+		h(w, r)
+	}
+}
+
+// canonicalPath says whether p is its own path.Clean form (which ServeMux
+// would otherwise redirect to).
+func canonicalPath(p string) bool {
+	return p != "" && p[0] == '/' && path.Clean(p) == p
 }
 
 func bearerToken(r *http.Request) (string, bool) {
@@ -215,6 +266,10 @@ func (s *Server) handleFailover(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("wait_for_catch_up_ms is %d: give 0 (no wait) or a positive number of milliseconds", req.WaitForCatchUpMs))
 		return
 	}
+	if req.WaitForCatchUpMs > maxWaitForCatchUp.Milliseconds() {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("wait_for_catch_up_ms is %d: at most %d (%v)", req.WaitForCatchUpMs, maxWaitForCatchUp.Milliseconds(), maxWaitForCatchUp))
+		return
+	}
 	if !checkRegexes(w, "topics", req.Topics) {
 		return
 	}
@@ -251,6 +306,10 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "name and config are required: the mirror's name and its settings (YAML, the keys of one entry of mirrors:)")
 		return
 	}
+	if err := config.CheckMirrorName(req.Name); err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("name: %v", err))
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.opTimeout)
 	defer cancel()
 	res, err := s.ctl.CreateMirror(ctx, req.Name, []byte(req.Config))
@@ -264,6 +323,10 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 	res, err := s.ctl.DeleteMirror(ctx, name)
 	s.answer(w, ctx, name, res, err)
 }
+
+// maxWaitForCatchUp bounds a planned failover's wait for zero lag: longer
+// is a mistake (and would overflow the operation's deadline).
+const maxWaitForCatchUp = 24 * time.Hour
 
 // validSuffix is what a side-topic suffix may hold: Kafka topic name
 // characters.

@@ -526,10 +526,15 @@ func checkListenAddress(s string) error {
 var hostnameRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*$`)
 
 // mirrorNameRE is the shape of a mirror name. No dots: --set uses
-// mirrors.<name>.<key>, which must stay unambiguous.
+// mirrors.<name>.<key>, which must stay unambiguous. No '/': state store
+// keys hold the name as a path segment.
 var mirrorNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
-func checkMirrorName(s string) error {
+// CheckMirrorName refuses a mirror name outside the grammar of the
+// configuration's name key: one or more letters, digits, '-' and '_'. Names
+// from elsewhere (the admin API's paths and bodies, run-time mirrors) are
+// checked with it before they are used.
+func CheckMirrorName(s string) error {
 	if !mirrorNameRE.MatchString(s) {
 		return fmt.Errorf("invalid mirror name %s: use letters, digits, '-' and '_' only", quote(s))
 	}

@@ -2,12 +2,8 @@ package config
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 )
-
-// validName is what a mirror name may hold (the "name" key's constraint).
-var validName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
 // ParseMirror parses the settings of one mirror created at run time (the
 // admin API's create): YAML holding the keys of one entry of `mirrors:` —
@@ -20,8 +16,8 @@ var validName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 // ssl.keystore.key, ssl.key.password, sasl.oauthbearer.client.secret) is
 // refused; point to files instead (sasl.password.file, ssl.keystore.location).
 func ParseMirror(data []byte, name string) (Mirror, error) {
-	if !validName.MatchString(name) {
-		return Mirror{}, fmt.Errorf("mirror name %q: use letters, digits, '_' and '-' only", name)
+	if err := CheckMirrorName(name); err != nil {
+		return Mirror{}, err
 	}
 	var b strings.Builder
 	// The daemon keys are placeholders: only the mirror entry is kept.

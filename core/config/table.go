@@ -99,7 +99,7 @@ var Keys = []Key{
 		Doc: "Longest wait between retries of a FAILED partition. Must be at least mirror.failed.retry.initial.backoff.ms."},
 		"300000"), func(c *Config) *time.Duration { return &c.FailedRetryMaxBackoff }, msCodec(1)),
 	daemonKey(def(Key{Name: "mirror.failed.retry.max.attempts", Origin: OriginKIP,
-		Doc: "Automatic retries of a FAILED partition before it waits for an operator to restart it. **0 means no automatic retries**: every failure waits for an operator."},
+		Doc: "Automatic retries of a FAILED partition before it waits for an operator to restart it. The count is of consecutive failures: it starts again once the partition makes progress after a retry (a fetched delivery written to the destination), so faults far apart never use the budget up. **0 means no automatic retries**: every failure waits for an operator."},
 		"10"), func(c *Config) *int { return &c.FailedRetryMaxAttempts }, intCodec(0, maxInt32)),
 
 	// ---- Daemon: kmirror's own keys ----------------------------------------
@@ -214,7 +214,7 @@ var Keys = []Key{
 	// ---- Mirror keys --------------------------------------------------------
 	mirrorKey(Key{Name: "name", Origin: OriginKmirror, Required: true, Constraint: "[A-Za-z0-9_-]+, unique",
 		Doc: "Name of the mirror. It identifies the mirror in state, metrics, logs and the command line, so renaming a mirror starts it afresh."},
-		func(m *Mirror) *string { return &m.Name }, stringCodec("string", checkMirrorName)),
+		func(m *Mirror) *string { return &m.Name }, stringCodec("string", CheckMirrorName)),
 	mirrorKey(Key{Name: "mirror.topics.include", Origin: OriginKIP,
 		Doc: "A comma-separated list of regex patterns for topic names to include in mirroring. Topics on the source cluster whose names match at least one of the patterns will be automatically discovered and mirrored. Empty: no topic is discovered automatically; only topics started explicitly are mirrored."},
 		func(m *Mirror) *RegexList { return &m.TopicsInclude }, regexListCodec()),

@@ -599,6 +599,7 @@ func (r *runner) mirror(ctx context.Context) error {
 		return err
 	}
 	defer r.m.dp.unsubscribe(r)
+	healthy := healthyAfter(r)
 	qctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop := r.stopChan()
@@ -646,6 +647,7 @@ func (r *runner) mirror(ctx context.Context) error {
 		if err := r.maybeCheckpoint(ctx); err != nil {
 			return err
 		}
+		healthy.check(ctx)
 	}
 }
 

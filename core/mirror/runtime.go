@@ -65,6 +65,11 @@ func (e *Engine) CreateMirror(ctx context.Context, name string, settings []byte)
 // destination topics are kept. Deleting a mirror that does not exist is a
 // no-op.
 func (e *Engine) DeleteMirror(ctx context.Context, name string) (OpResult, error) {
+	// The name is a prefix of state store keys: "dc1/partitions" would
+	// name part of mirror dc1's state.
+	if err := config.CheckMirrorName(name); err != nil {
+		return OpResult{}, fmt.Errorf("%w: %v", ErrInvalidRequest, err)
+	}
 	e.mu.Lock()
 	if _, declared := e.cfg.Mirror(name); declared {
 		e.mu.Unlock()

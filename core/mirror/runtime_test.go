@@ -85,3 +85,32 @@ func TestRunTimeMirrorsSurviveRestartsAndAreDeletedOnlyWhenStopped(t *testing.T)
 		t.Fatalf("mirrors after a restart: %s", names)
 	}
 }
+
+// TestDeleteMirrorRefusesANameThatIsNotAMirrorName: "test/partitions" (what
+// DELETE /v1/mirrors/test%2Fpartitions unescapes to) is a prefix of mirror
+// test's partition records; it is refused and nothing is deleted.
+func TestDeleteMirrorRefusesANameThatIsNotAMirrorName(t *testing.T) {
+	f := newFixture(t)
+	f.createTopic(t, "kept", 1)
+	f.produce(t, "kept", 5, "tx-k")
+	store := memstore.New()
+	e := startEngine(t, f.config(t, "kept"), store)
+	f.waitMirrored(t, e, "kept", 1)
+	ctx := opCtx(t)
+	before, err := store.List(ctx, statestore.MirrorPrefix("test"))
+	if err != nil || len(before) == 0 {
+		t.Fatalf("state of mirror test: %d keys (%v)", len(before), err)
+	}
+	for _, name := range []string{"test/partitions", "test/", "", "../test", "te st"} {
+		if _, err := e.DeleteMirror(ctx, name); !errors.Is(err, ErrInvalidRequest) {
+			t.Errorf("DeleteMirror(%q): %v, want ErrInvalidRequest", name, err)
+		}
+	}
+	after, err := store.List(ctx, statestore.MirrorPrefix("test"))
+	if err != nil || len(after) < len(before) {
+		t.Fatalf("state of mirror test after the refused deletes: %d keys, %d before (%v)", len(after), len(before), err)
+	}
+	if _, err := store.Get(ctx, statestore.PartitionKey("test", "kept", 0)); err != nil {
+		t.Fatalf("partition record of test/kept/0: %v", err)
+	}
+}

@@ -66,7 +66,17 @@
 // previous state; Reset (the operator) returns it to PREPARING and clears the
 // attempt count. The count of consecutive failures survives retries and is
 // cleared by a transition that makes progress (one neither into nor out of
-// FAILED), by Reset, and by MarkHealthy.
+// FAILED, e.g. PREPARING -> MIRRORING), by Reset, and by MarkHealthy.
+//
+// A partition that fails in MIRRORING returns to MIRRORING on retry, which
+// clears nothing; the engine's runner calls MarkHealthy once that run has
+// made healthy progress: a fetched delivery fully written past the offset
+// mirroring resumed from. So the budget counts failures with no progress in
+// between, not a partition's failures over its life: faults a month apart
+// are each a first retry, while a fault that recurs before anything is
+// written uses the budget up. The runner checks the in-memory count first
+// and calls MarkHealthy at most once per retry, so healthy mirroring never
+// writes to the state store for it.
 //
 // # Invariants
 //

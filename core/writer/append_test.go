@@ -159,7 +159,7 @@ func TestKIPExampleTransactionsAndMarkersKeepTheirOffsets(t *testing.T) {
 		t.Fatalf("OnTxnWriter recorded %d writers, want 2: %+v", len(recorded), recorded)
 	}
 	for _, info := range recorded {
-		if want := fmt.Sprintf("kmirror-test-%s-0-%d", testTopic, info.SourceProducerID); info.TransactionalID != want || info.ProducerID < 0 || info.Epoch < 0 {
+		if want := fmt.Sprintf("kmirror-test:%s:0:%d", testTopic, info.SourceProducerID); info.TransactionalID != want || info.ProducerID < 0 || info.Epoch < 0 {
 			t.Errorf("recorded %+v, want transactional id %s and a producer id", info, want)
 		}
 	}

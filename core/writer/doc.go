@@ -18,7 +18,8 @@
 //     Writer, a sequence per partition) and sent.
 //   - A data batch of a source transaction of producer X goes through the
 //     destination transactional writer for (partition, X), transactional id
-//     kmirror-<mirror>-<topic>-<partition>-<X>. The first use initialises
+//     kmirror-<mirror>:<topic>:<partition>:<X> (unambiguous: neither a mirror
+//     nor a topic name holds ':'; see [TxnWriterInfo]). The first use initialises
 //     it (InitProducerId), hands its producer id and epoch to the
 //     partition's OnTxnWriter hook, which persists them, and only then
 //     opens a transaction (AddPartitionsToTxn) and appends.

@@ -107,7 +107,8 @@ func IdleWriterTimeout(d time.Duration) Option { return func(c *config) { c.idle
 func Logger(l hclog.Logger) Option { return func(c *config) { c.logger = l } }
 
 // mirrorNameRE keeps mirror names to the characters Kafka allows in topic
-// names, so a transactional id built from one is unambiguous and printable.
+// names, so a transactional id built from one (fields separated by ':') is
+// unambiguous and printable.
 var mirrorNameRE = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
 
 func (c *config) validate() error {

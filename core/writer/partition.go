@@ -28,8 +28,23 @@ type TxnWriterInfo struct {
 	// SourceProducerID is the source producer whose transactions the
 	// writer replays.
 	SourceProducerID int64 `json:"source_producer_id"`
-	// TransactionalID is kmirror-<mirror>-<topic>-<partition>-<source
-	// producer id>.
+	// TransactionalID is
+	// kmirror-<mirror>:<topic>:<partition>:<source producer id>, e.g.
+	// kmirror-dc1:eu-orders:0:4001. Mirror names ([A-Za-z0-9._-]) and
+	// topic names ([A-Za-z0-9._-], at most 249 characters) never hold ':',
+	// so two writers of different mirrors, topics or partitions never share
+	// an id and never fence each other. Nothing is hashed: an id is at most
+	// the mirror name plus 290 bytes, far below the 32767 bytes Kafka allows
+	// for a transactional.id (a protocol string), and it keeps the
+	// kmirror- prefix that ACLs on TransactionalId can match.
+	//
+	// Writers recorded by kmirror before this format hold
+	// kmirror-<mirror>-<topic>-<partition>-<source producer id> (ambiguous:
+	// mirror dc1 with topic eu-orders and mirror dc1-eu with topic orders
+	// share it). Resume accepts such a writer of the partition so the
+	// transaction it left open is finished under its id; once that
+	// transaction ends the writer is retired, and the source producer's
+	// next transaction gets a writer with the current format.
 	TransactionalID string `json:"transactional_id"`
 	// ProducerID and Epoch are what the destination's InitProducerId
 	// assigned.
@@ -136,8 +151,29 @@ func newPartition(w *Writer, topic string, partition int32, hook func(context.Co
 }
 
 // TransactionalID returns the destination transactional id of the writer
-// replaying source producer sourceProducerID on this partition.
+// replaying source producer sourceProducerID on this partition:
+// kmirror-<mirror>:<topic>:<partition>:<source producer id> (see
+// TxnWriterInfo.TransactionalID).
 func (p *Partition) TransactionalID(sourceProducerID int64) string {
+	return TransactionalID(p.w.cfg.mirror, p.topic, p.partition, sourceProducerID)
+}
+
+// TransactionalID returns the destination transactional id of mirror's
+// writer replaying source producer sourceProducerID on topic/partition:
+// kmirror-<mirror>:<topic>:<partition>:<source producer id>. Neither a
+// mirror name nor a topic name can hold ':', so the id names one (mirror,
+// topic, partition, producer) and no other.
+func TransactionalID(mirror, topic string, partition int32, sourceProducerID int64) string {
+	return "kmirror-" + mirror + ":" + topic + ":" + strconv.Itoa(int(partition)) + ":" + strconv.FormatInt(sourceProducerID, 10)
+}
+
+// legacyTransactionalID is the transactional id kmirror gave the writer
+// before ids became unambiguous: kmirror-<mirror>-<topic>-<partition>-<id>,
+// where mirror dc1 with topic eu-orders and mirror dc1-eu with topic orders
+// collide. Resume still accepts it for a writer recorded by an older kmirror,
+// so that the transaction it left open is resumed rather than lost; the
+// writer is retired once that transaction ends.
+func (p *Partition) legacyTransactionalID(sourceProducerID int64) string {
 	return "kmirror-" + p.w.cfg.mirror + "-" + p.topic + "-" + strconv.Itoa(int(p.partition)) + "-" + strconv.FormatInt(sourceProducerID, 10)
 }
 

@@ -23,7 +23,10 @@ type ResumeReport struct {
 	// InitProducerId, which would abort it) and end it when the source's
 	// marker arrives.
 	Resumed []ResumedWriter
-	// Idle writers have no open transaction and are kept for reuse.
+	// Idle writers have no open transaction and are kept for reuse, except
+	// one recorded with a transactional id of the format before the current
+	// one (TxnWriterInfo.TransactionalID): the source producer's next
+	// transaction starts a writer with the current id.
 	Idle []TxnWriterInfo
 	// Expired writers' transactional ids are unknown to the destination
 	// (transactional.id.expiration.ms passed). Nothing of theirs is open;
@@ -118,7 +121,9 @@ func (p *Partition) Resume(ctx context.Context, recorded []TxnWriterInfo) (Resum
 	txids := make([]string, 0, len(recorded))
 	seen := make(map[int64]bool, len(recorded))
 	for _, w := range recorded {
-		if want := p.TransactionalID(w.SourceProducerID); w.TransactionalID != want {
+		// A writer recorded before the current id format keeps its id
+		// until its open transaction ends (TxnWriterInfo.TransactionalID).
+		if want := p.TransactionalID(w.SourceProducerID); w.TransactionalID != want && w.TransactionalID != p.legacyTransactionalID(w.SourceProducerID) {
 			return ResumeReport{}, p.errorf("resume", fmt.Errorf("recorded writer of source producer %d has transactional id %q, this partition's is %q (a record of another mirror or partition?)",
 				w.SourceProducerID, w.TransactionalID, want))
 		}
@@ -172,6 +177,9 @@ func (p *Partition) Resume(ctx context.Context, recorded []TxnWriterInfo) (Resum
 			continue
 		}
 		kept[w.ProducerID] = true
+		if fate == fateIdle && p.isLegacy(tw) {
+			continue // nothing open under the old id: the next transaction takes the current one
+		}
 		writers[w.SourceProducerID] = tw
 	}
 	for pid, ap := range producers {

@@ -146,10 +146,24 @@ func (p *Partition) endTxn(ctx context.Context, tw *txnWriter, commit bool) erro
 		tw.stale = true
 		return err
 	}
-	p.locked(func() { tw.open, tw.startOffset = false, -1 })
+	p.locked(func() {
+		tw.open, tw.startOffset = false, -1
+		if p.isLegacy(tw) && p.writers[tw.info.SourceProducerID] == tw {
+			// Its transaction, left open by an older kmirror, is over:
+			// the source producer's next transaction takes a writer
+			// with the current, unambiguous id.
+			delete(p.writers, tw.info.SourceProducerID)
+		}
+	})
 	tw.lastUsed = time.Now()
 	failpoint.Reach("writer-txn-ended")
 	return nil
+}
+
+// isLegacy says whether tw carries a transactional id of the format before
+// the current one (a writer recorded by an older kmirror and resumed).
+func (p *Partition) isLegacy(tw *txnWriter) bool {
+	return tw.info.TransactionalID != p.TransactionalID(tw.info.SourceProducerID)
 }
 
 // coordinated sends a transaction request for tw to its coordinator at most

@@ -119,6 +119,9 @@ func (w *Writer) Partition(topic string, partition int32, onTxnWriter func(conte
 	switch {
 	case topic == "":
 		return nil, errors.New("writer: Partition: empty topic name")
+	case !legalTopic(topic):
+		// Transactional ids rely on topic names holding no ':'.
+		return nil, fmt.Errorf("writer: Partition %q/%d: not a legal Kafka topic name (letters, digits, '.', '_' and '-', at most 249 characters)", topic, partition)
 	case partition < 0:
 		return nil, fmt.Errorf("writer: Partition %s/%d: negative partition", topic, partition)
 	case onTxnWriter == nil:
@@ -425,4 +428,20 @@ func (w *Writer) leader(ctx context.Context, topic string, partition int32, fres
 		return -1, kerr.UnknownTopicOrPartition
 	}
 	return -1, kerr.UnknownTopicOrPartition
+}
+
+// legalTopic says whether topic is made of what Kafka allows in a topic
+// name: [A-Za-z0-9._-], at most 249 characters.
+func legalTopic(topic string) bool {
+	if len(topic) > 249 {
+		return false
+	}
+	for i := 0; i < len(topic); i++ {
+		switch c := topic[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '_', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
 }

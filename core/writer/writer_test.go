@@ -339,7 +339,7 @@ func TestWriterAndPartitionLifecycle(t *testing.T) {
 	if _, err := w.Partition(testTopic, 1, nil); err == nil {
 		t.Error("Partition without OnTxnWriter hook")
 	}
-	if got := p.TransactionalID(4001); got != "kmirror-default-"+testTopic+"-0-4001" {
+	if got := p.TransactionalID(4001); got != "kmirror-default:"+testTopic+":0:4001" {
 		t.Errorf("TransactionalID %q", got)
 	}
 	mustAppend(t, p, kvBatch(t, 0, -1, false, "a", "1"))
