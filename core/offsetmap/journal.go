@@ -109,8 +109,10 @@ func Load(ctx context.Context, store statestore.Store, mirror, topic string, par
 	return NewJournal(store, mirror, topic, partition, JournalOptions{}).Load(ctx)
 }
 
+// errorf builds an error that names the map by its key (which names the
+// mirror, topic and partition).
 func (j *Journal) errorf(format string, args ...any) error {
-	return fmt.Errorf("offset map of mirror %s topic %s partition %d: %w", j.mirror, j.topic, j.partition, fmt.Errorf(format, args...))
+	return fmt.Errorf("offset map %s: %w", j.key, fmt.Errorf(format, args...))
 }
 
 // Map returns the map the journal describes (nil before Load or a write).
@@ -134,7 +136,7 @@ func (j *Journal) Load(ctx context.Context) (*Map, error) {
 	default:
 		rs, n, err := decodeSnapshot(e.Value)
 		if err != nil {
-			return nil, j.errorf("snapshot %s: %w", j.key, err)
+			return nil, j.errorf("snapshot: %w", err)
 		}
 		m.ranges, next, snapRanges = rs, n, len(rs)
 		needSnap = e.Value[0] == snapshotV1
