@@ -41,7 +41,7 @@ func (s *mapStore) current() *offsetmap.Map {
 }
 
 func (r *runner) newJournal() *offsetmap.Journal {
-	return offsetmap.NewJournal(r.m.e.opts.Store, r.m.name, r.topic, r.partition, offsetmap.JournalOptions{LogStart: r.destLogStart})
+	return offsetmap.NewJournal(r.m.e.opts.Store, r.m.name, r.topic, r.partition, offsetmap.JournalOptions{LogStart: r.destLogStart, Warn: r.log.Warn})
 }
 
 // destLogStart reads the destination partition's log start offset

@@ -47,6 +47,9 @@ type JournalOptions struct {
 	// offset (ok false: not known now). A compaction trims the mappings
 	// below it (Map.TrimDest) before it writes the snapshot.
 	LogStart func(ctx context.Context) (logStart int64, ok bool)
+	// Warn, when set, is told of a stale segment that could not be deleted
+	// (an hclog.Logger's Warn fits).
+	Warn func(msg string, args ...any)
 }
 
 // Journal keeps one partition's Map durable in a state store, at a cost per
@@ -76,17 +79,18 @@ type Journal struct {
 	topic      string
 	partition  int32
 	opts       JournalOptions
-	m          *Map  // the map whose stored copy the fields below describe
-	known      bool  // every segment key in the store is known (loaded or listed)
-	needSnap   bool  // the next Append writes a snapshot (none stored, or in the format before journals)
-	seq        int64 // number of the open segment
-	written    bool  // segment seq may hold a value
-	base       int64 // the map's DestNext when segment seq was opened
-	liveFrom   int64 // the snapshot's next: segments liveFrom..seq are live
-	stale      []int64
-	snapRanges int // ranges in the snapshot
-	logRanges  int // ranges in the closed live segments
-	logSegs    int // closed live segments
+	m          *Map    // the map whose stored copy the fields below describe
+	known      bool    // every segment key in the store is known (loaded or listed)
+	needSnap   bool    // the next Append writes a snapshot (none stored, or in the format before journals)
+	seq        int64   // number of the open segment
+	written    bool    // segment seq may hold a value
+	base       int64   // the map's DestNext when segment seq was opened
+	liveFrom   int64   // the snapshot's next: segments liveFrom..seq are live
+	stale      []int64 // stale segments not deleted yet, oldest first
+	buf        []byte  // the last segment encoded, reused
+	snapRanges int     // ranges in the snapshot
+	logRanges  int     // ranges in the closed live segments
+	logSegs    int     // closed live segments
 }
 
 // NewJournal returns the journal of the offset map of one mirrored
@@ -190,7 +194,7 @@ func (j *Journal) Load(ctx context.Context) (*Map, error) {
 	if needSnap {
 		liveFrom = seq // no live segment: the snapshot to write comes after all
 	}
-	*j = Journal{store: j.store, key: j.key, prefix: j.prefix, mirror: j.mirror, topic: j.topic, partition: j.partition, opts: j.opts,
+	*j = Journal{store: j.store, key: j.key, prefix: j.prefix, mirror: j.mirror, topic: j.topic, partition: j.partition, opts: j.opts, buf: j.buf,
 		known: true, needSnap: needSnap, seq: seq, liveFrom: liveFrom, stale: stale, snapRanges: snapRanges,
 		logRanges: logRanges, logSegs: logSegs}
 	j.adopt(m)
@@ -207,12 +211,15 @@ func (j *Journal) adopt(m *Map) {
 
 // Rewrite stores m whole, as a new snapshot after which every segment in the
 // store is stale. It is the write of rare paths (a new map, a recovery that
-// rebuilt it); it also deletes the stale segments.
+// rebuilt it), so it lists the segments in the store first rather than trust
+// what the journal knows: whoever wrote them, none is applied to m.
 func (j *Journal) Rewrite(ctx context.Context, m *Map) error {
+	j.known = false
 	if err := j.snapshot(ctx, m); err != nil {
 		return err
 	}
-	return j.deleteStale(ctx, len(j.stale))
+	j.deleteStale(ctx)
+	return nil
 }
 
 // snapshot writes m as the snapshot, making every segment in the store stale.
@@ -266,31 +273,33 @@ func (j *Journal) snapshot(ctx context.Context, m *Map) error {
 // are due for compaction, or when m is not the map the journal describes.
 func (j *Journal) Append(ctx context.Context, m *Map) error {
 	if m != j.m || !j.known || j.needSnap {
-		return j.Rewrite(ctx, m)
+		if err := j.snapshot(ctx, m); err != nil {
+			return err
+		}
+		j.deleteStale(ctx)
+		return nil
 	}
-	low, rs := m.unsaved()
-	due := max(j.opts.MinCompactRanges, j.snapRanges/2)
-	if j.logRanges+len(rs) >= due || j.logSegs >= 2+2*due/j.opts.SegmentRanges {
-		return j.compact(ctx, m)
-	}
-	buf := make([]byte, 0, 32+len(rs)*6)
-	buf = append(buf, segmentV1)
+	buf := append(j.buf[:0], segmentV1)
 	buf = appendUvarint(buf, j.seq)
 	buf = appendUvarint(buf, j.base)
-	buf = appendUvarint(buf, low)
-	buf = appendRanges(buf, rs)
+	buf, n := m.appendUnsaved(buf)
+	j.buf = buf
+	due := max(j.opts.MinCompactRanges, j.snapRanges/2)
+	if j.logRanges+n >= due || j.logSegs >= 2+2*due/j.opts.SegmentRanges {
+		return j.compact(ctx, m)
+	}
 	j.written = true // a failed Put may have landed
 	if _, err := j.store.Put(ctx, statestore.OffsetMapSegmentKey(j.mirror, j.topic, j.partition, j.seq), buf, statestore.AnyVersion); err != nil {
 		return j.errorf("writing segment %d: %w", j.seq, err)
 	}
-	if len(rs) >= j.opts.SegmentRanges {
-		j.logRanges += len(rs)
+	if n >= j.opts.SegmentRanges {
+		j.logRanges += n
 		j.logSegs++
 		j.seq, j.written = j.seq+1, false
 		j.adopt(m)
 	}
-	// Stale segments go two per append: never more than appends create.
-	return j.deleteStale(ctx, 2)
+	j.deleteStale(ctx)
+	return nil
 }
 
 // compact trims m below the destination log start and writes it as the
@@ -304,21 +313,29 @@ func (j *Journal) compact(ctx context.Context, m *Map) error {
 	if err := j.snapshot(ctx, m); err != nil {
 		return err
 	}
-	return j.deleteStale(ctx, 2)
+	j.deleteStale(ctx)
+	return nil
 }
 
-// deleteStale deletes up to n stale segments, oldest first.
-func (j *Journal) deleteStale(ctx context.Context, n int) error {
-	for n > 0 && len(j.stale) > 0 {
+// deleteStale deletes up to two stale segments, oldest first: never fewer
+// than writes create, and never a long pause in the write path. Deleting is
+// best effort: a segment that cannot be deleted now is tried again at the
+// next write (and Load ignores it meanwhile).
+func (j *Journal) deleteStale(ctx context.Context) {
+	for range 2 {
+		if len(j.stale) == 0 {
+			return
+		}
 		s := j.stale[0]
 		err := j.store.Delete(ctx, statestore.OffsetMapSegmentKey(j.mirror, j.topic, j.partition, s), statestore.AnyVersion)
 		if err != nil && !errors.Is(err, statestore.ErrNotFound) {
-			return j.errorf("deleting stale segment %d: %w", s, err)
+			if j.opts.Warn != nil {
+				j.opts.Warn("cannot delete a stale segment of the offset map; retrying at the next write", "key", j.key, "segment", s, "error", err)
+			}
+			return
 		}
 		j.stale = j.stale[1:]
-		n--
 	}
-	return nil
 }
 
 func appendUvarint(buf []byte, v int64) []byte { return binary.AppendUvarint(buf, uint64(v)) }

@@ -172,12 +172,17 @@ func appendRanges(buf []byte, rs []Range) []byte {
 	buf = binary.AppendUvarint(buf, uint64(len(rs)))
 	var srcEnd, dstEnd int64
 	for _, r := range rs {
-		buf = binary.AppendUvarint(buf, uint64(r.Source-srcEnd))
-		buf = binary.AppendUvarint(buf, uint64(r.Dest-dstEnd))
-		buf = binary.AppendUvarint(buf, uint64(r.Len))
+		buf = appendRange(buf, r, srcEnd, dstEnd)
 		srcEnd, dstEnd = r.Source+r.Len, r.Dest+r.Len
 	}
 	return buf
+}
+
+// appendRange encodes r as deltas from the end of the previous range.
+func appendRange(buf []byte, r Range, srcEnd, dstEnd int64) []byte {
+	buf = binary.AppendUvarint(buf, uint64(r.Source-srcEnd))
+	buf = binary.AppendUvarint(buf, uint64(r.Dest-dstEnd))
+	return binary.AppendUvarint(buf, uint64(r.Len))
 }
 
 // UnmarshalBinary decodes what MarshalBinary produced, replacing m's content.
@@ -300,19 +305,31 @@ func (m *Map) mark() {
 	m.low = m.destNext()
 }
 
-// unsaved returns the lowest destination end since the last mark, and the
-// ranges at or beyond it (a range across it cut there): applied after
-// TruncateDest(low) to the map as it was at the mark, they give the map as
-// it is now (up to ranges TrimDest dropped).
-func (m *Map) unsaved() (low int64, rs []Range) {
+// appendUnsaved encodes after buf the lowest destination end since the
+// last mark, then the ranges at or beyond it (a range across it cut
+// there): applied after TruncateDest(low) to the map as it was at the mark,
+// they give the map as it is now (up to ranges TrimDest dropped). It
+// returns the number of ranges encoded.
+func (m *Map) appendUnsaved(buf []byte) ([]byte, int) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	low = min(m.low, m.destNext())
+	low := min(m.low, m.destNext())
 	i := sort.Search(len(m.ranges), func(i int) bool { return m.ranges[i].Dest+m.ranges[i].Len > low })
-	rs = append(rs, m.ranges[i:]...)
-	if len(rs) > 0 && rs[0].Dest < low {
-		cut := low - rs[0].Dest
-		rs[0] = Range{Source: rs[0].Source + cut, Dest: low, Len: rs[0].Len - cut}
+	buf = binary.AppendUvarint(buf, uint64(low))
+	rs := m.ranges[i:]
+	if len(rs) == 0 || rs[0].Dest >= low {
+		return appendRanges(buf, rs), len(rs)
 	}
-	return low, rs
+	// The first range crosses low: encode its part from low, then the rest
+	// after it (appendRanges' deltas continue from its end either way).
+	cut := low - rs[0].Dest
+	first := Range{Source: rs[0].Source + cut, Dest: low, Len: rs[0].Len - cut}
+	buf = binary.AppendUvarint(buf, uint64(len(rs)))
+	buf = appendRange(buf, first, 0, 0)
+	srcEnd, dstEnd := first.Source+first.Len, first.Dest+first.Len
+	for _, r := range rs[1:] {
+		buf = appendRange(buf, r, srcEnd, dstEnd)
+		srcEnd, dstEnd = r.Source+r.Len, r.Dest+r.Len
+	}
+	return buf, len(rs)
 }
