@@ -62,7 +62,7 @@ type JournalOptions struct {
 // plus the ones just added); once the segments hold half as many ranges as
 // the snapshot (at least MinCompactRanges), a compaction writes the whole
 // map as a new snapshot whose `next` is beyond every segment, which makes
-// them stale, and they are deleted a few per append. Each segment stores the
+// them stale, and they are deleted two per later write. Each segment stores the
 // destination offset it truncates the map to before adding its ranges, so
 // that a Map.TruncateDest (the resume after a crash cuts the mappings
 // written ahead of batches that were never appended) is stored like an
