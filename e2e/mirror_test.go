@@ -20,7 +20,6 @@ import (
 	"github.com/kmirror/kmirror/core/verify"
 	"github.com/kmirror/kmirror/e2e/kafkatest"
 	"github.com/kmirror/kmirror/plugins/statestore/file"
-	"github.com/kmirror/kmirror/sdk/statestore"
 )
 
 var codecs = []struct {
@@ -509,13 +508,9 @@ func TestCompactedTopicRunsInMapMode(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	entry, err := store.Get(ctx, statestore.OffsetMapKey(d.mirror, topic, 0))
+	m, err := offsetmap.Load(ctx, store, d.mirror, topic, 0)
 	if err != nil {
 		t.Fatalf("reading the offset map: %v", err)
-	}
-	var m offsetmap.Map
-	if err := m.UnmarshalBinary(entry.Value); err != nil {
-		t.Fatal(err)
 	}
 	for i, se := range srcLog.Entries {
 		de := dstLog.Entries[i]

@@ -15,7 +15,6 @@ import (
 	"github.com/kmirror/kmirror/core/verify"
 	"github.com/kmirror/kmirror/e2e/kafkatest"
 	"github.com/kmirror/kmirror/plugins/statestore/file"
-	"github.com/kmirror/kmirror/sdk/statestore"
 )
 
 // The tests in this file prove that every continuation of a partition
@@ -70,12 +69,8 @@ func mappedCopy(t testing.TB, ctx context.Context, d *daemon, topic string) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	entry, err := store.Get(ctx, statestore.OffsetMapKey(d.mirror, topic, 0))
+	m, err := offsetmap.Load(ctx, store, d.mirror, topic, 0)
 	if err != nil {
-		t.Fatalf("reading the offset map: %v", err)
-	}
-	var m offsetmap.Map
-	if err := m.UnmarshalBinary(entry.Value); err != nil {
 		t.Fatal(err)
 	}
 	if diff := verify.DiffMapped(srcLog, dstLog, m.Lookup); diff != "" {

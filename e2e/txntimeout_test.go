@@ -13,7 +13,6 @@ import (
 	"github.com/kmirror/kmirror/core/verify"
 	"github.com/kmirror/kmirror/e2e/kafkatest"
 	"github.com/kmirror/kmirror/plugins/statestore/file"
-	"github.com/kmirror/kmirror/sdk/statestore"
 )
 
 // TestDestinationTimedOutTransactionIsCopiedAgainInMapMode: kmirror is
@@ -110,13 +109,9 @@ func TestDestinationTimedOutTransactionIsCopiedAgainInMapMode(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	entry, err := store.Get(ctx, statestore.OffsetMapKey(d.mirror, topic, 0))
+	m, err := offsetmap.Load(ctx, store, d.mirror, topic, 0)
 	if err != nil {
 		t.Fatalf("reading the offset map: %v", err)
-	}
-	var m offsetmap.Map
-	if err := m.UnmarshalBinary(entry.Value); err != nil {
-		t.Fatal(err)
 	}
 	if diff := verify.DiffMapped(srcLog, dstLog, m.Lookup); diff != "" {
 		t.Fatalf("%s (offset map %v)", diff, m.Ranges())

@@ -10,7 +10,6 @@ import (
 	"github.com/kmirror/kmirror/core/offsetmap"
 	"github.com/kmirror/kmirror/core/partition"
 	"github.com/kmirror/kmirror/sdk/filter"
-	"github.com/kmirror/kmirror/sdk/statestore"
 )
 
 // mirroredView answers groupsync's questions from the mirror's runners: which
@@ -40,8 +39,10 @@ func (v mirroredView) End(topic string, p int32) (int64, bool) {
 }
 
 // Translate maps a committed source offset to the destination: identity in
-// preserve mode; through the stored offset map in map mode, never beyond what
-// the destination holds.
+// preserve mode; through the offset map in map mode, never beyond what the
+// destination holds. The map is the runner's, in memory; only a runner that
+// has not loaded it in this process (a partition PAUSED since the daemon
+// started) has it read from the state store.
 func (v mirroredView) Translate(topic string, p int32, offset int64) (int64, error) {
 	r := v.runner(topic, p)
 	if r == nil {
@@ -50,13 +51,12 @@ func (v mirroredView) Translate(topic string, p int32, offset int64) (int64, err
 	if r.p.Record().Mode != partition.ModeMap {
 		return offset, nil
 	}
-	e, err := v.m.e.opts.Store.Get(context.Background(), statestore.OffsetMapKey(v.m.name, topic, p))
-	if err != nil {
-		return 0, fmt.Errorf("%s[%d]: reading the offset map: %w", topic, p, err)
-	}
-	var om offsetmap.Map
-	if err := om.UnmarshalBinary(e.Value); err != nil {
-		return 0, fmt.Errorf("%s[%d]: %w", topic, p, err)
+	om := r.maps.current()
+	if om == nil {
+		var err error
+		if om, err = offsetmap.Load(context.Background(), v.m.e.opts.Store, v.m.name, topic, p); err != nil {
+			return 0, fmt.Errorf("%s[%d]: reading the offset map: %w", topic, p, err)
+		}
 	}
 	dst, _ := om.Translate(offset)
 	r.mu.Lock()

@@ -13,7 +13,6 @@ import (
 	"github.com/kmirror/kmirror/core/batch"
 	"github.com/kmirror/kmirror/core/offsetmap"
 	"github.com/kmirror/kmirror/core/partition"
-	"github.com/kmirror/kmirror/sdk/statestore"
 )
 
 // Extension names under which the runner keeps its own facts in the
@@ -63,6 +62,8 @@ type runner struct {
 	epoch    int32 // source leader epoch of the last batch forwarded; -1 unknown
 	// checkpointed is when the partition's checkpoint was last recorded.
 	checkpointed time.Time
+
+	maps mapStore // omap's durable copy (mapstore.go); group sync reads omap there
 
 	// ctl is poked (buffered, never blocks) when an operator action may
 	// concern the partition: it re-reads the mirror's control record.
@@ -549,34 +550,6 @@ func (r *runner) resume(ctx context.Context) error {
 	return nil
 }
 
-func (r *runner) loadMap(ctx context.Context) (*offsetmap.Map, error) {
-	e, err := r.m.e.opts.Store.Get(ctx, statestore.OffsetMapKey(r.m.name, r.topic, r.partition))
-	m := &offsetmap.Map{}
-	if errors.Is(err, statestore.ErrNotFound) {
-		return m, nil
-	}
-	if err != nil {
-		return nil, r.errorf("loading the offset map: %w", err)
-	}
-	if err := m.UnmarshalBinary(e.Value); err != nil {
-		return nil, partition.NonRetryable(r.errorf("the offset map in the state store is unreadable: %w", err))
-	}
-	return m, nil
-}
-
-// saveMap writes the offset map (write-ahead: before the batches it maps are
-// appended).
-func (r *runner) saveMap(ctx context.Context) error {
-	b, err := r.omap.MarshalBinary()
-	if err != nil {
-		return err
-	}
-	if _, err := r.m.e.opts.Store.Put(ctx, statestore.OffsetMapKey(r.m.name, r.topic, r.partition), b, statestore.AnyVersion); err != nil {
-		return r.errorf("saving the offset map: %w", err)
-	}
-	return nil
-}
-
 // mirror runs the fetch → append loop until ctx is done or an error.
 func (r *runner) mirror(ctx context.Context) error {
 	// The resume point comes from the destination every time mirroring
@@ -721,7 +694,7 @@ func (r *runner) switchToMap(ctx context.Context, next int64, b batch.Batch) err
 
 // forwardMapped appends b in map mode: dense batches as they are, batches
 // with gaps re-encoded with consecutive offsets (records unchanged); the
-// mapping is saved before the append.
+// mapping is saved before the append (appendMap: O(1) amortised).
 func (r *runner) forwardMapped(ctx context.Context, b batch.Batch) error {
 	out := b
 	if b.IsControl() {
@@ -762,7 +735,7 @@ func (r *runner) forwardMapped(ctx context.Context, b batch.Batch) error {
 			}
 		}
 	}
-	if err := r.saveMap(ctx); err != nil {
+	if err := r.appendMap(ctx); err != nil {
 		return err
 	}
 	if err := r.m.dp.append(ctx, r, out, r.dstNext); err != nil {

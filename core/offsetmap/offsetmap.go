@@ -8,6 +8,9 @@
 // increasing in both source and destination offsets, and never overlap; a
 // source offset that is not in any range had no record (a compaction gap, or
 // an offset before the mirrored range).
+//
+// A [Journal] keeps a Map durable in a state store at a cost per append that
+// does not grow with the map (journal.go).
 package offsetmap
 
 import (
@@ -15,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
 )
 
 // ErrNotIncreasing is returned when an offset pair does not come after the
@@ -33,9 +37,15 @@ type Range struct {
 }
 
 // Map is an exact, range-compressed offset map. The zero value is empty and
-// ready to use. A Map is not safe for concurrent use.
+// ready to use. A Map is safe for concurrent use: the partition's runner
+// changes it while group offset sync reads it.
 type Map struct {
+	mu     sync.RWMutex
 	ranges []Range
+	// low is the lowest DestNext the map had since the last mark (a
+	// Journal's segment start): TruncateDest lowers it. Mappings at or
+	// beyond it are the ones a Journal has not stored yet.
+	low int64
 }
 
 // Add maps one source offset to one destination offset.
@@ -44,6 +54,12 @@ func (m *Map) Add(src, dst int64) error { return m.AddRun(src, dst, 1) }
 // AddRun maps n consecutive source offsets from src to n consecutive
 // destination offsets from dst. Both must be beyond everything mapped so far.
 func (m *Map) AddRun(src, dst, n int64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.addRun(src, dst, n)
+}
+
+func (m *Map) addRun(src, dst, n int64) error {
 	if n <= 0 {
 		return nil
 	}
@@ -66,16 +82,26 @@ func (m *Map) AddRun(src, dst, n int64) error {
 }
 
 // Ranges returns a copy of the ranges, sorted.
-func (m *Map) Ranges() []Range { return append([]Range(nil), m.ranges...) }
+func (m *Map) Ranges() []Range {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return append([]Range(nil), m.ranges...)
+}
 
 // Len returns the number of ranges (the map's size, not the records it covers).
-func (m *Map) Len() int { return len(m.ranges) }
+func (m *Map) Len() int {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return len(m.ranges)
+}
 
 // Empty reports whether nothing is mapped.
-func (m *Map) Empty() bool { return len(m.ranges) == 0 }
+func (m *Map) Empty() bool { return m.Len() == 0 }
 
 // SourceNext returns the source offset after the last one mapped (0 when empty).
 func (m *Map) SourceNext() int64 {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
 	if len(m.ranges) == 0 {
 		return 0
 	}
@@ -85,6 +111,12 @@ func (m *Map) SourceNext() int64 {
 
 // DestNext returns the destination offset after the last one mapped (0 when empty).
 func (m *Map) DestNext() int64 {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.destNext()
+}
+
+func (m *Map) destNext() int64 {
 	if len(m.ranges) == 0 {
 		return 0
 	}
@@ -95,6 +127,8 @@ func (m *Map) DestNext() int64 {
 // Lookup returns the destination offset of the record at source offset src;
 // ok is false when src had no record copied (a gap, or outside the map).
 func (m *Map) Lookup(src int64) (dst int64, ok bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
 	i := sort.Search(len(m.ranges), func(i int) bool { return m.ranges[i].Source+m.ranges[i].Len > src })
 	if i == len(m.ranges) || src < m.ranges[i].Source {
 		return 0, false
@@ -107,6 +141,8 @@ func (m *Map) Lookup(src int64) (dst int64, ok bool) {
 // offset dst; ok is false when nothing mapped lands there (an offset kmirror
 // did not write through the map).
 func (m *Map) SourceOf(dst int64) (src int64, ok bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
 	i := sort.Search(len(m.ranges), func(i int) bool { return m.ranges[i].Dest+m.ranges[i].Len > dst })
 	if i == len(m.ranges) || dst < m.ranges[i].Dest {
 		return 0, false
@@ -121,9 +157,11 @@ func (m *Map) SourceOf(dst int64) (src int64, ok bool) {
 // false: the caller must not commit beyond what has been mirrored, and
 // translates again later.
 func (m *Map) Translate(src int64) (dst int64, ok bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
 	i := sort.Search(len(m.ranges), func(i int) bool { return m.ranges[i].Source+m.ranges[i].Len > src })
 	if i == len(m.ranges) {
-		return m.DestNext(), false
+		return m.destNext(), false
 	}
 	r := m.ranges[i]
 	if src <= r.Source {
@@ -135,17 +173,30 @@ func (m *Map) Translate(src int64) (dst int64, ok bool) {
 // MarshalBinary encodes the map compactly: a version byte, the range count,
 // then each range as varint deltas from the end of the previous one.
 func (m *Map) MarshalBinary() ([]byte, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
 	buf := make([]byte, 0, 2+len(m.ranges)*6)
 	buf = append(buf, 1)
-	buf = binary.AppendUvarint(buf, uint64(len(m.ranges)))
+	return appendRanges(buf, m.ranges), nil
+}
+
+// appendRanges encodes rs after buf: the count, then each range as varint
+// deltas from the end of the previous one (from 0 for the first).
+func appendRanges(buf []byte, rs []Range) []byte {
+	buf = binary.AppendUvarint(buf, uint64(len(rs)))
 	var srcEnd, dstEnd int64
-	for _, r := range m.ranges {
-		buf = binary.AppendUvarint(buf, uint64(r.Source-srcEnd))
-		buf = binary.AppendUvarint(buf, uint64(r.Dest-dstEnd))
-		buf = binary.AppendUvarint(buf, uint64(r.Len))
+	for _, r := range rs {
+		buf = appendRange(buf, r, srcEnd, dstEnd)
 		srcEnd, dstEnd = r.Source+r.Len, r.Dest+r.Len
 	}
-	return buf, nil
+	return buf
+}
+
+// appendRange encodes r as deltas from the end of the previous range.
+func appendRange(buf []byte, r Range, srcEnd, dstEnd int64) []byte {
+	buf = binary.AppendUvarint(buf, uint64(r.Source-srcEnd))
+	buf = binary.AppendUvarint(buf, uint64(r.Dest-dstEnd))
+	return binary.AppendUvarint(buf, uint64(r.Len))
 }
 
 // UnmarshalBinary decodes what MarshalBinary produced, replacing m's content.
@@ -153,44 +204,67 @@ func (m *Map) UnmarshalBinary(data []byte) error {
 	if len(data) == 0 || data[0] != 1 {
 		return fmt.Errorf("%w: unknown version", ErrCorrupt)
 	}
-	data = data[1:]
-	next := func() (int64, error) {
-		v, n := binary.Uvarint(data)
-		if n <= 0 || v > 1<<62 {
-			return 0, ErrCorrupt
-		}
-		data = data[n:]
-		return int64(v), nil
-	}
-	count, err := next()
+	d := decoder{data[1:]}
+	rs, err := d.ranges()
 	if err != nil {
 		return err
 	}
-	if count > int64(len(data)) { // every range takes at least 3 bytes
-		return fmt.Errorf("%w: %d ranges in %d bytes", ErrCorrupt, count, len(data))
+	if err := d.end(); err != nil {
+		return err
 	}
-	var out Map
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.ranges, m.low = rs, 0
+	return nil
+}
+
+// decoder reads the varints of the encodings.
+type decoder struct{ data []byte }
+
+func (d *decoder) uvarint() (int64, error) {
+	v, n := binary.Uvarint(d.data)
+	if n <= 0 || v > 1<<62 {
+		return 0, ErrCorrupt
+	}
+	d.data = d.data[n:]
+	return int64(v), nil
+}
+
+// ranges decodes what appendRanges encoded; the ranges it returns keep the
+// Map invariants (non-empty, increasing, not overlapping).
+func (d *decoder) ranges() ([]Range, error) {
+	count, err := d.uvarint()
+	if err != nil {
+		return nil, fmt.Errorf("%w: range count", ErrCorrupt)
+	}
+	if count > int64(len(d.data)) { // every range takes at least 3 bytes
+		return nil, fmt.Errorf("%w: %d ranges in %d bytes", ErrCorrupt, count, len(d.data))
+	}
+	out := make([]Range, 0, count)
 	var srcEnd, dstEnd int64
 	for i := int64(0); i < count; i++ {
-		ds, err1 := next()
-		dd, err2 := next()
-		n, err3 := next()
+		ds, err1 := d.uvarint()
+		dd, err2 := d.uvarint()
+		n, err3 := d.uvarint()
 		if err := errors.Join(err1, err2, err3); err != nil {
-			return fmt.Errorf("%w: range %d", ErrCorrupt, i)
+			return nil, fmt.Errorf("%w: range %d", ErrCorrupt, i)
 		}
 		if n == 0 {
-			return fmt.Errorf("%w: empty range %d", ErrCorrupt, i)
+			return nil, fmt.Errorf("%w: empty range %d", ErrCorrupt, i)
 		}
-		out.ranges = append(out.ranges, Range{Source: srcEnd + ds, Dest: dstEnd + dd, Len: n})
+		out = append(out, Range{Source: srcEnd + ds, Dest: dstEnd + dd, Len: n})
 		srcEnd, dstEnd = srcEnd+ds+n, dstEnd+dd+n
 		if srcEnd < 0 || dstEnd < 0 {
-			return fmt.Errorf("%w: overflow in range %d", ErrCorrupt, i)
+			return nil, fmt.Errorf("%w: overflow in range %d", ErrCorrupt, i)
 		}
 	}
-	if len(data) != 0 {
-		return fmt.Errorf("%w: %d trailing bytes", ErrCorrupt, len(data))
+	return out, nil
+}
+
+func (d *decoder) end() error {
+	if len(d.data) != 0 {
+		return fmt.Errorf("%w: %d trailing bytes", ErrCorrupt, len(d.data))
 	}
-	*m = out
 	return nil
 }
 
@@ -199,6 +273,9 @@ func (m *Map) UnmarshalBinary(data []byte) error {
 // (write-ahead); after a crash, the destination's end offset says which of
 // them were appended, and the rest are dropped with TruncateDest.
 func (m *Map) TruncateDest(destEnd int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	defer func() { m.low = min(m.low, m.destNext()) }()
 	for len(m.ranges) > 0 {
 		last := &m.ranges[len(m.ranges)-1]
 		switch {
@@ -211,4 +288,62 @@ func (m *Map) TruncateDest(destEnd int64) {
 			return
 		}
 	}
+}
+
+// TrimDest drops the mappings of destination offsets below logStart, the
+// destination's log start offset: those records are deleted there, and no
+// consumer can be positioned on them. It keeps the last range that starts
+// below logStart, so that every question about offsets from logStart on
+// (Lookup, Translate, and SourceNext after a TruncateDest at or beyond
+// logStart) gets the same answer as before, and a map is never emptied. It
+// returns the number of ranges dropped.
+func (m *Map) TrimDest(logStart int64) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	// k: the first range starting at or beyond logStart; keep from k-1.
+	k := sort.Search(len(m.ranges), func(i int) bool { return m.ranges[i].Dest >= logStart })
+	drop := k - 1
+	if drop <= 0 {
+		return 0
+	}
+	// Copy, so that the dropped ranges' memory is released.
+	m.ranges = append(make([]Range, 0, len(m.ranges)-drop), m.ranges[drop:]...)
+	return drop
+}
+
+// mark starts a new Journal segment: mappings added from now on, and those
+// a TruncateDest cuts below the current end, are what the segment stores.
+func (m *Map) mark() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.low = m.destNext()
+}
+
+// appendUnsaved encodes after buf the lowest destination end since the
+// last mark, then the ranges at or beyond it (a range across it cut
+// there): applied after TruncateDest(low) to the map as it was at the mark,
+// they give the map as it is now (up to ranges TrimDest dropped). It
+// returns the number of ranges encoded.
+func (m *Map) appendUnsaved(buf []byte) ([]byte, int) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	low := min(m.low, m.destNext())
+	i := sort.Search(len(m.ranges), func(i int) bool { return m.ranges[i].Dest+m.ranges[i].Len > low })
+	buf = binary.AppendUvarint(buf, uint64(low))
+	rs := m.ranges[i:]
+	if len(rs) == 0 || rs[0].Dest >= low {
+		return appendRanges(buf, rs), len(rs)
+	}
+	// The first range crosses low: encode its part from low, then the rest
+	// after it (appendRanges' deltas continue from its end either way).
+	cut := low - rs[0].Dest
+	first := Range{Source: rs[0].Source + cut, Dest: low, Len: rs[0].Len - cut}
+	buf = binary.AppendUvarint(buf, uint64(len(rs)))
+	buf = appendRange(buf, first, 0, 0)
+	srcEnd, dstEnd := first.Source+first.Len, first.Dest+first.Len
+	for _, r := range rs[1:] {
+		buf = appendRange(buf, r, srcEnd, dstEnd)
+		srcEnd, dstEnd = r.Source+r.Len, r.Dest+r.Len
+	}
+	return buf, len(rs)
 }

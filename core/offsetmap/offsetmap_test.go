@@ -173,3 +173,55 @@ func TestSourceOfIsLookupReversed(t *testing.T) {
 		}
 	}
 }
+
+func TestTrimDestKeepsTheLastRangeBelowTheLogStart(t *testing.T) {
+	m := compacted(t, []int64{0, 1, 2, 5, 6, 9, 12}) // ranges at destination 0, 3, 5, 6
+	if n := m.TrimDest(0); n != 0 {
+		t.Fatalf("TrimDest(0) dropped %d ranges", n)
+	}
+	if n := m.TrimDest(4); n != 1 {
+		t.Fatalf("TrimDest(4) dropped %d ranges, want 1 (the range at 0–2; the one at 3–4 is kept)", n)
+	}
+	if got := m.Ranges()[0]; got != (Range{5, 3, 2}) {
+		t.Fatalf("first range %+v, want {5 3 2}", got)
+	}
+	if d, ok := m.Translate(0); !ok || d != 3 {
+		t.Fatalf("Translate(0) = %d,%v after the trim, want 3 (the first record kept)", d, ok)
+	}
+	// Beyond the end: the last range stays, so the map never empties and
+	// SourceNext still says where mirroring continues.
+	if n := m.TrimDest(100); n != 2 || m.Len() != 1 || m.SourceNext() != 13 || m.DestNext() != 7 {
+		t.Fatalf("TrimDest(100) dropped %d, left %v", n, m.Ranges())
+	}
+}
+
+// The runner adds mappings while group sync translates: -race checks it.
+func TestMapIsSafeForOneWriterAndConcurrentReaders(t *testing.T) {
+	var m Map
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := int64(0); i < 2000; i++ {
+			if err := m.Add(2*i, i); err != nil {
+				t.Error(err)
+				return
+			}
+			if i%100 == 99 {
+				m.TruncateDest(i)
+				m.TrimDest(i / 2)
+			}
+		}
+	}()
+	for {
+		select {
+		case <-done:
+			if d, ok := m.Translate(3990); !ok || d != 1995 {
+				t.Fatalf("Translate(3990) = %d,%v want 1995", d, ok)
+			}
+			return
+		default:
+			m.Translate(m.SourceNext() - 1)
+			m.Ranges()
+		}
+	}
+}

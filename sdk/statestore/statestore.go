@@ -32,7 +32,9 @@
 // that every store, tool and version of kmirror agrees on the layout:
 //
 //	mirrors/<mirror>/partitions/<topic>/<partition>   partition state record
-//	mirrors/<mirror>/offsetmaps/<topic>/<partition>   map-mode offset map
+//	mirrors/<mirror>/offsetmaps/<topic>/<partition>   map-mode offset map (snapshot)
+//	mirrors/<mirror>/offsetmaps/<topic>/<partition>/segments/<n>
+//	                                                  its journal segments
 //	mirrors/<mirror>/leases/<lease>                   a lease (e.g. metadata-sync)
 //
 // Mirror names match [A-Za-z0-9_-]+ and Kafka topic names match
@@ -231,6 +233,22 @@ func OffsetMapsPrefix(mirror string) string {
 // rewrite a large map and map updates do not rewrite the state.
 func OffsetMapKey(mirror, topic string, partition int32) string {
 	return OffsetMapsPrefix(mirror) + topic + "/" + strconv.FormatInt(int64(partition), 10)
+}
+
+// OffsetMapSegmentsPrefix is the prefix of the journal segments of a
+// partition's offset map:
+// "mirrors/<mirror>/offsetmaps/<topic>/<partition>/segments/". The map is
+// the value under OffsetMapKey (a snapshot) followed by these segments;
+// package core/offsetmap owns both formats.
+func OffsetMapSegmentsPrefix(mirror, topic string, partition int32) string {
+	return OffsetMapKey(mirror, topic, partition) + "/segments/"
+}
+
+// OffsetMapSegmentKey is the key of segment n (>= 0) of a partition's
+// offset map: OffsetMapSegmentsPrefix followed by n in 20 decimal digits,
+// so that keys sort as their numbers do.
+func OffsetMapSegmentKey(mirror, topic string, partition int32, n int64) string {
+	return fmt.Sprintf("%s%020d", OffsetMapSegmentsPrefix(mirror, topic, partition), n)
 }
 
 // LeaseKey is the key of one of mirror's leases:

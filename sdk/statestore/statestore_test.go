@@ -15,6 +15,8 @@ func TestKeyLayout(t *testing.T) {
 		{statestore.PartitionKey("m1", "orders.v2", 7), "mirrors/m1/partitions/orders.v2/7"},
 		{statestore.OffsetMapsPrefix("m_1-b"), "mirrors/m_1-b/offsetmaps/"},
 		{statestore.OffsetMapKey("m_1-b", "t_x-y", 0), "mirrors/m_1-b/offsetmaps/t_x-y/0"},
+		{statestore.OffsetMapSegmentsPrefix("m_1-b", "t_x-y", 0), "mirrors/m_1-b/offsetmaps/t_x-y/0/segments/"},
+		{statestore.OffsetMapSegmentKey("m_1-b", "t_x-y", 0, 42), "mirrors/m_1-b/offsetmaps/t_x-y/0/segments/00000000000000000042"},
 		{statestore.LeaseKey("m_1-b", "metadata-sync"), "mirrors/m_1-b/leases/metadata-sync"},
 		{statestore.ControlKey("m_1-b"), "mirrors/m_1-b/control"},
 		{statestore.GroupHistoryKey("m_1-b"), "mirrors/m_1-b/groups/history"},
