@@ -91,3 +91,27 @@ func TestLayeringRuleDetectsViolation(t *testing.T) {
 		t.Fatalf("expected cmd/kmirror to depend on core; the dependency data the layering test relies on is wrong")
 	}
 }
+
+// TestVerifyIsForTestsOnly: core/verify compares whole logs for the tests
+// and the demo; the engine reads logs through core/kafkalog. No core package
+// outside tests imports verify.
+func TestVerifyIsForTestsOnly(t *testing.T) {
+	for _, p := range listPackages(t, module+"/core/...") {
+		if p.ImportPath == module+"/core/verify" {
+			continue
+		}
+		for _, imp := range p.Imports {
+			if imp == module+"/core/verify" {
+				t.Errorf("%s imports core/verify: read logs through core/kafkalog", p.ImportPath)
+			}
+		}
+	}
+	// The rule can fail: the demo (cmd/kmirror) imports verify.
+	found := false
+	for _, imp := range listPackages(t, module+"/cmd/kmirror")[0].Imports {
+		found = found || imp == module+"/core/verify"
+	}
+	if !found {
+		t.Fatal("expected cmd/kmirror (the demo) to import core/verify; the import data the rule relies on is wrong")
+	}
+}

@@ -3,13 +3,11 @@ package mirror
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/core/batch"
 	"github.com/kmirror/kmirror/core/config"
@@ -31,75 +29,6 @@ type dataPath struct {
 	parts map[topicPartition]*writer.Partition
 
 	limits limitCache // destination max.message.bytes per topic (limits.go)
-}
-
-// firstBatchBase returns the base offset of the source batch that holds
-// offset (a log start may fall inside a batch).
-func (dp *dataPath) firstBatchBase(ctx context.Context, topic string, topicID [16]byte, p int32, offset, end int64) (int64, error) {
-	if offset >= end {
-		return offset, nil
-	}
-	req := kmsg.NewPtrFetchRequest()
-	req.ReplicaID = -1
-	req.MaxWaitMillis = 500
-	req.MaxBytes = 1 << 20
-	rt := kmsg.NewFetchRequestTopic()
-	rt.Topic, rt.TopicID = topic, topicID
-	rp := kmsg.NewFetchRequestTopicPartition()
-	rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = p, offset, 1<<20
-	rp.CurrentLeaderEpoch, rp.LastFetchedEpoch, rp.LogStartOffset = -1, -1, -1
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	leader, err := dp.leader(ctx, topic, p)
-	if err != nil {
-		return 0, err
-	}
-	resp, err := req.RequestWith(ctx, dp.src.Broker(int(leader)))
-	if err != nil {
-		return 0, err
-	}
-	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-		return 0, err
-	}
-	for _, t := range resp.Topics {
-		for _, rp := range t.Partitions {
-			if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
-				return 0, err
-			}
-			sc := batch.NewScanner(rp.RecordBatches)
-			for sc.Next() {
-				if b := sc.Batch(); b.NextOffset() > offset {
-					return b.BaseOffset(), nil
-				}
-			}
-			if err := sc.Err(); err != nil {
-				return 0, err
-			}
-		}
-	}
-	return 0, fmt.Errorf("no batch at offset %d below the high watermark %d", offset, end)
-}
-
-func (dp *dataPath) leader(ctx context.Context, topic string, p int32) (int32, error) {
-	req := kmsg.NewPtrMetadataRequest()
-	t := kmsg.NewMetadataRequestTopic()
-	t.Topic = kmsg.StringPtr(topic)
-	req.Topics = append(req.Topics, t)
-	resp, err := req.RequestWith(ctx, dp.src)
-	if err != nil {
-		return 0, err
-	}
-	for _, rt := range resp.Topics {
-		if err := kerr.ErrorForCode(rt.ErrorCode); err != nil {
-			return 0, err
-		}
-		for _, rp := range rt.Partitions {
-			if rp.Partition == p && rp.Leader >= 0 {
-				return rp.Leader, nil
-			}
-		}
-	}
-	return 0, fmt.Errorf("no leader for %s partition %d", topic, p)
 }
 
 // fillerBatchRecords is how many filler records go in one batch.

@@ -17,7 +17,7 @@ import (
 	"github.com/kmirror/kmirror/core/batch"
 	"github.com/kmirror/kmirror/core/config"
 	"github.com/kmirror/kmirror/core/partition"
-	"github.com/kmirror/kmirror/core/verify"
+	"github.com/kmirror/kmirror/core/kafkalog"
 	"github.com/kmirror/kmirror/sdk/statestore"
 )
 
@@ -439,7 +439,7 @@ func (e *Engine) failbackTopic(ctx context.Context, m *mirrorRun, name, topic st
 // taken as diverged, which loses nothing).
 func abortsOnly(ctx context.Context, cl *kgo.Client, topic string, p int32, from, to int64) bool {
 	only := true
-	err := verify.Scan(ctx, cl, topic, p, from, to, func(b batch.Batch) error {
+	err := kafkalog.Scan(ctx, cl, topic, p, from, to, func(b batch.Batch) error {
 		if !b.IsControl() {
 			only = false
 			return nil
@@ -514,7 +514,7 @@ func committedRecords(ctx context.Context, cl *kgo.Client, topic string, p int32
 	}
 	var all []*entry
 	open := map[int64][]*entry{}
-	err := verify.Scan(ctx, cl, topic, p, from, to, func(b batch.Batch) error {
+	err := kafkalog.Scan(ctx, cl, topic, p, from, to, func(b batch.Batch) error {
 		if b.IsControl() {
 			t, err := batch.ControlRecord(b)
 			if err != nil {

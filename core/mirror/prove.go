@@ -10,7 +10,7 @@ import (
 	"github.com/kmirror/kmirror/core/config"
 	"github.com/kmirror/kmirror/core/offsetmap"
 	"github.com/kmirror/kmirror/core/partition"
-	"github.com/kmirror/kmirror/core/verify"
+	"github.com/kmirror/kmirror/core/kafkalog"
 	"github.com/kmirror/kmirror/core/writer"
 )
 
@@ -59,10 +59,10 @@ type logBounds struct {
 func (r *runner) readBounds(ctx context.Context) (logBounds, error) {
 	var lb logBounds
 	var err error
-	if lb.srcStart, lb.srcEnd, err = offsets(ctx, r.m.srcAdm, r.topic, r.partition); err != nil {
+	if lb.srcStart, lb.srcEnd, err = offsets(ctx, r.m.dp.src, r.topic, r.partition); err != nil {
 		return lb, r.errorf("reading source offsets: %w", err)
 	}
-	if lb.dstStart, lb.dstEnd, err = offsets(ctx, r.m.dstAdm, r.topic, r.partition); err != nil {
+	if lb.dstStart, lb.dstEnd, err = offsets(ctx, r.m.dst, r.topic, r.partition); err != nil {
 		return lb, r.errorf("reading destination offsets: %w", err)
 	}
 	return lb, nil
@@ -223,10 +223,10 @@ func (r *runner) checkTail(ctx context.Context, rec partition.Record, lb logBoun
 	}
 	for {
 		c := newTailChecker(toSource, identity, func(off int64) batchReader {
-			return verify.NewReader(r.m.dp.src, r.topic, r.partition, off, lb.srcEnd)
+			return kafkalog.NewReader(r.m.dp.src, r.topic, r.partition, off, lb.srcEnd)
 		}, lb.srcStart, lb.srcEnd)
 		c.passOver = passOver
-		diff, err := c.check(ctx, verify.NewReader(r.m.dst, r.topic, r.partition, from, lb.dstEnd))
+		diff, err := c.check(ctx, kafkalog.NewReader(r.m.dst, r.topic, r.partition, from, lb.dstEnd))
 		if err != nil {
 			return nil, r.errorf("comparing the destination with the source from destination offset %d: %w", from, err)
 		}
@@ -299,7 +299,7 @@ func (r *runner) applyRecopy(ctx context.Context, m *offsetmap.Map, rc recopySta
 	if err := r.m.dp.abortAll(ctx, r); err != nil {
 		return err
 	}
-	_, end, err := offsets(ctx, r.m.dstAdm, r.topic, r.partition)
+	_, end, err := offsets(ctx, r.m.dst, r.topic, r.partition)
 	if err != nil {
 		return r.errorf("reading destination offsets: %w", err)
 	}

@@ -9,8 +9,10 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmirror/kmirror/core/batch"
+	"github.com/kmirror/kmirror/core/kafkalog"
 	"github.com/kmirror/kmirror/core/offsetmap"
 	"github.com/kmirror/kmirror/core/partition"
 )
@@ -372,38 +374,19 @@ func (r *runner) waitRetry(ctx context.Context) {
 }
 
 // offsets returns a partition's log start and end offsets on one cluster.
-func offsets(ctx context.Context, adm *kadm.Client, topic string, p int32) (start, end int64, err error) {
-	starts, err := adm.ListStartOffsets(ctx, topic)
-	if err != nil {
-		return 0, 0, err
-	}
-	ends, err := adm.ListEndOffsets(ctx, topic)
-	if err != nil {
-		return 0, 0, err
-	}
-	so, ok1 := starts.Lookup(topic, p)
-	eo, ok2 := ends.Lookup(topic, p)
-	if !ok1 || !ok2 {
-		return 0, 0, fmt.Errorf("partition %d of %s not found", p, topic)
-	}
-	if so.Err != nil {
-		return 0, 0, so.Err
-	}
-	if eo.Err != nil {
-		return 0, 0, eo.Err
-	}
-	return so.Offset, eo.Offset, nil
+func offsets(ctx context.Context, cl *kgo.Client, topic string, p int32) (start, end int64, err error) {
+	return kafkalog.Bounds(ctx, cl, topic, p)
 }
 
 // prepare decides the mode of a new partition (aligning its log start with
 // filler when needed), or restores the resume point of a known one.
 func (r *runner) prepare(ctx context.Context) error {
 	rec := r.p.Record()
-	srcStart, srcEnd, err := offsets(ctx, r.m.srcAdm, r.topic, r.partition)
+	srcStart, srcEnd, err := offsets(ctx, r.m.dp.src, r.topic, r.partition)
 	if err != nil {
 		return r.errorf("reading source offsets: %w", err)
 	}
-	dstStart, dstEnd, err := offsets(ctx, r.m.dstAdm, r.topic, r.partition)
+	dstStart, dstEnd, err := offsets(ctx, r.m.dst, r.topic, r.partition)
 	if err != nil {
 		return r.errorf("reading destination offsets: %w", err)
 	}
@@ -420,7 +403,7 @@ func (r *runner) prepare(ctx context.Context) error {
 		r.mode, r.next, r.dstNext = partition.ModePreserve, 0, 0
 		return nil
 	}
-	base, err := r.m.dp.firstBatchBase(ctx, r.topic, r.topicID, r.partition, srcStart, srcEnd)
+	base, err := kafkalog.FirstBatchAt(ctx, r.m.dp.src, r.topic, r.partition, srcStart, srcEnd)
 	if err != nil {
 		return r.errorf("finding the source batch at log start %d: %w", srcStart, err)
 	}
@@ -795,14 +778,14 @@ func (r *runner) stopPartition(ctx context.Context) error {
 		return err
 	}
 	var lb logBounds
-	if lb.dstStart, lb.dstEnd, err = offsets(ctx, r.m.dstAdm, r.topic, r.partition); err != nil {
+	if lb.dstStart, lb.dstEnd, err = offsets(ctx, r.m.dst, r.topic, r.partition); err != nil {
 		return r.errorf("reading the destination end offset: %w", err)
 	}
 	// The source may be gone (its topic deleted, or the cluster lost at an
 	// unplanned failover): then nothing can be compared.
 	sctx, cancel := context.WithTimeout(ctx, stopSourceTimeout)
 	defer cancel()
-	srcStart, srcEnd, srcErr := offsets(sctx, r.m.srcAdm, r.topic, r.partition)
+	srcStart, srcEnd, srcErr := offsets(sctx, r.m.dp.src, r.topic, r.partition)
 	lb.srcStart, lb.srcEnd = srcStart, srcEnd
 	rec := r.p.Record()
 	// Where did mirroring stop? Below any difference from the source (a
@@ -849,7 +832,7 @@ func (r *runner) stopPartition(ctx context.Context) error {
 	if err := r.m.dp.abortAll(ctx, r); err != nil {
 		return err
 	}
-	_, dstEnd, err := offsets(ctx, r.m.dstAdm, r.topic, r.partition)
+	_, dstEnd, err := offsets(ctx, r.m.dst, r.topic, r.partition)
 	if err != nil {
 		return r.errorf("reading the destination end offset: %w", err)
 	}

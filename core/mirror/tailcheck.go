@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/kmirror/kmirror/core/batch"
-	"github.com/kmirror/kmirror/core/verify"
+	"github.com/kmirror/kmirror/core/kafkalog"
 )
 
 // Before a partition continues — daemon start, start after STOPPED, resume
@@ -27,7 +27,7 @@ import (
 // The tailChecker below is the comparison alone, over two streams of raw
 // batches; the runner feeds it (proveDestination).
 
-// batchReader yields raw batches in offset order: verify.Reader, or a
+// batchReader yields raw batches in offset order: kafkalog.Reader, or a
 // slice in tests.
 type batchReader interface {
 	Next(ctx context.Context) (batch.Batch, bool, error)
@@ -72,7 +72,7 @@ type tailChecker struct {
 
 	src        batchReader
 	srcBatch   batch.Batch // current source batch; nil before the first
-	srcEntries []verify.Entry
+	srcEntries []kafkalog.Entry
 	decoded    bool
 	srcDone    bool
 
@@ -145,7 +145,7 @@ func (c *tailChecker) compare(ctx context.Context, d batch.Batch) (string, error
 			return "", nil
 		}
 	}
-	dents, err := verify.Entries(d)
+	dents, err := kafkalog.Entries(d)
 	if err != nil {
 		return "", fmt.Errorf("decoding the destination batch at offset %d: %w", d.BaseOffset(), err)
 	}
@@ -176,7 +176,7 @@ func (c *tailChecker) compare(ctx context.Context, d batch.Batch) (string, error
 		if lat {
 			se.Timestamp, de.Timestamp = 0, 0 // the destination's broker stamped its own append time
 		}
-		if diff := verify.DiffEntry(se, de, false); diff != "" {
+		if diff := kafkalog.DiffEntry(se, de, false); diff != "" {
 			if de.Control && de.Marker == batch.ControlAbort && (!se.Control || se.Marker != batch.ControlAbort) {
 				return fmt.Sprintf("destination offset %d holds an ABORT marker where the source has %s: the destination aborted a replayed transaction "+
 					"(a stop aborted it, or the destination timed it out) that the source did not abort there", de.Offset, describeSource(se)), nil
@@ -187,14 +187,14 @@ func (c *tailChecker) compare(ctx context.Context, d batch.Batch) (string, error
 	return "", nil
 }
 
-func describeEntry(e verify.Entry, b batch.Batch) string {
+func describeEntry(e kafkalog.Entry, b batch.Batch) string {
 	if e.Control {
 		return fmt.Sprintf("a %s marker of producer %d", e.Marker, b.ProducerID())
 	}
 	return fmt.Sprintf("a record of producer %d", b.ProducerID())
 }
 
-func describeSource(e verify.Entry) string {
+func describeSource(e kafkalog.Entry) string {
 	if e.Control {
 		return "a " + e.Marker.String() + " marker"
 	}
@@ -249,14 +249,14 @@ func (c *tailChecker) sourceBatchAt(ctx context.Context, off int64) (batch.Batch
 
 // sourceEntry returns the source entry at offset off; ok is false when the
 // source holds none there.
-func (c *tailChecker) sourceEntry(ctx context.Context, off int64) (verify.Entry, bool, error) {
+func (c *tailChecker) sourceEntry(ctx context.Context, off int64) (kafkalog.Entry, bool, error) {
 	b, err := c.sourceBatchAt(ctx, off)
 	if err != nil || b == nil {
-		return verify.Entry{}, false, err
+		return kafkalog.Entry{}, false, err
 	}
 	if !c.decoded {
-		if c.srcEntries, err = verify.Entries(b); err != nil {
-			return verify.Entry{}, false, fmt.Errorf("decoding the source batch at offset %d: %w", b.BaseOffset(), err)
+		if c.srcEntries, err = kafkalog.Entries(b); err != nil {
+			return kafkalog.Entry{}, false, fmt.Errorf("decoding the source batch at offset %d: %w", b.BaseOffset(), err)
 		}
 		c.decoded = true
 	}
@@ -265,5 +265,5 @@ func (c *tailChecker) sourceEntry(ctx context.Context, off int64) (verify.Entry,
 			return e, true, nil
 		}
 	}
-	return verify.Entry{}, false, nil
+	return kafkalog.Entry{}, false, nil
 }
