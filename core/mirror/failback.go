@@ -16,8 +16,8 @@ import (
 
 	"github.com/kmirror/kmirror/core/batch"
 	"github.com/kmirror/kmirror/core/config"
-	"github.com/kmirror/kmirror/core/partition"
 	"github.com/kmirror/kmirror/core/kafkalog"
+	"github.com/kmirror/kmirror/core/partition"
 	"github.com/kmirror/kmirror/sdk/statestore"
 )
 

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/kmirror/kmirror/core/config"
+	"github.com/kmirror/kmirror/core/kafkalog"
 	"github.com/kmirror/kmirror/core/offsetmap"
 	"github.com/kmirror/kmirror/core/partition"
-	"github.com/kmirror/kmirror/core/kafkalog"
 	"github.com/kmirror/kmirror/core/writer"
 )
 
