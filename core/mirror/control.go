@@ -548,9 +548,8 @@ func (m *mirrorRun) launchRecorded(ctx context.Context, match func(string) bool)
 		m.mu.Unlock()
 		if !running {
 			var id [16]byte
-			var recorded string
-			if ok, _ := rec.Extension(extTopicID, &recorded); ok {
-				id, _ = parseTopicID(recorded)
+			if rec.SourceTopicID != "" {
+				id, _ = parseTopicID(rec.SourceTopicID)
 			}
 			m.launch(tp, runnerFor(m, sourceTopic{Name: rec.Topic, ID: id}, p))
 		}

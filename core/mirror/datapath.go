@@ -59,8 +59,20 @@ func (dp *dataPath) writeFiller(ctx context.Context, r *runner, from, to int64) 
 }
 
 // txnWriterRecord is how a destination transactional writer is kept in the
-// partition record (extension "txn_writers").
-type txnWriterRecord = writer.TxnWriterInfo
+// partition record.
+func txnWriterRecord(w writer.TxnWriterInfo) partition.TxnWriter {
+	return partition.TxnWriter{SourceProducerID: w.SourceProducerID, TransactionalID: w.TransactionalID, ProducerID: w.ProducerID, Epoch: w.Epoch}
+}
+
+// recordedTxnWriters returns the writers a partition record holds, for the
+// writer.
+func recordedTxnWriters(d partition.Data) []writer.TxnWriterInfo {
+	out := make([]writer.TxnWriterInfo, len(d.TxnWriters))
+	for i, w := range d.TxnWriters {
+		out[i] = writer.TxnWriterInfo{SourceProducerID: w.SourceProducerID, TransactionalID: w.TransactionalID, ProducerID: w.ProducerID, Epoch: w.Epoch}
+	}
+	return out
+}
 
 // partitionWriter returns the runner's destination partition writer,
 // creating it on first use. Its hook persists every transactional writer in
@@ -74,20 +86,15 @@ func (dp *dataPath) partitionWriter(r *runner) (*writer.Partition, error) {
 	}
 	pw, err := dp.w.Partition(r.topic, r.partition, func(ctx context.Context, info writer.TxnWriterInfo) error {
 		return r.p.Update(ctx, func(d *partition.Data) error {
-			var list []txnWriterRecord
-			if _, err := d.Extension(extTxnWriters, &list); err != nil {
-				return err
-			}
-			replaced := false
-			for i := range list {
-				if list[i].SourceProducerID == info.SourceProducerID {
-					list[i], replaced = info, true
+			rec := txnWriterRecord(info)
+			for i := range d.TxnWriters {
+				if d.TxnWriters[i].SourceProducerID == info.SourceProducerID {
+					d.TxnWriters[i] = rec
+					return nil
 				}
 			}
-			if !replaced {
-				list = append(list, info)
-			}
-			return d.SetExtension(extTxnWriters, list)
+			d.TxnWriters = append(d.TxnWriters, rec)
+			return nil
 		})
 	})
 	if err != nil {
@@ -102,7 +109,7 @@ func (dp *dataPath) partitionWriter(r *runner) (*writer.Partition, error) {
 // destination which transactions are open (and waits for those completing),
 // so the destination end offset read afterwards is the resume point. Writers
 // the destination no longer holds as recorded are in the report's Lost list
-// for the caller (recoverLost); a transaction open on the partition that
+// for the caller (proveDestination); a transaction open on the partition that
 // kmirror did not start is an error.
 func (dp *dataPath) resumeWriters(ctx context.Context, r *runner) (writer.ResumeReport, error) {
 	dp.mu.Lock()
@@ -115,11 +122,7 @@ func (dp *dataPath) resumeWriters(ctx context.Context, r *runner) (writer.Resume
 	if err != nil {
 		return writer.ResumeReport{}, r.errorf("%w", err)
 	}
-	var list []txnWriterRecord
-	if _, err := r.p.Record().Extension(extTxnWriters, &list); err != nil {
-		return writer.ResumeReport{}, r.errorf("reading the recorded transactional writers: %w", err)
-	}
-	rep, err := pw.Resume(ctx, list)
+	rep, err := pw.Resume(ctx, recordedTxnWriters(r.p.Record().Data))
 	if err != nil {
 		return writer.ResumeReport{}, r.errorf("resuming destination transactions: %w", err)
 	}

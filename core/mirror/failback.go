@@ -105,22 +105,9 @@ type runtimeSpec struct {
 	Config string `json:"config,omitempty"`
 }
 
-// extDiverged records, in a reverse mirror's partition, the copy of the
-// old source's diverged records to the side topic.
-const extDiverged = "diverged"
-
-// extRecreated marks a reverse mirror's partition whose topic failback
-// recreated on the old source: it copies from scratch.
-const extRecreated = "failback_recreated"
-
-type divergedState struct {
-	From      int64  `json:"from"` // first old-source offset beyond the last mirrored one
-	To        int64  `json:"to"`   // the old source's end offset
-	SideTopic string `json:"side_topic"`
-	SideStart int64  `json:"side_start"` // the side partition's end before the copy
-	Records   int64  `json:"records"`    // committed records to copy
-	Copied    bool   `json:"copied"`
-}
+// divergedState is the copy of the old source's diverged records to the
+// side topic, kept in a reverse mirror's partition record.
+type divergedState = partition.Diverged
 
 const defaultSideSuffix = ".kmirror-diverged"
 
@@ -336,8 +323,7 @@ func (e *Engine) failbackTopic(ctx context.Context, m *mirrorRun, name, topic st
 		}
 		records = append(records, rp)
 		rec := rp.Record()
-		var wasRecreated bool
-		if ok, _ := rec.Extension(extRecreated, &wasRecreated); ok && wasRecreated && rec.State != partition.Failed {
+		if rec.Recreated && rec.State != partition.Failed {
 			pf.Action = FailbackRecreated
 			decisions = append(decisions, pf)
 			continue
@@ -354,7 +340,10 @@ func (e *Engine) failbackTopic(ctx context.Context, m *mirrorRun, name, topic st
 		o, _ := ends.Lookup(topic, sp.p)
 		endA := o.Offset
 		var ds divergedState
-		hadDiverged, _ := rec.Extension(extDiverged, &ds)
+		hadDiverged := rec.Diverged != nil
+		if hadDiverged {
+			ds = *rec.Diverged
+		}
 		switch {
 		case hadDiverged && ds.Copied:
 			pf.Diverged, pf.SideTopic = ds.Records, ds.SideTopic
@@ -464,7 +453,10 @@ func divergedReason(mirror, topic string, p int32, ds divergedState) string {
 // recognised by the side partition's end offset.
 func (e *Engine) copyDiverged(ctx context.Context, rp *partition.Partition, old *kgo.Client, oldAdm *kadm.Client, topic string, p int32, from, to int64, side string) (divergedState, error) {
 	var ds divergedState
-	ok, _ := rp.Record().Extension(extDiverged, &ds)
+	ok := rp.Record().Diverged != nil
+	if ok {
+		ds = *rp.Record().Diverged
+	}
 	if ok && ds.Copied {
 		return ds, nil
 	}
@@ -486,7 +478,7 @@ func (e *Engine) copyDiverged(ctx context.Context, rp *partition.Partition, old 
 	}
 	if !ok {
 		ds = divergedState{From: from, To: to, SideTopic: side, SideStart: sideEnd, Records: int64(len(recs))}
-		if err := rp.Update(ctx, func(d *partition.Data) error { return d.SetExtension(extDiverged, ds) }); err != nil {
+		if err := rp.Update(ctx, func(d *partition.Data) error { d.Diverged = &ds; return nil }); err != nil {
 			return ds, err
 		}
 	}
@@ -498,7 +490,7 @@ func (e *Engine) copyDiverged(ctx context.Context, rp *partition.Partition, old 
 		}
 	}
 	ds.Copied = true
-	if err := rp.Update(ctx, func(d *partition.Data) error { return d.SetExtension(extDiverged, ds) }); err != nil {
+	if err := rp.Update(ctx, func(d *partition.Data) error { d.Diverged = &ds; return nil }); err != nil {
 		return ds, err
 	}
 	return ds, nil
@@ -633,13 +625,9 @@ func resetForCopy(ctx context.Context, rp *partition.Partition) error {
 		}
 	}
 	return rp.Update(ctx, func(d *partition.Data) error {
-		d.Mode = partition.ModeUndecided
-		d.LastMirroredOffset = -1
-		for k := range d.Extensions {
-			if k != extDiverged {
-				delete(d.Extensions, k)
-			}
-		}
-		return d.SetExtension(extRecreated, true)
+		// Everything but the diverged copy (kept for the record) starts
+		// afresh.
+		*d = partition.Data{LastMirroredOffset: -1, Diverged: d.Diverged, Recreated: true}
+		return nil
 	})
 }

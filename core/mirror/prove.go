@@ -29,23 +29,6 @@ import (
 // are copied a second time (they are mapped to their new copy).
 // docs/design/datapath.md explains the choice.
 
-// extRecopy is the extension holding a recopyState while the partition has
-// not appended anything since the decision to copy again.
-const extRecopy = "recopy"
-
-// recopyState records a decided recovery, before anything is aborted, so
-// that a crash in the middle completes it instead of deciding again from a
-// destination that has meanwhile changed.
-type recopyState struct {
-	// SourceFrom is the source offset the copy restarts from.
-	SourceFrom int64 `json:"source_from"`
-	// DestFrom is the destination offset where the destination stopped
-	// being the source's copy: nothing from there on is mapped.
-	DestFrom int64 `json:"dest_from"`
-	// Why says what differed.
-	Why string `json:"why,omitempty"`
-}
-
 // checkpointEvery is how often a mirroring partition records its
 // checkpoint (partition.Data.Verified), which bounds the stretch of
 // destination log compared with the source when it continues.
@@ -82,12 +65,8 @@ func (r *runner) readBounds(ctx context.Context) (logBounds, error) {
 // source's.
 func (r *runner) proveDestination(ctx context.Context, rep writer.ResumeReport, lb logBounds) (bool, error) {
 	rec := r.p.Record()
-	var rc recopyState
-	decided, err := rec.Extension(extRecopy, &rc)
-	if err != nil {
-		return false, r.errorf("reading the recorded recovery: %w", err)
-	}
-	if decided {
+	if rec.Recopy != nil {
+		rc := *rec.Recopy
 		m, err := r.loadMap(ctx)
 		if err != nil {
 			return false, err
@@ -100,7 +79,7 @@ func (r *runner) proveDestination(ctx context.Context, rep writer.ResumeReport, 
 			}
 			return true, r.applyRecopy(ctx, m, rc)
 		}
-		if err := r.p.Update(ctx, func(d *partition.Data) error { delete(d.Extensions, extRecopy); return nil }); err != nil {
+		if err := r.p.Update(ctx, func(d *partition.Data) error { d.Recopy = nil; return nil }); err != nil {
 			return false, r.errorf("clearing the completed recovery: %w", err)
 		}
 		rec = r.p.Record()
@@ -253,7 +232,7 @@ func (r *runner) recopy(ctx context.Context, rep writer.ResumeReport, lb logBoun
 	}
 	var (
 		m  *offsetmap.Map
-		rc recopyState
+		rc partition.Recopy
 	)
 	if rec.Mode == partition.ModeMap {
 		var err error
@@ -261,7 +240,7 @@ func (r *runner) recopy(ctx context.Context, rep writer.ResumeReport, lb logBoun
 			return err
 		}
 		m.TruncateDest(from)
-		rc = recopyState{SourceFrom: m.SourceNext(), DestFrom: from}
+		rc = partition.Recopy{SourceFrom: m.SourceNext(), DestFrom: from}
 		if m.Empty() {
 			rc.SourceFrom = lb.srcStart
 		}
@@ -272,7 +251,7 @@ func (r *runner) recopy(ctx context.Context, rep writer.ResumeReport, lb logBoun
 				return r.errorf("building the offset map: %w", err)
 			}
 		}
-		rc = recopyState{SourceFrom: from, DestFrom: from}
+		rc = partition.Recopy{SourceFrom: from, DestFrom: from}
 	}
 	rc.Why = diff.What
 	r.omap = m
@@ -282,10 +261,9 @@ func (r *runner) recopy(ctx context.Context, rep writer.ResumeReport, lb logBoun
 	lost := lostIDs(rep.Lost)
 	err := r.p.Update(ctx, func(d *partition.Data) error {
 		d.Mode = partition.ModeMap
-		if err := dropWriterRecords(d, lost); err != nil {
-			return err
-		}
-		return d.SetExtension(extRecopy, rc)
+		dropWriterRecords(d, lost)
+		d.Recopy = &rc
+		return nil
 	})
 	if err != nil {
 		return r.errorf("recording the decision to copy again from destination offset %d: %w", from, err)
@@ -295,7 +273,7 @@ func (r *runner) recopy(ctx context.Context, rep writer.ResumeReport, lb logBoun
 
 // applyRecopy carries out a recorded decision: abort what is still open
 // (idempotent), then continue after the destination's end.
-func (r *runner) applyRecopy(ctx context.Context, m *offsetmap.Map, rc recopyState) error {
+func (r *runner) applyRecopy(ctx context.Context, m *offsetmap.Map, rc partition.Recopy) error {
 	if err := r.m.dp.abortAll(ctx, r); err != nil {
 		return err
 	}
@@ -339,18 +317,14 @@ func lostIDs(lost []writer.LostWriter) map[int64]bool {
 // dropWriterRecords removes the recorded transactional writers of the given
 // source producers: the destination no longer holds them as recorded, and
 // their next transaction initialises them again.
-func dropWriterRecords(d *partition.Data, sourcePIDs map[int64]bool) error {
-	var list []txnWriterRecord
-	if _, err := d.Extension(extTxnWriters, &list); err != nil {
-		return err
-	}
-	kept := list[:0]
-	for _, w := range list {
+func dropWriterRecords(d *partition.Data, sourcePIDs map[int64]bool) {
+	kept := d.TxnWriters[:0]
+	for _, w := range d.TxnWriters {
 		if !sourcePIDs[w.SourceProducerID] {
 			kept = append(kept, w)
 		}
 	}
-	return d.SetExtension(extTxnWriters, kept)
+	d.TxnWriters = kept
 }
 
 // dropLost forgets lost writers whose transactions need no recovery.
@@ -359,7 +333,7 @@ func (r *runner) dropLost(ctx context.Context, lost []writer.LostWriter) error {
 		return nil
 	}
 	ids := lostIDs(lost)
-	if err := r.p.Update(ctx, func(d *partition.Data) error { return dropWriterRecords(d, ids) }); err != nil {
+	if err := r.p.Update(ctx, func(d *partition.Data) error { dropWriterRecords(d, ids); return nil }); err != nil {
 		return r.errorf("forgetting lost destination transactional writers: %w", err)
 	}
 	return nil

@@ -17,35 +17,6 @@ import (
 	"github.com/kmirror/kmirror/core/partition"
 )
 
-// Extension names under which the runner keeps its own facts in the
-// partition record (partition.Data.Extensions).
-const (
-	extAlignment  = "alignment"       // alignmentState while filler is being written
-	extTxnWriters = "txn_writers"     // []txnWriterRecord: destination transactional writers
-	extEpoch      = "source_epoch"    // sourceEpoch: leader epoch of the last batch forwarded
-	extTopicID    = "source_topic_id" // string: the source topic id the partition mirrors
-)
-
-// sourceEpoch is the source partition leader epoch of the batches being
-// forwarded. It is recorded before the first batch of a new epoch is
-// appended, so that after a restart the fetcher can send it as
-// LastFetchedEpoch and the source reports a divergence (an unclean leader
-// election that replaced records the mirror already copied).
-type sourceEpoch struct {
-	Epoch int32 `json:"epoch"`
-}
-
-// alignmentState records a filler alignment in progress, so that a crash in
-// the middle resumes it rather than mistaking the filler for foreign data.
-type alignmentState struct {
-	// FillTo is the destination offset the filler reaches (the base offset of
-	// the first source batch to mirror).
-	FillTo int64 `json:"fill_to"`
-	// DeleteTo is the source log start offset, which the destination's log
-	// start is moved to once the mirror has passed it.
-	DeleteTo int64 `json:"delete_to"`
-}
-
 // runner drives one partition: it owns the partition's state machine record
 // and moves its batches from the fetcher to the writer.
 type runner struct {
@@ -105,10 +76,10 @@ func newRunner(ctx context.Context, m *mirrorRun, t sourceTopic, p int32) (*runn
 	if err != nil {
 		return nil, fmt.Errorf("mirror %s: topic %s partition %d: loading its state: %w", m.name, t.Name, p, err)
 	}
-	var recorded string
-	ok, _ := part.Record().Extension(extTopicID, &recorded)
+	recorded := part.Record().SourceTopicID
+	ok := recorded != ""
 	if !ok && t.ID != ([16]byte{}) {
-		if err := part.Update(ctx, func(d *partition.Data) error { return d.SetExtension(extTopicID, topicIDString(t.ID)) }); err != nil {
+		if err := part.Update(ctx, func(d *partition.Data) error { d.SourceTopicID = topicIDString(t.ID); return nil }); err != nil {
 			return nil, fmt.Errorf("mirror %s: topic %s partition %d: recording the source topic id: %w", m.name, t.Name, p, err)
 		}
 	}
@@ -419,10 +390,11 @@ func (r *runner) prepare(ctx context.Context) error {
 		r.log.Warn("partition runs in map mode: source log start beyond the filler budget", "log_start", srcStart, "budget", budget)
 		return r.saveMap(ctx)
 	}
-	align := alignmentState{FillTo: base, DeleteTo: srcStart}
+	align := partition.Alignment{FillTo: base, DeleteTo: srcStart}
 	if err := r.p.Update(ctx, func(d *partition.Data) error {
 		d.Mode = partition.ModePreserve
-		return d.SetExtension(extAlignment, align)
+		d.Alignment = &align
+		return nil
 	}); err != nil {
 		return r.errorf("recording the alignment: %w", err)
 	}
@@ -432,7 +404,7 @@ func (r *runner) prepare(ctx context.Context) error {
 
 // align writes filler up to align.FillTo from the destination end offset
 // dstEnd, deletes it, and sets the resume point.
-func (r *runner) align(ctx context.Context, align alignmentState, dstEnd int64) error {
+func (r *runner) align(ctx context.Context, align partition.Alignment, dstEnd int64) error {
 	if dstEnd < align.FillTo {
 		r.log.Info("aligning the destination log start with filler records", "from", dstEnd, "to", align.FillTo)
 		if err := r.m.dp.writeFiller(ctx, r, dstEnd, align.FillTo); err != nil {
@@ -489,13 +461,11 @@ func (r *runner) resume(ctx context.Context) error {
 	rec := r.p.Record()
 	r.mode = rec.Mode
 	r.epoch = -1
-	var se sourceEpoch
-	if ok, _ := rec.Extension(extEpoch, &se); ok {
-		r.epoch = se.Epoch
+	if rec.SourceEpoch != nil {
+		r.epoch = *rec.SourceEpoch
 	}
-	var align alignmentState
-	if ok, _ := rec.Extension(extAlignment, &align); ok && r.mode == partition.ModePreserve && dstEnd <= align.FillTo {
-		if err := r.align(ctx, align, dstEnd); err != nil {
+	if align := rec.Alignment; align != nil && r.mode == partition.ModePreserve && dstEnd <= align.FillTo {
+		if err := r.align(ctx, *align, dstEnd); err != nil {
 			return err
 		}
 		dstEnd = align.FillTo
@@ -617,7 +587,7 @@ func (r *runner) forward(ctx context.Context, b batch.Batch) error {
 		return partition.NonRetryable(r.errorf("source batch at offsets %d to %d straddles the resume offset %d: the source log changed under the mirror", b.BaseOffset(), b.LastOffset(), next))
 	}
 	if e := b.PartitionLeaderEpoch(); e != r.epoch {
-		if err := r.p.Update(ctx, func(d *partition.Data) error { return d.SetExtension(extEpoch, sourceEpoch{Epoch: e}) }); err != nil {
+		if err := r.p.Update(ctx, func(d *partition.Data) error { d.SourceEpoch = &e; return nil }); err != nil {
 			return r.errorf("recording source leader epoch %d: %w", e, err)
 		}
 		r.epoch = e
@@ -647,7 +617,7 @@ func (r *runner) maybeDeleteAligned(ctx context.Context) error {
 	}
 	r.deleteTo = 0
 	return r.p.Update(ctx, func(d *partition.Data) error {
-		delete(d.Extensions, extAlignment)
+		d.Alignment = nil
 		return nil
 	})
 }

@@ -832,7 +832,7 @@ func TestInvalidStoredRecords(t *testing.T) {
 	key := statestore.PartitionKey(mirror, topic, part)
 	cases := map[string]string{
 		"not json":         `{`,
-		"newer schema":     `{"schema":2,"mirror":"dc1-to-dc2","topic":"orders.v2","partition":3,"state":"MIRRORING"}`,
+		"newer schema":     `{"schema":3,"mirror":"dc1-to-dc2","topic":"orders.v2","partition":3,"state":"MIRRORING"}`,
 		"unknown state":    `{"schema":1,"mirror":"dc1-to-dc2","topic":"orders.v2","partition":3,"state":"PAUSING"}`,
 		"no state":         `{"schema":1,"mirror":"dc1-to-dc2","topic":"orders.v2","partition":3}`,
 		"wrong key":        `{"schema":1,"mirror":"dc1-to-dc2","topic":"orders.v2","partition":4,"state":"MIRRORING"}`,
