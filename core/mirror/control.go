@@ -14,6 +14,7 @@ import (
 	"github.com/kmirror/kmirror/core/aclsync"
 	"github.com/kmirror/kmirror/core/groupsync"
 	"github.com/kmirror/kmirror/core/partition"
+	"github.com/kmirror/kmirror/core/runner"
 	"github.com/kmirror/kmirror/sdk/statestore"
 )
 
@@ -281,88 +282,6 @@ func (c *mirrorControl) stoppedTopic(ctx context.Context, topic string) (bool, e
 	return decide(c.stopped, topic), nil
 }
 
-// Reasons recorded with the operator's transitions.
-const (
-	reasonPaused  = "paused by an operator"
-	reasonResumed = "resumed by an operator"
-	reasonStopped = "stopped by an operator (stop or failover); the destination topic is writable"
-	reasonStarted = "started again by an operator"
-)
-
-// applyControl moves the partition where the mirror's control record and
-// the operator's requests say it should be. It returns handled true when it
-// made a transition (or asked for one), so that the run loop looks again.
-func (r *runner) applyControl(ctx context.Context, st partition.State) (bool, error) {
-	c := r.m.e.controlOf(r.m.name)
-	stopped, err := c.stoppedTopic(ctx, r.topic)
-	if err != nil {
-		return false, err
-	}
-	r.mu.Lock()
-	start := r.startWanted
-	r.mu.Unlock()
-	switch {
-	case stopped && !r.stopRequested() && (st == partition.Mirroring || st == partition.Paused || st == partition.Failed):
-		r.requestStop(reasonStopped)
-		return true, nil
-	case stopped && st == partition.Preparing:
-		// Nothing mirrored yet: wait, unprepared, until started again.
-		select {
-		case <-ctx.Done():
-		case <-r.ctl:
-		}
-		return true, nil
-	case st == partition.Stopped && start && !stopped:
-		if err := r.p.Transition(ctx, partition.Preparing, reasonStarted); err != nil {
-			return true, r.errorf("recording the transition to PREPARING: %w", err)
-		}
-		r.mu.Lock()
-		r.startWanted = false
-		r.mu.Unlock()
-		r.setNext(-1)
-		return true, nil
-	case st == partition.Stopped && start:
-		r.mu.Lock()
-		r.startWanted = false // stopped again meanwhile
-		r.mu.Unlock()
-	case st == partition.Failed && start && !stopped:
-		// An operator's start retries a FAILED partition at once (KIP-1279's
-		// recover/start), through PREPARING, which proves the destination
-		// again. A recreated source topic is not merged that way.
-		r.mu.Lock()
-		r.startWanted = false
-		r.mu.Unlock()
-		if r.recreateDone {
-			return false, nil
-		}
-		if err := r.p.Reset(ctx, reasonStarted); err != nil {
-			return true, r.errorf("recording the transition to PREPARING: %w", err)
-		}
-		r.setNext(-1)
-		return true, nil
-	}
-	if st != partition.Mirroring && st != partition.Paused {
-		return false, nil
-	}
-	paused, err := c.pausedTopic(ctx, r.topic)
-	if err != nil {
-		return false, err
-	}
-	switch {
-	case paused && st == partition.Mirroring:
-		if err := r.p.Transition(ctx, partition.Paused, reasonPaused); err != nil {
-			return true, r.errorf("recording the transition to PAUSED: %w", err)
-		}
-		return true, nil
-	case !paused && st == partition.Paused:
-		if err := r.p.Transition(ctx, partition.Mirroring, reasonResumed); err != nil {
-			return true, r.errorf("recording the transition to MIRRORING: %w", err)
-		}
-		return true, nil
-	}
-	return false, nil
-}
-
 // runningMirror returns the mirror called name.
 func (e *Engine) runningMirror(name string) (*mirrorRun, error) {
 	e.mu.Lock()
@@ -386,34 +305,34 @@ func (e *Engine) runningMirror(name string) (*mirrorRun, error) {
 }
 
 // runnersOf returns the mirror's runners whose topic match selects.
-func (m *mirrorRun) runnersOf(match func(string) bool) []*runner {
+func (m *mirrorRun) runnersOf(match func(string) bool) []*runner.Runner {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []*runner
+	var out []*runner.Runner
 	for _, r := range m.runners {
-		if match(r.topic) {
+		if match(r.Topic()) {
 			out = append(out, r)
 		}
 	}
-	slices.SortFunc(out, func(a, b *runner) int {
-		if c := strings.Compare(a.topic, b.topic); c != 0 {
+	slices.SortFunc(out, func(a, b *runner.Runner) int {
+		if c := strings.Compare(a.Topic(), b.Topic()); c != 0 {
 			return c
 		}
-		return int(a.partition - b.partition)
+		return int(a.Partition() - b.Partition())
 	})
 	return out
 }
 
 // waitRunners polls the runners selected by match until done holds for
 // every one of them, or ctx ends; it returns their status.
-func (m *mirrorRun) waitRunners(ctx context.Context, what string, match func(string) bool, done func(*runner, PartitionStatus) bool) ([]PartitionStatus, error) {
+func (m *mirrorRun) waitRunners(ctx context.Context, what string, match func(string) bool, done func(*runner.Runner, PartitionStatus) bool) ([]PartitionStatus, error) {
 	for {
 		var (
 			out     []PartitionStatus
 			pending []string
 		)
 		for _, r := range m.runnersOf(match) {
-			st := r.status()
+			st := r.Status()
 			out = append(out, st)
 			if !done(r, st) {
 				pending = append(pending, fmt.Sprintf("%s/%d is %s", st.Topic, st.Partition, st.State))
@@ -473,14 +392,14 @@ func (e *Engine) setPaused(ctx context.Context, mirrorName string, topics []stri
 	}
 	match := func(t string) bool { return matchAny(res, t) }
 	for _, r := range m.runnersOf(match) {
-		r.poke()
+		r.Poke()
 	}
 	verb, doing, leaving := "resumed", "resuming", partition.Paused.String()
 	if pause {
 		verb, doing, leaving = "paused", "pausing", partition.Mirroring.String()
 	}
 	m.log.Info("operator "+verb+" topics", "topics", pats)
-	parts, err := m.waitRunners(ctx, doing, match, func(_ *runner, st PartitionStatus) bool { return st.State != leaving })
+	parts, err := m.waitRunners(ctx, doing, match, func(_ *runner.Runner, st PartitionStatus) bool { return st.State != leaving })
 	return OpResult{Mirror: m.name, Message: fmt.Sprintf("%s topics matching %s", verb, strings.Join(pats, ", ")), Partitions: parts}, err
 }
 
@@ -519,10 +438,10 @@ func (m *mirrorRun) stopTopics(ctx context.Context, topics []string) ([]Partitio
 		return nil, err
 	}
 	for _, r := range m.runnersOf(match) {
-		r.requestStop(reasonStopped)
+		r.RequestStop(runner.ReasonStopped)
 	}
 	m.triggerSync()
-	return m.waitRunners(ctx, "stopping", match, func(r *runner, st PartitionStatus) bool {
+	return m.waitRunners(ctx, "stopping", match, func(r *runner.Runner, st PartitionStatus) bool {
 		// A partition still PREPARING has nothing mirrored and nothing to
 		// stop: it stays PREPARING until it is started again.
 		return st.State == partition.Stopped.String() || st.State == partition.Preparing.String()
@@ -587,8 +506,8 @@ func (e *Engine) StartTopics(ctx context.Context, mirrorName string, topics, exc
 		return OpResult{}, err
 	}
 	for _, r := range rs {
-		if !inScope(&m.cfg, r.topic) {
-			return OpResult{}, fmt.Errorf("%w: topic %s is outside mirror %s's mirror.topics.include/exclude; change the configuration to mirror it", ErrConflict, r.topic, m.name)
+		if !inScope(&m.cfg, r.Topic()) {
+			return OpResult{}, fmt.Errorf("%w: topic %s is outside mirror %s's mirror.topics.include/exclude; change the configuration to mirror it", ErrConflict, r.Topic(), m.name)
 		}
 	}
 	err = e.controlOf(m.name).update(ctx, func(rec *controlRecord) error {
@@ -599,11 +518,11 @@ func (e *Engine) StartTopics(ctx context.Context, mirrorName string, topics, exc
 		return OpResult{}, err
 	}
 	for _, r := range rs {
-		r.requestStart()
+		r.RequestStart()
 	}
 	m.log.Info("operator started topics", "topics", topics, "exclude", exclude)
 	m.triggerSync()
-	parts, err := m.waitRunners(ctx, "starting", match, func(_ *runner, st PartitionStatus) bool { return st.State != partition.Stopped.String() })
+	parts, err := m.waitRunners(ctx, "starting", match, func(_ *runner.Runner, st PartitionStatus) bool { return st.State != partition.Stopped.String() })
 	return OpResult{Mirror: m.name, Message: fmt.Sprintf("started topics matching %s", strings.Join(topics, ", ")), Partitions: parts}, err
 }
 
@@ -665,7 +584,7 @@ func (e *Engine) Failover(ctx context.Context, req FailoverRequest) (FailoverRes
 	planned := req.WaitForCatchUp > 0
 	if planned {
 		wctx, cancel := context.WithTimeoutCause(ctx, req.WaitForCatchUp, fmt.Errorf("not caught up within --wait-for-catch-up %v; nothing was changed", req.WaitForCatchUp))
-		_, err := m.waitRunners(wctx, "waiting for catch-up", match, func(_ *runner, st PartitionStatus) bool {
+		_, err := m.waitRunners(wctx, "waiting for catch-up", match, func(_ *runner.Runner, st PartitionStatus) bool {
 			switch st.State {
 			case partition.Stopped.String():
 				return true // failed over already (a repeated request)
@@ -766,7 +685,7 @@ func (e *Engine) Failover(ctx context.Context, req FailoverRequest) (FailoverRes
 // checkNoReverse refuses to start topics that the mirror in the other
 // direction still mirrors (a failback mirror and the mirror it reverses):
 // the two would copy into each other.
-func (e *Engine) checkNoReverse(m *mirrorRun, rs []*runner) error {
+func (e *Engine) checkNoReverse(m *mirrorRun, rs []*runner.Runner) error {
 	other := failbackName(m.name)
 	if m.runtime {
 		other = strings.TrimSuffix(m.name, "-failback")
@@ -778,10 +697,10 @@ func (e *Engine) checkNoReverse(m *mirrorRun, rs []*runner) error {
 		return nil
 	}
 	for _, r := range rs {
-		for _, or := range om.runnersOf(func(t string) bool { return t == r.topic }) {
-			if st := or.p.State(); st != partition.Stopped {
+		for _, or := range om.runnersOf(func(t string) bool { return t == r.Topic() }) {
+			if st := or.Record().State; st != partition.Stopped {
 				return fmt.Errorf("%w: mirror %s still mirrors %s/%d the other way (%s); fail it over first (kmirror failover --mirror %s)",
-					ErrConflict, other, r.topic, or.partition, st, other)
+					ErrConflict, other, r.Topic(), or.Partition(), st, other)
 			}
 		}
 	}

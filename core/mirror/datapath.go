@@ -2,187 +2,28 @@ package mirror
 
 import (
 	"context"
-	"errors"
-	"sync"
-	"time"
+	"fmt"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmirror/kmirror/core/batch"
 	"github.com/kmirror/kmirror/core/config"
 	"github.com/kmirror/kmirror/core/fetcher"
 	"github.com/kmirror/kmirror/core/partition"
+	"github.com/kmirror/kmirror/core/runner"
 	"github.com/kmirror/kmirror/core/writer"
 )
 
 // dataPath couples one mirror's fetcher (source) with its writer
-// (destination). It is the only place where the runner meets those two
-// packages.
+// (destination), shared by the mirror's runners: it is their
+// runner.DataPath.
 type dataPath struct {
 	m   *mirrorRun
 	src *kgo.Client
 	f   *fetcher.Manager
 	w   *writer.Writer
 
-	mu    sync.Mutex
-	parts map[topicPartition]*writer.Partition
-
 	limits limitCache // destination max.message.bytes per topic (limits.go)
-}
-
-// fillerBatchRecords is how many filler records go in one batch.
-const fillerBatchRecords = 10000
-
-// writeFiller appends filler records to the destination partition so that
-// its end offset goes from `from` to `to`. Filler records have a null key, a
-// null value and a "kmirror.filler" header, so that anyone who reads them
-// before DeleteRecords removes them can tell what they are.
-func (dp *dataPath) writeFiller(ctx context.Context, r *runner, from, to int64) error {
-	now := time.Now().UnixMilli()
-	for off := from; off < to; {
-		n := min(int64(fillerBatchRecords), to-off)
-		recs := make([]batch.Record, n)
-		for i := range recs {
-			recs[i] = batch.Record{Offset: off + int64(i), Timestamp: now, Headers: []batch.Header{{Key: "kmirror.filler", Value: []byte(r.m.name)}}}
-		}
-		b, err := batch.Encode(batch.EncodeOptions{BaseOffset: off, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}, recs)
-		if err != nil {
-			return err
-		}
-		if err := dp.append(ctx, r, b, off); err != nil {
-			return err
-		}
-		off += n
-	}
-	return nil
-}
-
-// txnWriterRecord is how a destination transactional writer is kept in the
-// partition record.
-func txnWriterRecord(w writer.TxnWriterInfo) partition.TxnWriter {
-	return partition.TxnWriter{SourceProducerID: w.SourceProducerID, TransactionalID: w.TransactionalID, ProducerID: w.ProducerID, Epoch: w.Epoch}
-}
-
-// recordedTxnWriters returns the writers a partition record holds, for the
-// writer.
-func recordedTxnWriters(d partition.Data) []writer.TxnWriterInfo {
-	out := make([]writer.TxnWriterInfo, len(d.TxnWriters))
-	for i, w := range d.TxnWriters {
-		out[i] = writer.TxnWriterInfo{SourceProducerID: w.SourceProducerID, TransactionalID: w.TransactionalID, ProducerID: w.ProducerID, Epoch: w.Epoch}
-	}
-	return out
-}
-
-// partitionWriter returns the runner's destination partition writer,
-// creating it on first use. Its hook persists every transactional writer in
-// the partition record before the writer is used.
-func (dp *dataPath) partitionWriter(r *runner) (*writer.Partition, error) {
-	dp.mu.Lock()
-	defer dp.mu.Unlock()
-	tp := topicPartition{r.topic, r.partition}
-	if pw, ok := dp.parts[tp]; ok {
-		return pw, nil
-	}
-	pw, err := dp.w.Partition(r.topic, r.partition, func(ctx context.Context, info writer.TxnWriterInfo) error {
-		return r.p.Update(ctx, func(d *partition.Data) error {
-			rec := txnWriterRecord(info)
-			for i := range d.TxnWriters {
-				if d.TxnWriters[i].SourceProducerID == info.SourceProducerID {
-					d.TxnWriters[i] = rec
-					return nil
-				}
-			}
-			d.TxnWriters = append(d.TxnWriters, rec)
-			return nil
-		})
-	})
-	if err != nil {
-		return nil, err
-	}
-	dp.parts[tp] = pw
-	return pw, nil
-}
-
-// resumeWriters replaces the runner's partition writer with a fresh one and
-// hands it the recorded transactional writers; the writer learns from the
-// destination which transactions are open (and waits for those completing),
-// so the destination end offset read afterwards is the resume point. Writers
-// the destination no longer holds as recorded are in the report's Lost list
-// for the caller (proveDestination); a transaction open on the partition that
-// kmirror did not start is an error.
-func (dp *dataPath) resumeWriters(ctx context.Context, r *runner) (writer.ResumeReport, error) {
-	dp.mu.Lock()
-	if old, ok := dp.parts[topicPartition{r.topic, r.partition}]; ok {
-		old.Close()
-		delete(dp.parts, topicPartition{r.topic, r.partition})
-	}
-	dp.mu.Unlock()
-	pw, err := dp.partitionWriter(r)
-	if err != nil {
-		return writer.ResumeReport{}, r.errorf("%w", err)
-	}
-	rep, err := pw.Resume(ctx, recordedTxnWriters(r.p.Record().Data))
-	if err != nil {
-		return writer.ResumeReport{}, r.errorf("resuming destination transactions: %w", err)
-	}
-	for _, rw := range rep.Resumed {
-		r.log.Info("resumed an open destination transaction", "transactional_id", rw.Writer.TransactionalID)
-	}
-	if len(rep.Foreign) > 0 {
-		f := rep.Foreign[0]
-		return writer.ResumeReport{}, partition.NonRetryable(r.errorf("producer %d has a transaction open on the destination partition since offset %d that kmirror did not start: "+
-			"someone else writes to the mirror topic", f.ProducerID, f.StartOffset))
-	}
-	return rep, nil
-}
-
-// append writes b to the destination partition, which must assign it base
-// offset expect.
-//
-// A batch the destination refuses for its size gets one more try once the
-// destination topic's max.message.bytes is raised to the source's limit
-// (unless the key is excluded, or the limit already allows it): the sync
-// loops raise it too, but a partition may reach such a batch first. A batch
-// still refused fails the partition at once, non-retryable, with both
-// limits and the key to raise: the same batch would be refused again.
-func (dp *dataPath) append(ctx context.Context, r *runner, b batch.Batch, expect int64) error {
-	pw, err := dp.partitionWriter(r)
-	if err != nil {
-		return r.errorf("%w", err)
-	}
-	_, err = pw.AppendAt(ctx, b, expect)
-	if isTooLarge(err) && ctx.Err() == nil {
-		src, dst, raised, limitErr := dp.raiseDestLimit(ctx, r.topic)
-		if raised {
-			_, err = pw.AppendAt(ctx, b, expect)
-		}
-		if isTooLarge(err) {
-			return dp.tooLarge(r, b, expect, err, src, dst, limitErr)
-		}
-	}
-	if err != nil {
-		if errors.Is(err, writer.ErrOffsetMismatch) {
-			return partition.NonRetryable(r.errorf("%w", err))
-		}
-		if errors.Is(err, kerr.TopicAuthorizationFailed) || errors.Is(err, kerr.TransactionalIDAuthorizationFailed) || errors.Is(err, kerr.ClusterAuthorizationFailed) {
-			return r.errorf("%w; kmirror's destination principal must be allowed to write (make it a super user: mirror topics carry a DENY WRITE ACL for User:* while mirroring)", err)
-		}
-		return r.errorf("%w", err)
-	}
-	return nil
-}
-
-// abortAll aborts the destination transactions the partition holds open.
-func (dp *dataPath) abortAll(ctx context.Context, r *runner) error {
-	pw, err := dp.partitionWriter(r)
-	if err != nil {
-		return r.errorf("%w", err)
-	}
-	if err := pw.AbortAll(ctx); err != nil {
-		return r.errorf("aborting open destination transactions: %w", err)
-	}
-	return nil
 }
 
 func newDataPath(m *mirrorRun, cfg *config.Config, src *kgo.Client) (*dataPath, error) {
@@ -203,7 +44,7 @@ func newDataPath(m *mirrorRun, cfg *config.Config, src *kgo.Client) (*dataPath, 
 	if err != nil {
 		return nil, err
 	}
-	return &dataPath{m: m, src: src, f: f, w: w, parts: map[topicPartition]*writer.Partition{}}, nil
+	return &dataPath{m: m, src: src, f: f, w: w}, nil
 }
 
 // run runs the fetcher until ctx is done.
@@ -217,27 +58,101 @@ func (dp *dataPath) close() {
 	dp.w.Close()
 }
 
-// subscribe starts fetching the runner's partition from offset into a queue
-// the runner reads.
-// epoch is the source leader epoch of the batch that ends right before
-// offset (-1 when unknown); the source reports a divergence against it.
-func (dp *dataPath) subscribe(r *runner, offset int64, epoch int32) (*fetcher.Queue, error) {
-	q := fetcher.NewQueue()
-	dp.f.Remove(r.topic, r.partition)
-	err := dp.f.Add(fetcher.PartitionSpec{Topic: r.topic, TopicID: r.topicID, Partition: r.partition, FetchOffset: offset, LeaderEpoch: epoch}, q)
-	if err != nil {
-		return nil, r.errorf("%w", err)
-	}
-	return q, nil
+// Subscribe starts fetching a partition into q.
+func (dp *dataPath) Subscribe(spec fetcher.PartitionSpec, q *fetcher.Queue) error {
+	return dp.f.Add(spec, q)
 }
 
-func (dp *dataPath) unsubscribe(r *runner) { dp.f.Remove(r.topic, r.partition) }
+// Unsubscribe stops fetching a partition.
+func (dp *dataPath) Unsubscribe(topic string, p int32) { dp.f.Remove(topic, p) }
 
-// done acknowledges a delivery the runner has written.
-func (dp *dataPath) done(r *runner, f fetcher.Fetched) { dp.f.Done(r.topic, r.partition, f.Bytes()) }
+// Done acknowledges a delivery a runner has written.
+func (dp *dataPath) Done(topic string, p int32, bytes int) { dp.f.Done(topic, p, bytes) }
 
-// isSourceLogChanged reports whether a fetch error means the source log is
-// no longer the one mirrored, which no retry can fix.
-func isSourceLogChanged(err error) bool {
-	return errors.Is(err, fetcher.ErrOffsetOutOfRange) || errors.Is(err, fetcher.ErrDiverged) || errors.Is(err, fetcher.ErrTopicIDChanged)
+// NewWriter returns a new writer of a destination partition.
+func (dp *dataPath) NewWriter(topic string, p int32, onTxnWriter func(context.Context, writer.TxnWriterInfo) error) (*writer.Partition, error) {
+	return dp.w.Partition(topic, p, onTxnWriter)
+}
+
+// Refused handles a batch the destination refused for its size: it raises
+// the destination topic's max.message.bytes to the source's limit when the
+// rule allows (the sync loops do too, but a partition may reach such a
+// batch first) and asks for one more try; otherwise it says why the batch
+// is refused, with both limits and the key to raise.
+func (dp *dataPath) Refused(ctx context.Context, topic string, b batch.Batch, expect int64, cause error) (bool, error) {
+	src, dst, raised, limitErr := dp.raiseDestLimit(ctx, topic)
+	if raised {
+		return true, nil
+	}
+	return false, dp.tooLarge(topic, b, expect, cause, src, dst, limitErr)
+}
+
+// mirrorEvents reports a mirror's runners' events to the engine.
+type mirrorEvents struct{ m *mirrorRun }
+
+func (ev mirrorEvents) Appended(bytes, offsets int64) {
+	ev.m.e.inst.appended(ev.m.name, bytes, offsets)
+}
+
+func (ev mirrorEvents) Mismatch(topic string, p int32, action string) {
+	ev.m.e.inst.destinationMismatch(ev.m.name, topic, p, action)
+}
+
+func (ev mirrorEvents) Stopped() { ev.m.triggerSync() }
+
+// mirrorControlView answers a runner's questions about the mirror's
+// operator rules.
+type mirrorControlView struct{ c *mirrorControl }
+
+func (v mirrorControlView) Paused(ctx context.Context, topic string) (bool, error) {
+	return v.c.pausedTopic(ctx, topic)
+}
+
+func (v mirrorControlView) Stopped(ctx context.Context, topic string) (bool, error) {
+	return v.c.stoppedTopic(ctx, topic)
+}
+
+// runnerFor returns the runner of an already loaded partition of source
+// topic t.
+func runnerFor(m *mirrorRun, t sourceTopic, part *partition.Partition) *runner.Runner {
+	return runner.New(runner.Deps{
+		Mirror: m.name, Topic: t.Name, TopicID: t.ID, Partition: part,
+		Store: m.e.opts.Store, Log: m.log,
+		Source: m.dp.src, Dest: m.dst, DestAdmin: m.dstAdm,
+		Path: m.dp, Control: mirrorControlView{m.e.controlOf(m.name)}, Events: mirrorEvents{m},
+		Settings: runner.Settings{
+			AlignmentBudget: m.dcfg.OffsetAlignmentMaxRecords,
+			MismatchAction:  m.cfg.DestinationMismatchAction,
+			MaxAttempts:     m.e.machine.Backoff().MaxAttempts,
+		},
+	})
+}
+
+// newRunner loads or creates the partition's record. The source topic id
+// is recorded on first use; when the record holds another id, the source
+// topic was recreated while kmirror was not looking, and the runner fails
+// the partition as soon as it runs.
+func newRunner(ctx context.Context, m *mirrorRun, t sourceTopic, p int32) (*runner.Runner, error) {
+	part, _, err := m.e.machine.LoadOrCreate(ctx, m.name, t.Name, p, "topic in scope of the mirror")
+	if err != nil {
+		return nil, fmt.Errorf("mirror %s: topic %s partition %d: loading its state: %w", m.name, t.Name, p, err)
+	}
+	recorded := part.Record().SourceTopicID
+	if recorded == "" && t.ID != ([16]byte{}) {
+		if err := part.Update(ctx, func(d *partition.Data) error { d.SourceTopicID = topicIDString(t.ID); return nil }); err != nil {
+			return nil, fmt.Errorf("mirror %s: topic %s partition %d: recording the source topic id: %w", m.name, t.Name, p, err)
+		}
+	}
+	newID := t.ID
+	recreated := recorded != "" && recorded != topicIDString(t.ID) && t.ID != ([16]byte{})
+	if recreated {
+		if old, ok := parseTopicID(recorded); ok {
+			t.ID = old // the runner mirrors the recorded topic
+		}
+	}
+	r := runnerFor(m, t, part)
+	if recreated {
+		r.RequestRecreated(newID)
+	}
+	return r, nil
 }

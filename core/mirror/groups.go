@@ -9,6 +9,7 @@ import (
 	"github.com/kmirror/kmirror/core/groupsync"
 	"github.com/kmirror/kmirror/core/offsetmap"
 	"github.com/kmirror/kmirror/core/partition"
+	"github.com/kmirror/kmirror/core/runner"
 	"github.com/kmirror/kmirror/sdk/filter"
 )
 
@@ -16,7 +17,7 @@ import (
 // partitions are mirrored, up to where, and how a source offset translates.
 type mirroredView struct{ m *mirrorRun }
 
-func (v mirroredView) runner(topic string, p int32) *runner {
+func (v mirroredView) runner(topic string, p int32) *runner.Runner {
 	v.m.mu.Lock()
 	defer v.m.mu.Unlock()
 	return v.m.runners[topicPartition{topic, p}]
@@ -29,12 +30,12 @@ func (v mirroredView) End(topic string, p int32) (int64, bool) {
 	if r == nil {
 		return 0, false
 	}
-	switch r.p.State() {
+	switch r.Record().State {
 	case partition.Mirroring, partition.Paused:
 	default:
 		return 0, false
 	}
-	next := r.getNext()
+	next := r.Next()
 	return next, next >= 0
 }
 
@@ -48,10 +49,10 @@ func (v mirroredView) Translate(topic string, p int32, offset int64) (int64, err
 	if r == nil {
 		return 0, fmt.Errorf("%s[%d] is not mirrored", topic, p)
 	}
-	if r.p.Record().Mode != partition.ModeMap {
+	if r.Record().Mode != partition.ModeMap {
 		return offset, nil
 	}
-	om := r.maps.current()
+	om := r.OffsetMap()
 	if om == nil {
 		var err error
 		if om, err = offsetmap.Load(context.Background(), v.m.e.opts.Store, v.m.name, topic, p); err != nil {
@@ -59,9 +60,7 @@ func (v mirroredView) Translate(topic string, p int32, offset int64) (int64, err
 		}
 	}
 	dst, _ := om.Translate(offset)
-	r.mu.Lock()
-	end := r.dstEnd
-	r.mu.Unlock()
+	end := r.DestinationEnd()
 	// The map is written ahead of the appends: never point past the data.
 	return min(dst, end), nil
 }

@@ -125,26 +125,26 @@ func mapDecodeBound(dstLimit int64) int {
 	return int(max(dstLimit*mapDecodeMultiple, mapDecodeFloor))
 }
 
-// mappedRecords decodes source batch b for map mode within mapDecodeBound
+// MapRecords decodes source batch b for map mode within mapDecodeBound
 // of the destination topic's max.message.bytes. A batch over the bound
 // fails the partition, non-retryable (the same batch would fail again),
 // naming its offsets, its size and the bound; nothing past the bound is
 // allocated.
-func (dp *dataPath) mappedRecords(ctx context.Context, r *runner, b batch.Batch) ([]batch.Record, error) {
-	dst, err := dp.destLimit(ctx, r.topic)
+func (dp *dataPath) MapRecords(ctx context.Context, topic string, b batch.Batch) ([]batch.Record, error) {
+	dst, err := dp.destLimit(ctx, topic)
 	if err != nil {
-		return nil, r.errorf("reading the destination topic's max.message.bytes, which bounds map-mode decoding: %w", err)
+		return nil, fmt.Errorf("reading the destination topic's max.message.bytes, which bounds map-mode decoding: %w", err)
 	}
 	bound := mapDecodeBound(dst.Bytes)
 	recs, err := b.RecordsWithin(bound)
 	if errors.Is(err, batch.ErrDecompressTooLarge) {
-		dp.limits.forget(r.topic) // a raised limit is read again when the partition restarts
-		return nil, partition.NonRetryable(r.errorf("map mode refuses to decode the source batch: %w; the bound is %d bytes (%d times the destination topic's max.message.bytes %s, at least %d, at most %d): "+
+		dp.limits.forget(topic) // a raised limit is read again when the partition restarts
+		return nil, partition.NonRetryable(fmt.Errorf("map mode refuses to decode the source batch: %w; the bound is %d bytes (%d times the destination topic's max.message.bytes %s, at least %d, at most %d): "+
 			"a batch that decodes to far more than the destination accepts is taken for a decompression bomb; if it is genuine, raise max.message.bytes of destination topic %s, "+
-			"then restart the partition (kmirror mirrors stop, then start, of its topic)", err, bound, mapDecodeMultiple, dst, mapDecodeFloor, batch.MaxDecompressedBytes, r.topic))
+			"then restart the partition (kmirror mirrors stop, then start, of its topic)", err, bound, mapDecodeMultiple, dst, mapDecodeFloor, batch.MaxDecompressedBytes, topic))
 	}
 	if err != nil {
-		return nil, r.errorf("decoding source batch at %d: %w", b.BaseOffset(), err)
+		return nil, fmt.Errorf("decoding source batch at %d: %w", b.BaseOffset(), err)
 	}
 	return recs, nil
 }
@@ -283,7 +283,7 @@ func ensureDestLimit(ctx context.Context, adm *kadm.Client, topic string, src to
 // tooLarge builds the failure of a batch the destination refused for its
 // size even after raiseDestLimit: non-retryable, since the same batch would
 // be refused again, with the batch size, both limits and what to raise.
-func (dp *dataPath) tooLarge(r *runner, b batch.Batch, expect int64, cause error, src, dst messageLimit, limitErr error) error {
+func (dp *dataPath) tooLarge(topic string, b batch.Batch, expect int64, cause error, src, dst messageLimit, limitErr error) error {
 	size := len(b)
 	var ke *kerr.Error // the broker's answer, without the writer's context (the runner adds it)
 	if !errors.As(cause, &ke) {
@@ -294,14 +294,14 @@ func (dp *dataPath) tooLarge(r *runner, b batch.Batch, expect int64, cause error
 	var fix string
 	switch {
 	case errors.Is(cause, kerr.RecordListTooLarge):
-		fix = fmt.Sprintf("the batch is larger than the destination topic's segment.bytes: raise segment.bytes of destination topic %s above %d bytes", r.topic, size)
+		fix = fmt.Sprintf("the batch is larger than the destination topic's segment.bytes: raise segment.bytes of destination topic %s above %d bytes", topic, size)
 	case dp.m.cfg.TopicPropertiesExclude.Match(maxMessageBytesKey):
-		fix = fmt.Sprintf("max.message.bytes is in mirror.topic.properties.exclude, so kmirror does not set it: set max.message.bytes of destination topic %s to at least %d", r.topic, size)
+		fix = fmt.Sprintf("max.message.bytes is in mirror.topic.properties.exclude, so kmirror does not set it: set max.message.bytes of destination topic %s to at least %d", topic, size)
 		if !dst.Topic {
 			fix += " (or raise message.max.bytes of the destination brokers)"
 		}
 	default:
-		fix = fmt.Sprintf("set max.message.bytes of destination topic %s to at least %d", r.topic, size)
+		fix = fmt.Sprintf("set max.message.bytes of destination topic %s to at least %d", topic, size)
 		if !dst.Topic {
 			fix += " (or raise message.max.bytes of the destination brokers)"
 		}
@@ -309,5 +309,5 @@ func (dp *dataPath) tooLarge(r *runner, b batch.Batch, expect int64, cause error
 	if limitErr != nil {
 		fix += fmt.Sprintf(" (kmirror could not raise the destination's limit itself: %v)", limitErr)
 	}
-	return partition.NonRetryable(r.errorf("%s; %s, then restart the partition (kmirror mirrors stop, then start, of its topic): %w", what, fix, ke))
+	return fmt.Errorf("%s; %s, then restart the partition (kmirror mirrors stop, then start, of its topic): %w", what, fix, ke)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/kmirror/kmirror/core/config"
 	"github.com/kmirror/kmirror/core/groupsync"
 	"github.com/kmirror/kmirror/core/partition"
+	"github.com/kmirror/kmirror/core/runner"
 )
 
 // topicPartition names one partition of a topic.
@@ -56,7 +57,7 @@ type mirrorRun struct {
 	src       *kgo.Client
 	srcAdm    *kadm.Client
 	dp        *dataPath
-	runners   map[topicPartition]*runner
+	runners   map[topicPartition]*runner.Runner
 	errs      map[string]string // sync loop → why its last round failed
 	groups    *groupsync.Syncer
 	acls      *aclsync.Syncer
@@ -80,7 +81,7 @@ func newMirrorRun(e *Engine, dcfg *config.Config, mc config.Mirror) *mirrorRun {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &mirrorRun{e: e, name: mc.Name, cfg: mc, dcfg: dcfg, log: e.log.With("mirror", mc.Name), ctx: ctx, cancel: cancel,
 		dst: e.dst, dstAdm: e.dstAdm,
-		runners: map[topicPartition]*runner{}, errs: map[string]string{}, protected: map[string]bool{}, warned: map[string]bool{}}
+		runners: map[topicPartition]*runner.Runner{}, errs: map[string]string{}, protected: map[string]bool{}, warned: map[string]bool{}}
 }
 
 // start launches the mirror's supervisor goroutine, owned by m.wg.
@@ -371,7 +372,7 @@ func (m *mirrorRun) syncTopics(ctx context.Context) error {
 				break
 			}
 			// The topic is read-only before any of its partitions mirrors.
-			if r.p.State() != partition.Stopped {
+			if r.Record().State != partition.Stopped {
 				if err := m.protect(ctx, t.Name); err != nil {
 					errs = append(errs, err)
 					blocked = errors.Is(err, ErrCannotWrite)
@@ -419,24 +420,24 @@ func (m *mirrorRun) checkTopicIDs(present map[string][16]byte) map[string]bool {
 	defer m.mu.Unlock()
 	for tp, r := range m.runners {
 		id, ok := present[tp.topic]
-		if !ok || r.topicID == ([16]byte{}) || id == ([16]byte{}) || id == r.topicID {
+		if !ok || r.TopicID() == ([16]byte{}) || id == ([16]byte{}) || id == r.TopicID() {
 			continue
 		}
 		out[tp.topic] = true
-		r.requestRecreated(id)
+		r.RequestRecreated(id)
 	}
 	return out
 }
 
 // launch registers r and starts its goroutine, owned by m.wg.
-func (m *mirrorRun) launch(tp topicPartition, r *runner) {
+func (m *mirrorRun) launch(tp topicPartition, r *runner.Runner) {
 	m.mu.Lock()
 	m.runners[tp] = r
 	m.mu.Unlock()
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
-		r.run(m.ctx)
+		r.Run(m.ctx)
 	}()
 }
 
@@ -487,7 +488,7 @@ func (m *mirrorRun) stopGone(ctx context.Context, present map[string][16]byte) e
 	m.mu.Lock()
 	for tp, r := range m.runners {
 		if reason := reasonFor(tp.topic); reason != "" {
-			r.requestStop(reason)
+			r.RequestStop(reason)
 		}
 	}
 	m.mu.Unlock()
@@ -510,7 +511,7 @@ func (m *mirrorRun) stopGone(ctx context.Context, present map[string][16]byte) e
 			continue
 		}
 		r := runnerFor(m, sourceTopic{Name: rec.Topic}, p)
-		r.requestStop(reason)
+		r.RequestStop(reason)
 		m.launch(tp, r)
 	}
 	return nil
@@ -518,7 +519,7 @@ func (m *mirrorRun) stopGone(ctx context.Context, present map[string][16]byte) e
 
 func (m *mirrorRun) status() MirrorStatus {
 	m.mu.Lock()
-	rs := make([]*runner, 0, len(m.runners))
+	rs := make([]*runner.Runner, 0, len(m.runners))
 	for _, r := range m.runners {
 		rs = append(rs, r)
 	}
@@ -546,13 +547,13 @@ func (m *mirrorRun) status() MirrorStatus {
 		}
 	}
 	sort.Slice(rs, func(i, j int) bool {
-		if rs[i].topic != rs[j].topic {
-			return rs[i].topic < rs[j].topic
+		if rs[i].Topic() != rs[j].Topic() {
+			return rs[i].Topic() < rs[j].Topic()
 		}
-		return rs[i].partition < rs[j].partition
+		return rs[i].Partition() < rs[j].Partition()
 	})
 	for _, r := range rs {
-		ms.Partitions = append(ms.Partitions, r.status())
+		ms.Partitions = append(ms.Partitions, r.Status())
 	}
 	return ms
 }

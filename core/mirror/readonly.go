@@ -45,7 +45,7 @@ func (m *mirrorRun) readOnlyTopics() (protect, release []string) {
 	m.mu.Lock()
 	running := map[string]bool{}
 	for tp, r := range m.runners {
-		st := r.p.State()
+		st := r.Record().State
 		if _, seen := running[tp.topic]; !seen {
 			running[tp.topic] = false
 		}

@@ -1,4 +1,4 @@
-package mirror
+package runner
 
 import "context"
 
@@ -10,23 +10,23 @@ import "context"
 // per delivery and writes to the state store at most once per retry: never
 // when the partition had not failed.
 type healthyCheck struct {
-	r    *runner
+	r    *Runner
 	from int64 // the next source offset when mirroring (re)started; -1: nothing to clear
 }
 
 // healthyAfter starts the check for a mirroring run of r that resumed at its
 // current next offset.
-func healthyAfter(r *runner) *healthyCheck {
+func healthyAfter(r *Runner) *healthyCheck {
 	h := &healthyCheck{r: r, from: -1}
 	if r.p.Record().Attempts > 0 {
-		h.from = r.getNext()
+		h.from = r.Next()
 	}
 	return h
 }
 
 // check runs after each delivery is written.
 func (h *healthyCheck) check(ctx context.Context) {
-	if h.from < 0 || h.r.getNext() <= h.from {
+	if h.from < 0 || h.r.Next() <= h.from {
 		return
 	}
 	h.from = -1

@@ -1,4 +1,4 @@
-package mirror
+package runner
 
 import (
 	"context"
@@ -39,13 +39,13 @@ type logBounds struct {
 	srcStart, srcEnd, dstStart, dstEnd int64
 }
 
-func (r *runner) readBounds(ctx context.Context) (logBounds, error) {
+func (r *Runner) readBounds(ctx context.Context) (logBounds, error) {
 	var lb logBounds
 	var err error
-	if lb.srcStart, lb.srcEnd, err = offsets(ctx, r.m.dp.src, r.topic, r.partition); err != nil {
+	if lb.srcStart, lb.srcEnd, err = offsets(ctx, r.d.Source, r.topic, r.partition); err != nil {
 		return lb, r.errorf("reading source offsets: %w", err)
 	}
-	if lb.dstStart, lb.dstEnd, err = offsets(ctx, r.m.dst, r.topic, r.partition); err != nil {
+	if lb.dstStart, lb.dstEnd, err = offsets(ctx, r.d.Dest, r.topic, r.partition); err != nil {
 		return lb, r.errorf("reading destination offsets: %w", err)
 	}
 	return lb, nil
@@ -63,7 +63,7 @@ func (r *runner) readBounds(ctx context.Context) (logBounds, error) {
 // its new epoch leaves the same trace. Only the log decides: an ABORT marker
 // where the source has something else, or a record that is not the
 // source's.
-func (r *runner) proveDestination(ctx context.Context, rep writer.ResumeReport, lb logBounds) (bool, error) {
+func (r *Runner) proveDestination(ctx context.Context, rep writer.ResumeReport, lb logBounds) (bool, error) {
 	rec := r.p.Record()
 	if rec.Recopy != nil {
 		rc := *rec.Recopy
@@ -103,15 +103,15 @@ func (r *runner) proveDestination(ctx context.Context, rep writer.ResumeReport, 
 		}
 		return false, r.checkpoint(ctx, stablePoint(rep, lb.dstEnd))
 	}
-	action := r.m.cfg.DestinationMismatchAction
+	action := r.d.Settings.MismatchAction
 	if action == "" {
 		action = config.MismatchMap
 	}
-	r.m.e.inst.destinationMismatch(r.m.name, r.topic, r.partition, action)
+	r.d.Events.Mismatch(r.topic, r.partition, action)
 	if action == config.MismatchFail {
 		err := partition.NonRetryable(r.errorf("the destination is not the source's copy from destination offset %d on: %s; mirror.destination.mismatch.action is fail, so the partition waits. "+
 			"To copy the source again in map mode after the destination's end (offset %d), set mirror.destination.mismatch.action: map and run `kmirror mirrors start --mirror %s --topics '%s'`; "+
-			"or delete and recreate the destination topic", diff.At, diff.What, lb.dstEnd, r.m.name, regexp.QuoteMeta(r.topic)))
+			"or delete and recreate the destination topic", diff.At, diff.What, lb.dstEnd, r.d.Mirror, regexp.QuoteMeta(r.topic)))
 		r.log.Error("destination differs from the source", "from", diff.At, "what", diff.What, "action", action)
 		return false, err
 	}
@@ -131,7 +131,7 @@ func stablePoint(rep writer.ResumeReport, dstEnd int64) int64 {
 }
 
 // checkpoint records the partition's checkpoint (no write when unchanged).
-func (r *runner) checkpoint(ctx context.Context, dest int64) error {
+func (r *Runner) checkpoint(ctx context.Context, dest int64) error {
 	if v := r.p.Record().Verified; v != nil && v.Dest == dest {
 		return nil
 	}
@@ -145,11 +145,11 @@ func (r *runner) checkpoint(ctx context.Context, dest int64) error {
 // maybeCheckpoint records the checkpoint of a mirroring partition when the
 // last one is older than checkpointEvery: the destination end, or the
 // start of the earliest transaction the partition holds open.
-func (r *runner) maybeCheckpoint(ctx context.Context) error {
+func (r *Runner) maybeCheckpoint(ctx context.Context) error {
 	if time.Since(r.checkpointed) < checkpointEvery {
 		return nil
 	}
-	pw, err := r.m.dp.partitionWriter(r)
+	pw, err := r.partitionWriter()
 	if err != nil {
 		return r.errorf("%w", err)
 	}
@@ -180,7 +180,7 @@ func checkStart(rec partition.Record, lb logBounds) (from int64, sure bool) {
 
 // checkTail compares the destination with the source from checkStart to
 // the destination's end; nil when it is the source's copy.
-func (r *runner) checkTail(ctx context.Context, rec partition.Record, lb logBounds) (*difference, error) {
+func (r *Runner) checkTail(ctx context.Context, rec partition.Record, lb logBounds) (*difference, error) {
 	from, sure := checkStart(rec, lb)
 	if from >= lb.dstEnd {
 		return nil, nil
@@ -202,10 +202,10 @@ func (r *runner) checkTail(ctx context.Context, rec partition.Record, lb logBoun
 	}
 	for {
 		c := newTailChecker(toSource, identity, func(off int64) batchReader {
-			return kafkalog.NewReader(r.m.dp.src, r.topic, r.partition, off, lb.srcEnd)
+			return kafkalog.NewReader(r.d.Source, r.topic, r.partition, off, lb.srcEnd)
 		}, lb.srcStart, lb.srcEnd)
 		c.passOver = passOver
-		diff, err := c.check(ctx, kafkalog.NewReader(r.m.dst, r.topic, r.partition, from, lb.dstEnd))
+		diff, err := c.check(ctx, kafkalog.NewReader(r.d.Dest, r.topic, r.partition, from, lb.dstEnd))
 		if err != nil {
 			return nil, r.errorf("comparing the destination with the source from destination offset %d: %w", from, err)
 		}
@@ -221,7 +221,7 @@ func (r *runner) checkTail(ctx context.Context, rec partition.Record, lb logBoun
 
 // recopy decides to copy the source again from the difference on (map
 // mode), records the decision, then applies it.
-func (r *runner) recopy(ctx context.Context, rep writer.ResumeReport, lb logBounds, diff *difference) error {
+func (r *Runner) recopy(ctx context.Context, rep writer.ResumeReport, lb logBounds, diff *difference) error {
 	rec := r.p.Record()
 	from := diff.At
 	// Transactions still open from before are aborted and copied again too.
@@ -273,11 +273,11 @@ func (r *runner) recopy(ctx context.Context, rep writer.ResumeReport, lb logBoun
 
 // applyRecopy carries out a recorded decision: abort what is still open
 // (idempotent), then continue after the destination's end.
-func (r *runner) applyRecopy(ctx context.Context, m *offsetmap.Map, rc partition.Recopy) error {
-	if err := r.m.dp.abortAll(ctx, r); err != nil {
+func (r *Runner) applyRecopy(ctx context.Context, m *offsetmap.Map, rc partition.Recopy) error {
+	if err := r.abortAll(ctx); err != nil {
 		return err
 	}
-	_, end, err := offsets(ctx, r.m.dst, r.topic, r.partition)
+	_, end, err := offsets(ctx, r.d.Dest, r.topic, r.partition)
 	if err != nil {
 		return r.errorf("reading destination offsets: %w", err)
 	}
@@ -328,7 +328,7 @@ func dropWriterRecords(d *partition.Data, sourcePIDs map[int64]bool) {
 }
 
 // dropLost forgets lost writers whose transactions need no recovery.
-func (r *runner) dropLost(ctx context.Context, lost []writer.LostWriter) error {
+func (r *Runner) dropLost(ctx context.Context, lost []writer.LostWriter) error {
 	if len(lost) == 0 {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package mirror
+package runner
 
 import (
 	"context"
@@ -15,12 +15,13 @@ import (
 	"github.com/kmirror/kmirror/core/kafkalog"
 	"github.com/kmirror/kmirror/core/offsetmap"
 	"github.com/kmirror/kmirror/core/partition"
+	"github.com/kmirror/kmirror/core/writer"
 )
 
 // runner drives one partition: it owns the partition's state machine record
 // and moves its batches from the fetcher to the writer.
-type runner struct {
-	m         *mirrorRun
+type Runner struct {
+	d         Deps
 	topic     string
 	topicID   [16]byte
 	partition int32
@@ -51,7 +52,10 @@ type runner struct {
 	recreateErr  error
 	recreateDone bool
 
-	mu sync.Mutex // guards the stop request and the status fields below
+	mu sync.Mutex // guards pw, the stop request and the status fields below
+	// pw is the partition's destination writer (nil until first used); the
+	// runner goroutine creates and replaces it.
+	pw *writer.Partition
 	// stopReq is closed when the partition must stop (its topic left the
 	// mirror's scope, or an operator stopped it); stopReason says why. A
 	// start by an operator replaces it with an open channel.
@@ -67,47 +71,22 @@ type runner struct {
 	notes  []string
 }
 
-// newRunner loads or creates the partition's record. The source topic id
-// is recorded on first use; when the record holds another id, the source
-// topic was recreated while kmirror was not looking, and the runner fails
-// the partition as soon as it runs.
-func newRunner(ctx context.Context, m *mirrorRun, t sourceTopic, p int32) (*runner, error) {
-	part, _, err := m.e.machine.LoadOrCreate(ctx, m.name, t.Name, p, "topic in scope of the mirror")
-	if err != nil {
-		return nil, fmt.Errorf("mirror %s: topic %s partition %d: loading its state: %w", m.name, t.Name, p, err)
-	}
-	recorded := part.Record().SourceTopicID
-	ok := recorded != ""
-	if !ok && t.ID != ([16]byte{}) {
-		if err := part.Update(ctx, func(d *partition.Data) error { d.SourceTopicID = topicIDString(t.ID); return nil }); err != nil {
-			return nil, fmt.Errorf("mirror %s: topic %s partition %d: recording the source topic id: %w", m.name, t.Name, p, err)
-		}
-	}
-	r := runnerFor(m, t, part)
-	if ok && recorded != topicIDString(t.ID) && t.ID != ([16]byte{}) {
-		if old, ok := parseTopicID(recorded); ok {
-			r.topicID = old
-		}
-		r.requestRecreated(t.ID)
-	}
-	return r, nil
-}
-
-// runnerFor returns a runner for an already loaded partition.
-func runnerFor(m *mirrorRun, t sourceTopic, part *partition.Partition) *runner {
-	p := part.Record().Partition
-	return &runner{m: m, topic: t.Name, topicID: t.ID, partition: p, p: part, next: -1, srcHW: -1, srcLS: -1, dstEnd: -1,
-		log: m.log.With("topic", t.Name, "partition", p), stopReq: make(chan struct{}), recreateReq: make(chan struct{}), ctl: make(chan struct{}, 1), epoch: -1}
+// New returns the runner of the partition d.Partition holds. It does not
+// run until Run.
+func New(d Deps) *Runner {
+	p := d.Partition.Record().Partition
+	return &Runner{d: d, topic: d.Topic, topicID: d.TopicID, partition: p, p: d.Partition, next: -1, srcHW: -1, srcLS: -1, dstEnd: -1,
+		log: d.Log.With("topic", d.Topic, "partition", p), stopReq: make(chan struct{}), recreateReq: make(chan struct{}), ctl: make(chan struct{}, 1), epoch: -1}
 }
 
 // errorf builds an error that names the mirror, topic and partition.
-func (r *runner) errorf(format string, args ...any) error {
-	return fmt.Errorf("mirror %s: topic %s partition %d: %w", r.m.name, r.topic, r.partition, fmt.Errorf(format, args...))
+func (r *Runner) errorf(format string, args ...any) error {
+	return fmt.Errorf("mirror %s: topic %s partition %d: %w", r.d.Mirror, r.topic, r.partition, fmt.Errorf(format, args...))
 }
 
 // requestStop asks the runner to take the partition through STOPPING to
 // STOPPED (its topic left the mirror's scope).
-func (r *runner) requestStop(reason string) {
+func (r *Runner) RequestStop(reason string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.stopClosed {
@@ -118,18 +97,18 @@ func (r *runner) requestStop(reason string) {
 
 // requestStart asks the runner to take a STOPPED partition back through
 // PREPARING (an operator's start); it clears a pending stop request.
-func (r *runner) requestStart() {
+func (r *Runner) RequestStart() {
 	r.mu.Lock()
 	if r.stopClosed {
 		r.stopReq, r.stopClosed, r.stopReason = make(chan struct{}), false, ""
 	}
 	r.startWanted = true
 	r.mu.Unlock()
-	r.poke()
+	r.Poke()
 }
 
 // poke wakes the runner to re-read the mirror's control record.
-func (r *runner) poke() {
+func (r *Runner) Poke() {
 	select {
 	case r.ctl <- struct{}{}:
 	default:
@@ -137,13 +116,13 @@ func (r *runner) poke() {
 }
 
 // stopChan returns the current stop request channel.
-func (r *runner) stopChan() chan struct{} {
+func (r *Runner) stopChan() chan struct{} {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.stopReq
 }
 
-func (r *runner) stopWhy() string {
+func (r *Runner) stopWhy() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.stopReason
@@ -154,17 +133,17 @@ func (r *runner) stopWhy() string {
 // mid-fetch (the fetcher reports ErrTopicIDChanged too) or STOPPED (the
 // topic was deleted first); either way the partition ends FAILED with a
 // reason that names both ids.
-func (r *runner) requestRecreated(newID [16]byte) {
+func (r *Runner) RequestRecreated(newID [16]byte) {
 	r.recreateOnce.Do(func() {
 		r.recreateErr = partition.NonRetryable(r.errorf("source topic %s was deleted and recreated (topic id %s → %s); kmirror does not merge a new topic into the mirrored one: "+
-			"delete the destination topic or reset the partitions", r.topic, topicIDString(r.topicID), topicIDString(newID)))
+			"delete the destination topic or reset the partitions", r.topic, TopicIDString(r.topicID), TopicIDString(newID)))
 		close(r.recreateReq)
 	})
 }
 
 // pendingRecreate returns the channel that signals a recreated source
 // topic, or nil once the failure is recorded (a nil channel never fires).
-func (r *runner) pendingRecreate() chan struct{} {
+func (r *Runner) pendingRecreate() chan struct{} {
 	if r.recreateDone {
 		return nil
 	}
@@ -173,7 +152,7 @@ func (r *runner) pendingRecreate() chan struct{} {
 
 // pendingStop returns the stop request channel, or nil once the partition
 // failed for a recreated topic: that failure waits for an operator.
-func (r *runner) pendingStop() chan struct{} {
+func (r *Runner) pendingStop() chan struct{} {
 	if r.recreateDone {
 		return nil
 	}
@@ -184,7 +163,7 @@ func (r *runner) pendingStop() chan struct{} {
 // returns false when there is nothing (more) to do in the current state.
 // STOPPED (the topic was deleted, then recreated) and FAILED go through
 // PREPARING, the restart state, which can fail; STOPPING finishes first.
-func (r *runner) handleRecreated(ctx context.Context, st partition.State) bool {
+func (r *Runner) handleRecreated(ctx context.Context, st partition.State) bool {
 	select {
 	case <-r.pendingRecreate():
 	default:
@@ -217,7 +196,7 @@ func (r *runner) handleRecreated(ctx context.Context, st partition.State) bool {
 	return false
 }
 
-func (r *runner) stopRequested() bool {
+func (r *Runner) stopRequested() bool {
 	select {
 	case <-r.stopChan():
 		return true
@@ -227,7 +206,7 @@ func (r *runner) stopRequested() bool {
 }
 
 // run loops over the partition's states until ctx is done.
-func (r *runner) run(ctx context.Context) {
+func (r *Runner) Run(ctx context.Context) {
 	for ctx.Err() == nil {
 		var err error
 		st := r.p.State()
@@ -262,7 +241,7 @@ func (r *runner) run(ctx context.Context) {
 				}
 			}
 			if err = r.prepare(ctx); err == nil {
-				err = r.p.TransitionWith(ctx, partition.Mirroring, fmt.Sprintf("prepared: %s mode from source offset %d", r.mode, r.getNext()), func(d *partition.Data) error {
+				err = r.p.TransitionWith(ctx, partition.Mirroring, fmt.Sprintf("prepared: %s mode from source offset %d", r.mode, r.Next()), func(d *partition.Data) error {
 					d.Mode = r.mode
 					return nil
 				})
@@ -305,7 +284,7 @@ func (r *runner) run(ctx context.Context) {
 	}
 }
 
-func (r *runner) fail(ctx context.Context, cause error) {
+func (r *Runner) fail(ctx context.Context, cause error) {
 	if err := r.p.Fail(ctx, cause); err != nil {
 		r.log.Error("cannot record the failure", "failure", cause, "error", err)
 		sleepCtx(ctx, time.Second)
@@ -314,7 +293,7 @@ func (r *runner) fail(ctx context.Context, cause error) {
 
 // waitRetry waits until a FAILED partition's retry is due and retries it;
 // a partition that needs an operator waits for ctx.
-func (r *runner) waitRetry(ctx context.Context) {
+func (r *Runner) waitRetry(ctx context.Context) {
 	rec := r.p.Record()
 	if rec.NeedsOperator() {
 		select {
@@ -351,13 +330,13 @@ func offsets(ctx context.Context, cl *kgo.Client, topic string, p int32) (start,
 
 // prepare decides the mode of a new partition (aligning its log start with
 // filler when needed), or restores the resume point of a known one.
-func (r *runner) prepare(ctx context.Context) error {
+func (r *Runner) prepare(ctx context.Context) error {
 	rec := r.p.Record()
-	srcStart, srcEnd, err := offsets(ctx, r.m.dp.src, r.topic, r.partition)
+	srcStart, srcEnd, err := offsets(ctx, r.d.Source, r.topic, r.partition)
 	if err != nil {
 		return r.errorf("reading source offsets: %w", err)
 	}
-	dstStart, dstEnd, err := offsets(ctx, r.m.dst, r.topic, r.partition)
+	dstStart, dstEnd, err := offsets(ctx, r.d.Dest, r.topic, r.partition)
 	if err != nil {
 		return r.errorf("reading destination offsets: %w", err)
 	}
@@ -374,11 +353,11 @@ func (r *runner) prepare(ctx context.Context) error {
 		r.mode, r.next, r.dstNext = partition.ModePreserve, 0, 0
 		return nil
 	}
-	base, err := kafkalog.FirstBatchAt(ctx, r.m.dp.src, r.topic, r.partition, srcStart, srcEnd)
+	base, err := kafkalog.FirstBatchAt(ctx, r.d.Source, r.topic, r.partition, srcStart, srcEnd)
 	if err != nil {
 		return r.errorf("finding the source batch at log start %d: %w", srcStart, err)
 	}
-	budget := r.m.dcfg.OffsetAlignmentMaxRecords
+	budget := r.d.Settings.AlignmentBudget
 	if base > budget {
 		// Copy from the log start itself, which may fall inside the batch
 		// at base: brokers refuse fetches below the log start, and records
@@ -404,10 +383,10 @@ func (r *runner) prepare(ctx context.Context) error {
 
 // align writes filler up to align.FillTo from the destination end offset
 // dstEnd, deletes it, and sets the resume point.
-func (r *runner) align(ctx context.Context, align partition.Alignment, dstEnd int64) error {
+func (r *Runner) align(ctx context.Context, align partition.Alignment, dstEnd int64) error {
 	if dstEnd < align.FillTo {
 		r.log.Info("aligning the destination log start with filler records", "from", dstEnd, "to", align.FillTo)
-		if err := r.m.dp.writeFiller(ctx, r, dstEnd, align.FillTo); err != nil {
+		if err := r.writeFiller(ctx, dstEnd, align.FillTo); err != nil {
 			return r.errorf("writing filler records up to offset %d: %w", align.FillTo, err)
 		}
 	}
@@ -423,13 +402,13 @@ func (r *runner) align(ctx context.Context, align partition.Alignment, dstEnd in
 	return nil
 }
 
-func (r *runner) deleteRecords(ctx context.Context, before int64) error {
+func (r *Runner) deleteRecords(ctx context.Context, before int64) error {
 	if before <= 0 {
 		return nil
 	}
 	os := kadm.Offsets{}
 	os.Add(kadm.Offset{Topic: r.topic, Partition: r.partition, At: before})
-	resp, err := r.m.dstAdm.DeleteRecords(ctx, os)
+	resp, err := r.d.DestAdmin.DeleteRecords(ctx, os)
 	if err == nil {
 		if d, ok := resp.Lookup(r.topic, r.partition); ok {
 			err = d.Err
@@ -444,8 +423,8 @@ func (r *runner) deleteRecords(ctx context.Context, before int64) error {
 // resume restores the resume point of a partition whose mode is decided,
 // from the destination's end offset (and the offset map in map mode), and
 // resumes the destination transactions the partition holds open.
-func (r *runner) resume(ctx context.Context) error {
-	rep, err := r.m.dp.resumeWriters(ctx, r)
+func (r *Runner) resume(ctx context.Context) error {
+	rep, err := r.resumeWriters(ctx)
 	if err != nil {
 		return err
 	}
@@ -504,7 +483,7 @@ func (r *runner) resume(ctx context.Context) error {
 }
 
 // mirror runs the fetch → append loop until ctx is done or an error.
-func (r *runner) mirror(ctx context.Context) error {
+func (r *Runner) mirror(ctx context.Context) error {
 	// The resume point comes from the destination every time mirroring
 	// (re)starts, never from memory: a failed append may have landed.
 	if !r.prepared {
@@ -517,14 +496,14 @@ func (r *runner) mirror(ctx context.Context) error {
 	// holds the source log start; brokers refuse fetches below the log
 	// start, so fetch from the log start: the answer starts with that batch.
 	epoch := r.epoch
-	if r.getNext() == 0 || r.deleteTo > 0 {
+	if r.Next() == 0 || r.deleteTo > 0 {
 		epoch = -1 // nothing fetched yet (or fetched from the log start): no epoch to check
 	}
-	q, err := r.m.dp.subscribe(r, max(r.getNext(), r.deleteTo), epoch)
+	q, err := r.subscribe(max(r.Next(), r.deleteTo), epoch)
 	if err != nil {
 		return err
 	}
-	defer r.m.dp.unsubscribe(r)
+	defer r.unsubscribe()
 	healthy := healthyAfter(r)
 	qctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -539,7 +518,7 @@ func (r *runner) mirror(ctx context.Context) error {
 				cancel()
 				return
 			case <-r.ctl:
-				if paused, _ := r.m.e.controlOf(r.m.name).pausedTopic(qctx, r.topic); paused {
+				if paused, _ := r.d.Control.Paused(qctx, r.topic); paused {
 					cancel()
 					return
 				}
@@ -569,7 +548,7 @@ func (r *runner) mirror(ctx context.Context) error {
 				return err
 			}
 		}
-		r.m.dp.done(r, f)
+		r.done(f)
 		if err := r.maybeCheckpoint(ctx); err != nil {
 			return err
 		}
@@ -578,8 +557,8 @@ func (r *runner) mirror(ctx context.Context) error {
 }
 
 // forward appends one source batch to the destination.
-func (r *runner) forward(ctx context.Context, b batch.Batch) error {
-	next := r.getNext()
+func (r *Runner) forward(ctx context.Context, b batch.Batch) error {
+	next := r.Next()
 	if b.NextOffset() <= next {
 		return nil // already mirrored (the first batch of a fetch may start before the fetch offset)
 	}
@@ -600,16 +579,16 @@ func (r *runner) forward(ctx context.Context, b batch.Batch) error {
 	if r.mode == partition.ModeMap {
 		return r.forwardMapped(ctx, b)
 	}
-	if err := r.m.dp.append(ctx, r, b, b.BaseOffset()); err != nil {
+	if err := r.append(ctx, b, b.BaseOffset()); err != nil {
 		return err
 	}
 	r.advance(b.NextOffset(), b.NextOffset())
-	r.m.e.inst.appended(r.m.name, int64(len(b)), b.NextOffset()-b.BaseOffset())
+	r.d.Events.Appended(int64(len(b)), b.NextOffset()-b.BaseOffset())
 	return r.maybeDeleteAligned(ctx)
 }
 
-func (r *runner) maybeDeleteAligned(ctx context.Context) error {
-	if r.deleteTo == 0 || r.getNext() < r.deleteTo {
+func (r *Runner) maybeDeleteAligned(ctx context.Context) error {
+	if r.deleteTo == 0 || r.Next() < r.deleteTo {
 		return nil
 	}
 	if err := r.deleteRecords(ctx, r.deleteTo); err != nil {
@@ -625,7 +604,7 @@ func (r *runner) maybeDeleteAligned(ctx context.Context) error {
 // switchToMap moves a preserve-mode partition to map mode at source offset
 // next (== destination offset next), because batch b cannot land at its own
 // offsets (a compaction gap).
-func (r *runner) switchToMap(ctx context.Context, next int64, b batch.Batch) error {
+func (r *Runner) switchToMap(ctx context.Context, next int64, b batch.Batch) error {
 	m := &offsetmap.Map{}
 	if start := r.getLogStart(); next > start && start >= 0 {
 		if err := m.AddRun(start, start, next-start); err != nil {
@@ -648,7 +627,7 @@ func (r *runner) switchToMap(ctx context.Context, next int64, b batch.Batch) err
 // forwardMapped appends b in map mode: dense batches as they are, batches
 // with gaps re-encoded with consecutive offsets (records unchanged); the
 // mapping is saved before the append (appendMap: O(1) amortised).
-func (r *runner) forwardMapped(ctx context.Context, b batch.Batch) error {
+func (r *Runner) forwardMapped(ctx context.Context, b batch.Batch) error {
 	out := b
 	if b.IsControl() {
 		if _, err := batch.ControlRecord(b); errors.Is(err, batch.ErrNoControlRecord) {
@@ -659,13 +638,13 @@ func (r *runner) forwardMapped(ctx context.Context, b batch.Batch) error {
 			return r.errorf("offset map: %w", err)
 		}
 	} else {
-		recs, err := r.m.dp.mappedRecords(ctx, r, b)
+		recs, err := r.d.Path.MapRecords(ctx, r.topic, b)
 		if err != nil {
-			return err
+			return r.errorf("%w", err) // a decoding bound's refusal stays non-retryable
 		}
 		// A batch holding the resume offset (a log start inside it, or a
 		// copy restarting there): only the records from it on.
-		if next := r.getNext(); b.BaseOffset() < next {
+		if next := r.Next(); b.BaseOffset() < next {
 			i := 0
 			for i < len(recs) && recs[i].Offset < next {
 				i++
@@ -691,12 +670,12 @@ func (r *runner) forwardMapped(ctx context.Context, b batch.Batch) error {
 	if err := r.appendMap(ctx); err != nil {
 		return err
 	}
-	if err := r.m.dp.append(ctx, r, out, r.dstNext); err != nil {
+	if err := r.append(ctx, out, r.dstNext); err != nil {
 		return err
 	}
 	n := out.NextOffset() - out.BaseOffset()
 	r.advance(b.NextOffset(), r.dstNext+n)
-	r.m.e.inst.appended(r.m.name, int64(len(out)), n)
+	r.d.Events.Appended(int64(len(out)), n)
 	return nil
 }
 
@@ -725,7 +704,7 @@ func reencode(b batch.Batch, recs []batch.Record, base int64) (batch.Batch, erro
 
 // classify turns a fetch error into a partition failure: errors that mean the
 // source log is no longer the one mirrored wait for an operator.
-func (r *runner) classify(err error) error {
+func (r *Runner) classify(err error) error {
 	if isSourceLogChanged(err) {
 		return partition.NonRetryable(r.errorf("%w", err))
 	}
@@ -739,23 +718,23 @@ func (r *runner) classify(err error) error {
 // gone (an unplanned failover): STOPPING must finish.
 const stopSourceTimeout = 15 * time.Second
 
-func (r *runner) stopPartition(ctx context.Context) error {
-	r.m.dp.unsubscribe(r)
+func (r *Runner) stopPartition(ctx context.Context) error {
+	r.unsubscribe()
 	// The writer learns the open transactions from the destination (after a
 	// restart it knows none by itself), then aborts them.
-	rep, err := r.m.dp.resumeWriters(ctx, r)
+	rep, err := r.resumeWriters(ctx)
 	if err != nil {
 		return err
 	}
 	var lb logBounds
-	if lb.dstStart, lb.dstEnd, err = offsets(ctx, r.m.dst, r.topic, r.partition); err != nil {
+	if lb.dstStart, lb.dstEnd, err = offsets(ctx, r.d.Dest, r.topic, r.partition); err != nil {
 		return r.errorf("reading the destination end offset: %w", err)
 	}
 	// The source may be gone (its topic deleted, or the cluster lost at an
 	// unplanned failover): then nothing can be compared.
 	sctx, cancel := context.WithTimeout(ctx, stopSourceTimeout)
 	defer cancel()
-	srcStart, srcEnd, srcErr := offsets(sctx, r.m.dp.src, r.topic, r.partition)
+	srcStart, srcEnd, srcErr := offsets(sctx, r.d.Source, r.topic, r.partition)
 	lb.srcStart, lb.srcEnd = srcStart, srcEnd
 	rec := r.p.Record()
 	// Where did mirroring stop? Below any difference from the source (a
@@ -776,7 +755,7 @@ func (r *runner) stopPartition(ctx context.Context) error {
 			diff = nil
 		}
 	}
-	next := r.getNext()
+	next := r.Next()
 	switch {
 	case diff != nil:
 		stable = min(stable, diff.At)
@@ -799,10 +778,10 @@ func (r *runner) stopPartition(ctx context.Context) error {
 		}
 	}
 	r.setNext(next)
-	if err := r.m.dp.abortAll(ctx, r); err != nil {
+	if err := r.abortAll(ctx); err != nil {
 		return err
 	}
-	_, dstEnd, err := offsets(ctx, r.m.dst, r.topic, r.partition)
+	_, dstEnd, err := offsets(ctx, r.d.Dest, r.topic, r.partition)
 	if err != nil {
 		return r.errorf("reading the destination end offset: %w", err)
 	}
@@ -815,45 +794,45 @@ func (r *runner) stopPartition(ctx context.Context) error {
 		return nil
 	})
 	if err == nil {
-		r.m.triggerSync() // the read-only loop makes the topic writable once all its partitions stopped
+		r.d.Events.Stopped() // the read-only loop makes the topic writable once all its partitions stopped
 	}
 	return err
 }
 
 // advance records that the source is mirrored up to next (exclusive) and the
 // destination up to dstNext.
-func (r *runner) advance(next, dstNext int64) {
+func (r *Runner) advance(next, dstNext int64) {
 	r.dstNext = dstNext
 	r.mu.Lock()
 	r.next, r.dstEnd = next, dstNext
 	r.mu.Unlock()
 }
 
-func (r *runner) setNext(next int64) {
+func (r *Runner) setNext(next int64) {
 	r.mu.Lock()
 	r.next = next
 	r.mu.Unlock()
 }
 
-func (r *runner) getNext() int64 {
+func (r *Runner) Next() int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.next
 }
 
-func (r *runner) getLogStart() int64 {
+func (r *Runner) getLogStart() int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.srcLS
 }
 
-func (r *runner) setOffsets(srcStart, srcEnd, dstEnd int64) {
+func (r *Runner) setOffsets(srcStart, srcEnd, dstEnd int64) {
 	r.mu.Lock()
 	r.srcLS, r.srcHW, r.dstEnd = srcStart, srcEnd, dstEnd
 	r.mu.Unlock()
 }
 
-func (r *runner) note(s string) {
+func (r *Runner) note(s string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, n := range r.notes {
@@ -864,12 +843,13 @@ func (r *runner) note(s string) {
 	r.notes = append(r.notes, s)
 }
 
-func (r *runner) status() PartitionStatus {
+// Status returns the partition's status for describe and the admin API.
+func (r *Runner) Status() Status {
 	rec := r.p.Record()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	st := PartitionStatus{
-		Mirror: r.m.name, Topic: r.topic, Partition: r.partition, State: rec.State.String(), Mode: string(rec.Mode),
+	st := Status{
+		Mirror: r.d.Mirror, Topic: r.topic, Partition: r.partition, State: rec.State.String(), Mode: string(rec.Mode),
 		SourceHighWatermark: r.srcHW, SourceLogStart: r.srcLS, DestinationEndOffset: r.dstEnd, Lag: -1,
 		LastMirroredOffset: rec.LastMirroredOffset, UpdatedAt: rec.UpdatedAt, Notes: append([]string(nil), r.notes...),
 	}
@@ -884,8 +864,50 @@ func (r *runner) status() PartitionStatus {
 		if rec.NeedsOperator() {
 			st.Retry = "NonRetryable"
 		} else {
-			st.Retry = fmt.Sprintf("%d/%d", rec.Attempts, r.m.e.machine.Backoff().MaxAttempts)
+			st.Retry = fmt.Sprintf("%d/%d", rec.Attempts, r.d.Settings.MaxAttempts)
 		}
 	}
 	return st
 }
+
+// sleepCtx waits d or until ctx is done; it reports whether d passed.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// TopicIDString prints a topic id as a UUID, as the fetcher's errors do.
+func TopicIDString(id [16]byte) string {
+	return fmt.Sprintf("%x-%x-%x-%x-%x", id[0:4], id[4:6], id[6:8], id[8:10], id[10:16])
+}
+
+// Topic returns the source topic's name.
+func (r *Runner) Topic() string { return r.topic }
+
+// Partition returns the partition number.
+func (r *Runner) Partition() int32 { return r.partition }
+
+// Record returns the partition's state record as last persisted.
+func (r *Runner) Record() partition.Record { return r.p.Record() }
+
+// OffsetMap returns the offset map the runner loaded or wrote last (map
+// mode), nil when it has none in this process. A Map is safe for
+// concurrent reads.
+func (r *Runner) OffsetMap() *offsetmap.Map { return r.maps.current() }
+
+// DestinationEnd returns the destination's end offset as last appended or
+// read; -1 when unknown.
+func (r *Runner) DestinationEnd() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.dstEnd
+}
+
+// TopicID returns the id of the source topic the partition mirrors.
+func (r *Runner) TopicID() [16]byte { return r.topicID }

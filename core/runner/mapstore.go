@@ -1,4 +1,4 @@
-package mirror
+package runner
 
 import (
 	"context"
@@ -40,16 +40,16 @@ func (s *mapStore) current() *offsetmap.Map {
 	return s.m
 }
 
-func (r *runner) newJournal() *offsetmap.Journal {
-	return offsetmap.NewJournal(r.m.e.opts.Store, r.m.name, r.topic, r.partition, offsetmap.JournalOptions{LogStart: r.destLogStart, Warn: r.log.Warn})
+func (r *Runner) newJournal() *offsetmap.Journal {
+	return offsetmap.NewJournal(r.d.Store, r.d.Mirror, r.topic, r.partition, offsetmap.JournalOptions{LogStart: r.destLogStart, Warn: r.log.Warn})
 }
 
 // destLogStart reads the destination partition's log start offset
 // (ListOffsets, earliest). A compaction of the offset map calls it to drop
 // the mappings of records deleted on the destination; it is rare (the
 // journal's compactions grow geometrically), so one request then is cheap.
-func (r *runner) destLogStart(ctx context.Context) (int64, bool) {
-	starts, err := r.m.dstAdm.ListStartOffsets(ctx, r.topic)
+func (r *Runner) destLogStart(ctx context.Context) (int64, bool) {
+	starts, err := r.d.DestAdmin.ListStartOffsets(ctx, r.topic)
 	if err == nil {
 		if o, ok := starts.Lookup(r.topic, r.partition); !ok {
 			return 0, false
@@ -63,7 +63,7 @@ func (r *runner) destLogStart(ctx context.Context) (int64, bool) {
 
 // loadMap reads the offset map from the state store (its snapshot and
 // every segment appended after it).
-func (r *runner) loadMap(ctx context.Context) (*offsetmap.Map, error) {
+func (r *Runner) loadMap(ctx context.Context) (*offsetmap.Map, error) {
 	j := r.newJournal()
 	m, err := j.Load(ctx)
 	if errors.Is(err, offsetmap.ErrCorrupt) {
@@ -79,7 +79,7 @@ func (r *runner) loadMap(ctx context.Context) (*offsetmap.Map, error) {
 // saveMap writes r.omap whole (write-ahead: before the batches it maps are
 // appended). It is for the rare paths that set a new map; forwardMapped
 // uses appendMap.
-func (r *runner) saveMap(ctx context.Context) error {
+func (r *Runner) saveMap(ctx context.Context) error {
 	j := r.maps.journal()
 	if j == nil {
 		j = r.newJournal()
@@ -94,7 +94,7 @@ func (r *runner) saveMap(ctx context.Context) error {
 // appendMap stores the mappings added to r.omap since the last write
 // (write-ahead: before the batch they map is appended), at a cost that does
 // not grow with the map.
-func (r *runner) appendMap(ctx context.Context) error {
+func (r *Runner) appendMap(ctx context.Context) error {
 	j := r.maps.journal()
 	if j == nil {
 		return r.saveMap(ctx)
