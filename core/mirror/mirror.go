@@ -430,8 +430,16 @@ func (m *mirrorRun) checkTopicIDs(present map[string][16]byte) map[string]bool {
 }
 
 // launch registers r and starts its goroutine, owned by m.wg.
+//
+// Two paths may build a runner for the same partition at once (the topics
+// round and an operator's start): the first one launched wins, and the
+// other is dropped before it runs, so one goroutine owns the partition.
 func (m *mirrorRun) launch(tp topicPartition, r *runner.Runner) {
 	m.mu.Lock()
+	if _, running := m.runners[tp]; running {
+		m.mu.Unlock()
+		return
+	}
 	m.runners[tp] = r
 	m.mu.Unlock()
 	m.wg.Add(1)

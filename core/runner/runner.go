@@ -505,32 +505,38 @@ func (r *Runner) mirror(ctx context.Context) error {
 	}
 	defer r.unsubscribe()
 	healthy := healthyAfter(r)
-	qctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	stop := r.stopChan()
-	go func() { // owned by mirror(): ends when it returns (cancel), on a stop request or a pause.
-		for {
-			select {
-			case <-stop:
-				cancel()
-				return
-			case <-r.recreateReq:
-				cancel()
-				return
-			case <-r.ctl:
-				if paused, _ := r.d.Control.Paused(qctx, r.topic); paused {
-					cancel()
-					return
-				}
-			case <-qctx.Done():
-				return
-			}
-		}
-	}()
 	for {
-		f, err := q.Next(qctx)
-		if err != nil {
-			return nil // ctx done or stop requested
+		// Wait for a delivery, a stop request, a recreated source topic or
+		// an operator's pause, whichever comes first; a request is taken
+		// between two deliveries even when they keep coming.
+		select {
+		case <-stop:
+			return nil
+		case <-r.recreateReq:
+			return nil
+		case <-r.ctl:
+			if paused, _ := r.d.Control.Paused(ctx, r.topic); paused {
+				return nil
+			}
+		default:
+		}
+		f, ok := q.TryNext()
+		for !ok {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-stop:
+				return nil
+			case <-r.recreateReq:
+				return nil
+			case <-r.ctl:
+				if paused, _ := r.d.Control.Paused(ctx, r.topic); paused {
+					return nil
+				}
+			case <-q.Ready():
+			}
+			f, ok = q.TryNext()
 		}
 		r.mu.Lock()
 		if f.HighWatermark >= 0 {
