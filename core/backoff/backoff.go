@@ -109,6 +109,20 @@ func (p Policy) Cap(n int) time.Duration {
 	return min(d, limit)
 }
 
+// Delay is the wait before retry n for callers that count retries
+// themselves (a franz-go RetryBackoffFn, a persisted attempt count):
+// Cap(n), drawn uniformly from [0, Cap(n)] when Jitter is set. It ignores
+// Timeout and MaxRetries and is safe for concurrent use.
+func (p Policy) Delay(n int) time.Duration { return p.delay(n, FullJitter) }
+
+func (p Policy) delay(n int, draw func(time.Duration) time.Duration) time.Duration {
+	d := p.Cap(n)
+	if p.Jitter {
+		d = min(max(draw(d), 0), d)
+	}
+	return d
+}
+
 // FullJitter draws a wait uniformly from [0, max]; zero for max <= 0.
 func FullJitter(max time.Duration) time.Duration {
 	if max <= 0 {
@@ -157,10 +171,7 @@ func (r *Retry) Next() (time.Duration, bool) {
 	if r.p.MaxRetries > 0 && r.n > r.p.MaxRetries {
 		return 0, false
 	}
-	d := r.p.Cap(r.n)
-	if r.p.Jitter {
-		d = min(max(r.draw(d), 0), d)
-	}
+	d := r.p.delay(r.n, r.draw)
 	if !r.deadline.IsZero() && r.now().Add(d).After(r.deadline) {
 		return 0, false
 	}

@@ -288,3 +288,20 @@ func TestRetrySleepExhausted(t *testing.T) {
 		t.Errorf("Sleep past the timeout = %v, want ErrExhausted", err)
 	}
 }
+
+func TestDelay(t *testing.T) {
+	t.Parallel()
+	fixed := Policy{Initial: 50 * time.Millisecond, Max: 10 * time.Second}
+	for n, want := range map[int]time.Duration{1: 50 * time.Millisecond, 3: 200 * time.Millisecond, 20: 10 * time.Second} {
+		if got := fixed.Delay(n); got != want {
+			t.Errorf("Delay(%d) without jitter = %v, want %v", n, got, want)
+		}
+	}
+	jittered := Exponential(50*time.Millisecond, 10*time.Second)
+	jittered.MaxRetries, jittered.Timeout = 1, time.Nanosecond // ignored by Delay
+	for n := 1; n <= 20; n++ {
+		if d := jittered.Delay(n); d < 0 || d > jittered.Cap(n) {
+			t.Fatalf("jittered Delay(%d) = %v, want within [0, %v]", n, d, jittered.Cap(n))
+		}
+	}
+}
