@@ -4,6 +4,7 @@
 //   - config:    declaration, loading and validation of every configuration key
 //   - aclrule:   the mirror.acl.include rule grammar and matcher
 //   - batch:     zero-copy views over Kafka v2 record batches (re-stamp, CRC)
+//   - backoff:   the one retry policy (doubling waits, cap, full jitter, deadline)
 //   - partition: the per-partition state machine and its persistence
 //   - daemon:    process life cycle (HTTP endpoints, reload, ordered shutdown)
 //   - metrics:   the OpenTelemetry meter provider exported to Prometheus

@@ -59,6 +59,7 @@ func TestLayering(t *testing.T) {
 		{module + "/plugins/...", func(dep string) bool {
 			return strings.HasPrefix(dep, module+"/sdk") || strings.HasPrefix(dep, module+"/plugins/")
 		}, "plugins may import only sdk (and their own packages)"},
+		{module + "/core/backoff", func(string) bool { return false }, "backoff imports nothing of kmirror's: fetcher and writer, which import only batch, use it"},
 		{module + "/core/...", func(dep string) bool {
 			return !strings.HasPrefix(dep, module+"/plugins") && !strings.HasPrefix(dep, module+"/cmd")
 		}, "core must never import plugins or cmd"},

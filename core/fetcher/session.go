@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmirror/kmirror/core/backoff"
 	"github.com/kmirror/kmirror/core/batch"
 )
 
@@ -143,7 +144,7 @@ func (s *session) run(ctx context.Context) {
 				m.mu.Unlock()
 				if ctx.Err() == nil {
 					m.log.Warn("fetch throttle failed; refetching", "broker", s.key.broker, "error", err)
-					s.sleep(ctx, m.cfg.backoff)
+					_ = backoff.Sleep(ctx, m.cfg.backoff) // an ended ctx ends the loop
 				}
 				continue
 			}
@@ -153,26 +154,14 @@ func (s *session) run(ctx context.Context) {
 		// before taking the Manager's lock.
 		scans := scanResponse(resp)
 		m.mu.Lock()
-		oor, backoff := s.handle(in, resp, scans)
+		oor, wait := s.handle(in, resp, scans)
 		m.mu.Unlock()
 		if len(oor) > 0 {
 			s.reportOutOfRange(ctx, oor)
 		}
-		if backoff {
-			s.sleep(ctx, m.cfg.backoff)
+		if wait {
+			_ = backoff.Sleep(ctx, m.cfg.backoff) // an ended ctx ends the loop
 		}
-	}
-}
-
-func (s *session) sleep(ctx context.Context, d time.Duration) {
-	if d <= 0 {
-		return
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
 	}
 }
 
@@ -300,11 +289,11 @@ func (s *session) requestFailed(err error) {
 // Called with m.mu held. It returns the partitions found out of range (to
 // report once their log bounds are read, without the lock) and whether the
 // session should back off.
-func (s *session) handle(in *inflight, resp *kmsg.FetchResponse, scans [][]scanned) (oor []oorItem, backoff bool) {
+func (s *session) handle(in *inflight, resp *kmsg.FetchResponse, scans [][]scanned) (oor []oorItem, wait bool) {
 	m := s.m
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
 		s.sessionErr++
-		backoff = s.sessionErr > 1
+		wait = s.sessionErr > 1
 		switch {
 		case errors.Is(err, kerr.FetchSessionIDNotFound):
 			// Evicted from the broker's session cache (or it never
@@ -324,10 +313,10 @@ func (s *session) handle(in *inflight, resp *kmsg.FetchResponse, scans [][]scann
 			}
 		default:
 			s.reset()
-			backoff = true
+			wait = true
 			m.log.Warn("unexpected fetch error from source broker; starting a new session after a backoff", "broker", s.key.broker, "error", err)
 		}
-		return nil, backoff
+		return nil, wait
 	}
 	s.sessionErr = 0
 	s.failures = 0

@@ -60,9 +60,9 @@
 // classifies it: errors wrapped with NonRetryable (source topic recreated,
 // source cluster ID changed, truncation, a destination written by someone
 // else, ...) wait for an operator; others are retried. Retryable failures get
-// a retry time from exponential backoff with full jitter (Backoff); after
-// Backoff.MaxAttempts consecutive failures, or when MaxAttempts is 0, the
-// partition waits for an operator too. Retry returns a due partition to its
+// a retry time from exponential backoff with full jitter (Backoff, drawn by
+// core/backoff); after Backoff.MaxAttempts consecutive failures, or when
+// MaxAttempts is 0, the partition waits for an operator too. Retry returns a due partition to its
 // previous state; Reset (the operator) returns it to PREPARING and clears the
 // attempt count. The count of consecutive failures survives retries and is
 // cleared by a transition that makes progress (one neither into nor out of

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kmirror/kmirror/core/backoff"
 	"github.com/kmirror/kmirror/sdk/statestore"
 )
 
@@ -81,7 +82,7 @@ func NewMachine(store statestore.Store, opts ...Option) (*Machine, error) {
 	if store == nil {
 		return nil, errors.New("partition state machine: nil state store")
 	}
-	m := &Machine{store: store, backoff: DefaultBackoff, now: time.Now, jitter: fullJitter}
+	m := &Machine{store: store, backoff: DefaultBackoff, now: time.Now, jitter: backoff.FullJitter}
 	for _, o := range opts {
 		o(m)
 	}

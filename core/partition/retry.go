@@ -3,8 +3,9 @@ package partition
 import (
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
+
+	"github.com/kmirror/kmirror/core/backoff"
 )
 
 // Backoff is the retry policy for FAILED partitions: exponential backoff
@@ -38,32 +39,20 @@ func (b Backoff) Validate() error {
 	return nil
 }
 
+// policy is b as a core/backoff policy: waits doubling from Initial up to
+// Max, with full jitter. MaxAttempts stays with b, whose zero means "no
+// automatic retries" (RetriesLeft), not "no limit".
+func (b Backoff) policy() backoff.Policy { return backoff.Exponential(b.Initial, b.Max) }
+
 // Cap is the upper bound of the delay before retry number attempt (1 for
 // the retry after the first failure): Initial * 2^(attempt-1), at most Max.
 // The delay itself is drawn uniformly from [0, Cap] (full jitter), which
 // spreads the retries of many partitions that failed together.
-func (b Backoff) Cap(attempt int) time.Duration {
-	d := b.Initial
-	for i := 1; i < attempt && d < b.Max; i++ {
-		if d > b.Max/2 {
-			return b.Max // doubling would pass Max (and might overflow)
-		}
-		d *= 2
-	}
-	return min(d, b.Max)
-}
+func (b Backoff) Cap(attempt int) time.Duration { return b.policy().Cap(attempt) }
 
 // RetriesLeft reports whether a partition that has failed attempts times in
 // a row may still be retried automatically.
 func (b Backoff) RetriesLeft(attempts int) bool { return attempts <= b.MaxAttempts }
-
-// fullJitter draws a delay uniformly from [0, max].
-func fullJitter(max time.Duration) time.Duration {
-	if max <= 0 {
-		return 0
-	}
-	return rand.N(max + 1)
-}
 
 // nonRetryable marks an error as one an automatic retry cannot fix.
 type nonRetryable struct{ err error }

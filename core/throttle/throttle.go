@@ -9,6 +9,8 @@ import (
 	"math"
 	"sync"
 	"time"
+
+	"github.com/kmirror/kmirror/core/backoff"
 )
 
 // Unlimited is the rate that disables throttling (Kafka's Long.MAX_VALUE default).
@@ -30,7 +32,7 @@ type Limiter struct {
 
 // New returns a Limiter at rate bytes/s (<= 0 or Unlimited: no limit).
 func New(rate int64) *Limiter {
-	l := &Limiter{now: time.Now, sleep: sleepCtx}
+	l := &Limiter{now: time.Now, sleep: backoff.Sleep}
 	l.SetRate(rate)
 	return l
 }
@@ -91,15 +93,4 @@ func (l *Limiter) Wait(ctx context.Context, n int) error {
 		return nil
 	}
 	return l.sleep(ctx, d)
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/kmirror/kmirror/core/backoff"
 )
 
 // Option configures a Writer. Options are validated once, by New.
@@ -91,7 +93,9 @@ func RetryTimeout(d time.Duration) Option { return func(c *config) { c.retryTime
 
 // RetryBackoff sets the first and the largest wait between retries, and the
 // polling interval while waiting for a marker to become visible; waits
-// double from min to max. Default 10ms and 1s.
+// double from min to max, each drawn uniformly from zero to that value
+// (full jitter, so partitions that failed together do not retry together).
+// Default 10ms and 1s.
 func RetryBackoff(minWait, maxWait time.Duration) Option {
 	return func(c *config) { c.backoffMin, c.backoffMax = minWait, maxWait }
 }
@@ -144,4 +148,12 @@ func (c *config) validate() error {
 		return fmt.Errorf("writer: invalid options: %w", err)
 	}
 	return nil
+}
+
+// retryPolicy is the policy of one operation's retries (RetryBackoff,
+// RetryTimeout).
+func (c *config) retryPolicy() backoff.Policy {
+	p := backoff.Exponential(c.backoffMin, c.backoffMax)
+	p.Timeout = c.retryTimeout
+	return p
 }

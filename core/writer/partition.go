@@ -467,7 +467,7 @@ func (p *Partition) produce(ctx context.Context, b batch.Batch, txnID string) (o
 	for {
 		var retryErr error
 		if p.leader < 0 {
-			leader, err := p.w.leader(ctx, p.topic, p.partition, r.attempts > 0)
+			leader, err := p.w.leader(ctx, p.topic, p.partition, r.Retries() > 0)
 			if err != nil {
 				if !isRetriable(err) {
 					return nil, false, p.errorf("find the partition leader", err)
@@ -521,7 +521,7 @@ func (p *Partition) produce(ctx context.Context, b batch.Batch, txnID string) (o
 			}
 			retryErr = kerrE
 		}
-		p.log.Debug("retrying append", "error", retryErr, "attempt", r.attempts+1)
+		p.log.Debug("retrying append", "error", retryErr, "attempt", r.Retries()+1)
 		if err := r.backoff(ctx, retryErr); err != nil {
 			return nil, false, p.errorf("produce", err)
 		}

@@ -13,6 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/core/backoff"
 )
 
 // Request versions pinned to transaction protocol v1 (see the package doc).
@@ -193,31 +195,29 @@ type pinnedProduce struct{ *kmsg.ProduceRequest }
 
 func (pinnedProduce) MaxVersion() int16 { return produceVersion }
 
-// retrier paces the retries of one operation: waits double from the
-// backoff minimum to its maximum, and the operation gives up RetryTimeout
-// after it started.
+// retrier paces the retries of one operation with the Writer's retry
+// policy: waits double from the RetryBackoff minimum to its maximum, each
+// drawn with full jitter (core/backoff), and the operation gives up when
+// the next wait would end more than RetryTimeout after it started.
 type retrier struct {
-	w        *Writer
-	deadline time.Time
-	wait     time.Duration
-	attempts int
+	w *Writer
+	*backoff.Retry
 }
 
 func (w *Writer) newRetrier() retrier {
-	return retrier{w: w, deadline: time.Now().Add(w.cfg.retryTimeout), wait: w.cfg.backoffMin}
+	return retrier{w: w, Retry: w.cfg.retryPolicy().Start()}
 }
 
 // backoff waits before the next attempt after lastErr. It returns an error
 // wrapping lastErr when the retry timeout has passed, and the context's
 // error when ctx ends or the Writer closes.
 func (r *retrier) backoff(ctx context.Context, lastErr error) error {
-	r.attempts++
-	if time.Now().Add(r.wait).After(r.deadline) {
-		return fmt.Errorf("gave up after %d attempts in %v (RetryTimeout): %w", r.attempts, r.w.cfg.retryTimeout, lastErr)
+	d, ok := r.Next()
+	if !ok {
+		return fmt.Errorf("gave up after %d attempts in %v (RetryTimeout): %w", r.Retries(), r.w.cfg.retryTimeout, lastErr)
 	}
-	t := time.NewTimer(r.wait)
+	t := time.NewTimer(d)
 	defer t.Stop()
-	r.wait = min(2*r.wait, r.w.cfg.backoffMax)
 	select {
 	case <-t.C:
 		return nil
