@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kmirror/kmirror/core/backoff"
 	"github.com/kmirror/kmirror/core/aclsync"
 	"github.com/kmirror/kmirror/core/groupsync"
 	"github.com/kmirror/kmirror/core/partition"
@@ -622,7 +623,7 @@ func (e *Engine) Failover(ctx context.Context, req FailoverRequest) (FailoverRes
 			if err == nil && rep.Errors > 0 {
 				err = fmt.Errorf("%d groups failed (see describe)", rep.Errors)
 			}
-			if err == nil || attempt == attempts || !sleepCtx(ctx, time.Second) {
+			if err == nil || attempt == attempts || backoff.Sleep(ctx, time.Second) != nil {
 				break
 			}
 			m.log.Info("failover: the last group offset sync failed; retrying", "attempt", attempt, "error", err)
@@ -647,7 +648,7 @@ func (e *Engine) Failover(ctx context.Context, req FailoverRequest) (FailoverRes
 				err = nil
 				break
 			}
-			if attempt == attempts || !sleepCtx(ctx, time.Second) {
+			if attempt == attempts || backoff.Sleep(ctx, time.Second) != nil {
 				break
 			}
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmirror/kmirror/core/aclsync"
+	"github.com/kmirror/kmirror/core/backoff"
 	"github.com/kmirror/kmirror/core/config"
 	"github.com/kmirror/kmirror/core/groupsync"
 	"github.com/kmirror/kmirror/core/partition"
@@ -140,17 +141,16 @@ func (m *mirrorRun) setErr(loop string, err error) {
 // failure does not hold up the others.
 func (m *mirrorRun) supervise() {
 	cfg := m.dcfg
-	backoff := time.Second
+	retry := backoff.Exponential(time.Second, 30*time.Second).Start()
 	for {
 		err := m.connect(cfg)
 		if err == nil {
 			break
 		}
 		m.setErr("connect", err)
-		if !sleepCtx(m.ctx, backoff) {
+		if retry.Sleep(m.ctx) != nil {
 			return
 		}
-		backoff = min(2*backoff, 30*time.Second)
 	}
 	m.setErr("connect", nil)
 	// Only the daemon holding the mirror's metadata-sync lease runs sync
@@ -564,16 +564,4 @@ func (m *mirrorRun) status() MirrorStatus {
 		ms.Partitions = append(ms.Partitions, r.Status())
 	}
 	return ms
-}
-
-// sleepCtx sleeps for d; it returns false when ctx ended first.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

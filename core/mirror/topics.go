@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmirror/kmirror/core/backoff"
 	"github.com/kmirror/kmirror/core/config"
 	"github.com/kmirror/kmirror/core/filters"
 	"github.com/kmirror/kmirror/sdk/filter"
@@ -262,7 +263,7 @@ func ensureDestinationTopic(ctx context.Context, adm *kadm.Client, t sourceTopic
 			o, ok := ends.Lookup(t.Name, p)
 			ready = ok && o.Err == nil
 		}
-		if ready || !sleepCtx(ctx, 100*time.Millisecond) {
+		if ready || backoff.Sleep(ctx, 100*time.Millisecond) != nil {
 			break
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kmirror/kmirror/core/backoff"
 	"github.com/kmirror/kmirror/core/batch"
 	"github.com/kmirror/kmirror/core/kafkalog"
 	"github.com/kmirror/kmirror/core/offsetmap"
@@ -36,6 +37,8 @@ type Runner struct {
 	epoch    int32 // source leader epoch of the last batch forwarded; -1 unknown
 	// checkpointed is when the partition's checkpoint was last recorded.
 	checkpointed time.Time
+	// retry paces retries of failed steps (backoff); nil until the first.
+	retry *backoff.Retry
 
 	maps mapStore // omap's durable copy (mapstore.go); group sync reads omap there
 
@@ -173,7 +176,7 @@ func (r *Runner) handleRecreated(ctx context.Context, st partition.State) bool {
 	case partition.Preparing, partition.Mirroring:
 		if err := r.p.Fail(ctx, r.recreateErr); err != nil {
 			r.log.Error("cannot record the failure", "failure", r.recreateErr, "error", err)
-			sleepCtx(ctx, time.Second)
+			r.backoff(ctx)
 			return true
 		}
 		r.recreateDone = true
@@ -189,7 +192,7 @@ func (r *Runner) handleRecreated(ctx context.Context, st partition.State) bool {
 	case partition.Stopped:
 		if err := r.p.Transition(ctx, partition.Preparing, "the source topic was recreated"); err != nil {
 			r.log.Error("cannot record the transition to PREPARING", "error", err)
-			sleepCtx(ctx, time.Second)
+			r.backoff(ctx)
 		}
 		return true
 	}
@@ -207,23 +210,28 @@ func (r *Runner) stopRequested() bool {
 
 // run loops over the partition's states until ctx is done.
 func (r *Runner) Run(ctx context.Context) {
+	last := partition.State(-1)
 	for ctx.Err() == nil {
 		var err error
 		st := r.p.State()
+		if st != last && r.retry != nil {
+			r.retry.Reset() // progress: the next failed step waits from the start again
+		}
+		last = st
 		if r.handleRecreated(ctx, st) {
 			continue
 		}
 		if r.stopRequested() && !r.recreateDone && (st == partition.Mirroring || st == partition.Paused || st == partition.Failed) {
 			if err := r.p.Transition(ctx, partition.Stopping, r.stopWhy()); err != nil {
 				r.log.Error("cannot record the transition to STOPPING", "error", err)
-				sleepCtx(ctx, time.Second)
+				r.backoff(ctx)
 			}
 			continue
 		}
 		if handled, err := r.applyControl(ctx, st); handled || err != nil {
 			if err != nil && ctx.Err() == nil {
 				r.log.Error("cannot apply the operator's request; retrying", "error", err)
-				sleepCtx(ctx, time.Second)
+				r.backoff(ctx)
 			}
 			continue
 		}
@@ -247,7 +255,7 @@ func (r *Runner) Run(ctx context.Context) {
 				})
 				if err != nil {
 					r.log.Error("cannot record the transition to MIRRORING", "error", err)
-					sleepCtx(ctx, time.Second)
+					r.backoff(ctx)
 				}
 				continue
 			}
@@ -259,7 +267,7 @@ func (r *Runner) Run(ctx context.Context) {
 		case partition.Stopping:
 			if err := r.stopPartition(ctx); err != nil && ctx.Err() == nil {
 				r.log.Error("stopping the partition failed; retrying", "error", err)
-				sleepCtx(ctx, time.Second)
+				r.backoff(ctx)
 			}
 			continue
 		default: // PAUSED, STOPPED: nothing runs until an operator acts.
@@ -287,7 +295,7 @@ func (r *Runner) Run(ctx context.Context) {
 func (r *Runner) fail(ctx context.Context, cause error) {
 	if err := r.p.Fail(ctx, cause); err != nil {
 		r.log.Error("cannot record the failure", "failure", cause, "error", err)
-		sleepCtx(ctx, time.Second)
+		r.backoff(ctx)
 	}
 }
 
@@ -319,7 +327,7 @@ func (r *Runner) waitRetry(ctx context.Context) {
 	}
 	if err := r.p.Retry(ctx); err != nil {
 		r.log.Error("retry failed", "error", err)
-		sleepCtx(ctx, time.Second)
+		r.backoff(ctx)
 	}
 }
 
@@ -876,16 +884,19 @@ func (r *Runner) Status() Status {
 	return st
 }
 
-// sleepCtx waits d or until ctx is done; it reports whether d passed.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
+// retryPolicy paces the runner's retries of its own steps (a state store
+// write or an operator request that failed): from one second, doubling up
+// to thirty, with full jitter, so that many partitions failing together on
+// one store do not retry in step.
+var retryPolicy = backoff.Exponential(time.Second, 30*time.Second)
+
+// backoff waits before the runner retries a step that failed; the wait
+// grows while failures follow each other (Run resets it on progress).
+func (r *Runner) backoff(ctx context.Context) {
+	if r.retry == nil {
+		r.retry = retryPolicy.Start()
 	}
+	_ = r.retry.Sleep(ctx)
 }
 
 // TopicIDString prints a topic id as a UUID, as the fetcher's errors do.
