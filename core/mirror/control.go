@@ -11,8 +11,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kmirror/kmirror/core/backoff"
 	"github.com/kmirror/kmirror/core/aclsync"
+	"github.com/kmirror/kmirror/core/backoff"
 	"github.com/kmirror/kmirror/core/groupsync"
 	"github.com/kmirror/kmirror/core/partition"
 	"github.com/kmirror/kmirror/core/runner"
