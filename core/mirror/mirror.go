@@ -19,6 +19,7 @@ import (
 	"github.com/kmirror/kmirror/core/groupsync"
 	"github.com/kmirror/kmirror/core/partition"
 	"github.com/kmirror/kmirror/core/runner"
+	"github.com/kmirror/kmirror/core/syncloop"
 )
 
 // topicPartition names one partition of a topic.
@@ -64,8 +65,8 @@ type mirrorRun struct {
 	acls      *aclsync.Syncer
 	notes     []string        // facts for describe
 	protected map[string]bool // topics whose read-only ACL this run created
-	loops     []*syncLoop
-	lease     *syncLease // nil until connected
+	loops     []*syncloop.Loop
+	lease     *syncloop.Lease // nil until connected
 	warned    map[string]bool
 	// recreated are the source topics the last topics round found
 	// recreated (new topic id): their configs are not synced either.
@@ -156,22 +157,22 @@ func (m *mirrorRun) supervise() {
 	// Only the daemon holding the mirror's metadata-sync lease runs sync
 	// rounds (lease.go). The first attempt is made before the loops start,
 	// so that a daemon that takes the lease at once syncs at once.
-	lease := newSyncLease(m.e.opts.Store, m.name, cfg.MetadataRefreshInterval, m.log, m.triggerSync)
+	lease := syncloop.NewLease(m.e.opts.Store, m.name, cfg.MetadataRefreshInterval, m.log, m.triggerSync)
 	m.mu.Lock()
 	m.lease = lease
 	m.mu.Unlock()
-	if stop, err := observeLease(m.e.opts.Metrics, m.name, lease); err != nil {
+	if stop, err := syncloop.ObserveLease(m.e.opts.Metrics, m.name, lease); err != nil {
 		m.log.Warn("the metadata-sync lease metric is not exported", "error", err)
 	} else {
 		defer stop()
 	}
-	lease.attempt(m.ctx)
-	loops := []*syncLoop{
-		newSyncLoop("topics", cfg.MetadataRefreshInterval, m.syncTopics, m.loopDone).gated(lease.held),
-		newSyncLoop("topic-configs", cfg.MetadataRefreshInterval, m.syncTopicConfigs, m.loopDone).gated(lease.held),
-		newSyncLoop("groups", cfg.MetadataRefreshInterval, m.syncGroups, m.loopDone).gated(lease.held),
-		newSyncLoop("acls", cfg.MetadataRefreshInterval, m.syncACLs, m.loopDone).gated(lease.held),
-		newSyncLoop("read-only", cfg.MetadataRefreshInterval, m.syncReadOnly, m.loopDone).gated(lease.held),
+	lease.Attempt(m.ctx)
+	loops := []*syncloop.Loop{
+		syncloop.NewLoop("topics", cfg.MetadataRefreshInterval, m.syncTopics, m.loopDone).Gated(lease.Held),
+		syncloop.NewLoop("topic-configs", cfg.MetadataRefreshInterval, m.syncTopicConfigs, m.loopDone).Gated(lease.Held),
+		syncloop.NewLoop("groups", cfg.MetadataRefreshInterval, m.syncGroups, m.loopDone).Gated(lease.Held),
+		syncloop.NewLoop("acls", cfg.MetadataRefreshInterval, m.syncACLs, m.loopDone).Gated(lease.Held),
+		syncloop.NewLoop("read-only", cfg.MetadataRefreshInterval, m.syncReadOnly, m.loopDone).Gated(lease.Held),
 	}
 	m.mu.Lock()
 	m.loops = loops
@@ -180,7 +181,7 @@ func (m *mirrorRun) supervise() {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		lease.run(m.ctx)
+		lease.Run(m.ctx)
 	}()
 	for _, l := range loops {
 		wg.Add(1)
@@ -194,7 +195,7 @@ func (m *mirrorRun) supervise() {
 	// at its next attempt rather than after the TTL.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	lease.release(ctx)
+	lease.Release(ctx)
 }
 
 // loopDone records a sync round's outcome and counts its failure.
@@ -217,7 +218,7 @@ func (m *mirrorRun) triggerSync() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, l := range m.loops {
-		l.trigger()
+		l.Trigger()
 	}
 }
 
@@ -544,14 +545,14 @@ func (m *mirrorRun) status() MirrorStatus {
 	lease := m.lease
 	m.mu.Unlock()
 	if lease != nil {
-		ms.SyncLeaseHeld, ms.SyncLeaseHolder = lease.status()
+		ms.SyncLeaseHeld, ms.SyncLeaseHolder = lease.Status()
 		if !ms.SyncLeaseHeld {
 			who := "no daemon (the lease is free or unreadable)"
 			if ms.SyncLeaseHolder != "" {
 				who = "daemon " + ms.SyncLeaseHolder
 			}
 			ms.Notes = append(ms.Notes, "metadata sync (topics, topic configs, groups, ACLs, read-only ACLs) is done by "+who+
-				", which holds this mirror's sync lease; this daemon ("+lease.id+") skips sync rounds (and so starts no new partitions) until it takes the lease")
+				", which holds this mirror's sync lease; this daemon ("+lease.ID()+") skips sync rounds (and so starts no new partitions) until it takes the lease")
 		}
 	}
 	sort.Slice(rs, func(i, j int) bool {

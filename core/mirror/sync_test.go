@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -326,54 +325,6 @@ func TestSourceTopicRecreatedWhileTheDaemonWasDownFailsItsPartitions(t *testing.
 	}
 }
 
-// TestSyncLoopRunsAtOnceOnEveryTickAndTriggerAndSurvivesErrors: the loop
-// template syncs at start, on trigger without waiting for the interval, and
-// keeps going after a failed round, reporting each outcome.
-func TestSyncLoopRunsAtOnceOnEveryTickAndTriggerAndSurvivesErrors(t *testing.T) {
-	rounds := make(chan int, 10)
-	n := 0
-	var outcomes []error
-	l := newSyncLoop("test", time.Hour, func(context.Context) error {
-		n++
-		rounds <- n
-		if n == 1 {
-			return fmt.Errorf("round %d failed", n)
-		}
-		return nil
-	}, func(name string, err error) {
-		if name != "test" {
-			t.Errorf("loop name %q", name)
-		}
-		outcomes = append(outcomes, err)
-	})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); l.Run(ctx) }()
-	next := func(what string) {
-		t.Helper()
-		select {
-		case <-rounds:
-		case <-time.After(5 * time.Second):
-			t.Fatalf("no round %s", what)
-		}
-	}
-	next("at start")
-	l.trigger()
-	next("after the first trigger, although the first round failed")
-	l.trigger()
-	next("after the second trigger")
-	select {
-	case r := <-rounds:
-		t.Fatalf("round %d without a trigger or tick", r)
-	case <-time.After(100 * time.Millisecond):
-	}
-	cancel()
-	<-done
-	if len(outcomes) != 3 || outcomes[0] == nil || outcomes[1] != nil || outcomes[2] != nil {
-		t.Fatalf("outcomes %v, want [error nil nil]", outcomes)
-	}
-}
-
 // TestReloadTriggersATopicSyncRoundAtOnce: with a refresh interval of a
 // minute, a topic created on the source is mirrored right after a reload
 // of the unchanged configuration.
@@ -399,53 +350,6 @@ func TestReloadTriggersATopicSyncRoundAtOnce(t *testing.T) {
 	})
 	f.waitMirrored(t, e, "second", 1)
 	f.verify(t, "second", 1)
-}
-
-// TestGatedSyncLoopSkipsRoundsWhileClosed: a loop whose gate is closed (the
-// metadata-sync lease is another daemon's) runs no round, reports no error,
-// and runs again once the gate opens and it is triggered.
-func TestGatedSyncLoopSkipsRoundsWhileClosed(t *testing.T) {
-	var open atomic.Bool
-	rounds := make(chan struct{}, 10)
-	skipped := make(chan struct{}, 10)
-	l := newSyncLoop("gated", time.Hour, func(context.Context) error {
-		rounds <- struct{}{}
-		return nil
-	}, func(_ string, err error) {
-		if err != nil {
-			t.Errorf("outcome %v", err)
-		}
-		if !open.Load() {
-			skipped <- struct{}{}
-		}
-	}).gated(open.Load)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); l.Run(ctx) }()
-	defer func() { cancel(); <-done }()
-	select {
-	case <-skipped:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the first round was neither run nor skipped")
-	}
-	l.trigger()
-	select {
-	case <-skipped:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the triggered round was neither run nor skipped")
-	}
-	select {
-	case <-rounds:
-		t.Fatal("a round ran while the gate was closed")
-	default:
-	}
-	open.Store(true)
-	l.trigger()
-	select {
-	case <-rounds:
-	case <-time.After(5 * time.Second):
-		t.Fatal("no round after the gate opened and the loop was triggered")
-	}
 }
 
 // securedDestination starts a destination kfake cluster with SASL PLAIN and

@@ -1,4 +1,4 @@
-package mirror
+package syncloop
 
 import (
 	"context"
@@ -22,7 +22,7 @@ import (
 	"github.com/kmirror/kmirror/sdk/statestore"
 )
 
-// The metadata-sync lease (issue #4): for each mirror, one daemon at a time
+// The metadata-sync lease: for each mirror, one daemon at a time
 // runs the sync loops (topics, topic configs, groups, ACLs, read-only ACLs),
 // so that several daemons sharing one state store (etcd, a Kafka topic) do
 // not create topics, move group offsets or delete ACLs against each other.
@@ -52,16 +52,16 @@ import (
 // metadataSyncLease is the name of the lease, in statestore.LeaseKey.
 const metadataSyncLease = "metadata-sync"
 
-// minLeaseTTL is the shortest lease TTL: a store round trip, a slow renewal
+// MinLeaseTTL is the shortest lease TTL: a store round trip, a slow renewal
 // or a GC pause must not lose the lease. Tests lower it.
-var minLeaseTTL = 15 * time.Second
+var MinLeaseTTL = 15 * time.Second
 
-// leaseTTL derives the lease TTL from mirror.metadata.refresh.interval.ms:
-// three intervals, at least minLeaseTTL. No key of its own: the interval
+// LeaseTTL derives the lease TTL from mirror.metadata.refresh.interval.ms:
+// three intervals, at least MinLeaseTTL. No key of its own: the interval
 // already says how stale metadata may get, and a takeover within a few
 // intervals keeps that promise.
-func leaseTTL(refresh time.Duration) time.Duration {
-	return max(3*refresh, minLeaseTTL)
+func LeaseTTL(refresh time.Duration) time.Duration {
+	return max(3*refresh, MinLeaseTTL)
 }
 
 // processStart is when this process started (close enough: package init).
@@ -90,8 +90,8 @@ type leaseRecord struct {
 	ExpiresAt time.Time `json:"expires_at"`
 }
 
-// syncLease is one mirror's metadata-sync lease as seen by this daemon.
-type syncLease struct {
+// Lease is one mirror's metadata-sync lease as seen by this daemon.
+type Lease struct {
 	store statestore.Store
 	key   string
 	id    string // this daemon's holder id
@@ -113,24 +113,24 @@ type syncLease struct {
 	repHold  string    // the holder last logged
 }
 
-func newSyncLease(store statestore.Store, mirror string, refresh time.Duration, log hclog.Logger, onAcquired func()) *syncLease {
-	return &syncLease{store: store, key: statestore.LeaseKey(mirror, metadataSyncLease), id: newHolderID(), ttl: leaseTTL(refresh), now: time.Now, log: log, onAcquired: onAcquired}
+func NewLease(store statestore.Store, mirror string, refresh time.Duration, log hclog.Logger, onAcquired func()) *Lease {
+	return &Lease{store: store, key: statestore.LeaseKey(mirror, metadataSyncLease), id: newHolderID(), ttl: LeaseTTL(refresh), now: time.Now, log: log, onAcquired: onAcquired}
 }
 
 // held reports whether this daemon holds the lease now.
-func (l *syncLease) held() bool {
+func (l *Lease) Held() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.heldLocked()
 }
 
-func (l *syncLease) heldLocked() bool {
+func (l *Lease) heldLocked() bool {
 	return l.version != 0 && l.now().Before(l.deadline)
 }
 
 // status returns whether this daemon holds the lease and who does ("" when
 // nobody is known to).
-func (l *syncLease) status() (held bool, holder string) {
+func (l *Lease) Status() (held bool, holder string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.heldLocked() {
@@ -145,7 +145,7 @@ func (l *syncLease) status() (held bool, holder string) {
 // run tries to take or renew the lease every TTL/3 until ctx ends. It does
 // not release the lease: the owner calls release once the loops have
 // stopped.
-func (l *syncLease) run(ctx context.Context) {
+func (l *Lease) Run(ctx context.Context) {
 	t := time.NewTicker(l.ttl / 3)
 	defer t.Stop()
 	for {
@@ -154,13 +154,13 @@ func (l *syncLease) run(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		l.attempt(ctx)
+		l.Attempt(ctx)
 	}
 }
 
 // attempt makes one attempt to take or renew the lease, then logs a change
 // of holder once and calls onAcquired when the lease became this daemon's.
-func (l *syncLease) attempt(ctx context.Context) {
+func (l *Lease) Attempt(ctx context.Context) {
 	err := l.try(ctx)
 	if ctx.Err() != nil {
 		return
@@ -200,7 +200,7 @@ func (l *syncLease) attempt(ctx context.Context) {
 
 // try reads the lease and writes it if it is absent, this daemon's, or
 // expired.
-func (l *syncLease) try(ctx context.Context) error {
+func (l *Lease) try(ctx context.Context) error {
 	start := l.now()
 	expect := statestore.Absent
 	e, err := l.store.Get(ctx, l.key)
@@ -253,7 +253,7 @@ func (l *syncLease) try(ctx context.Context) error {
 // record was renewed before this process started (a restarted container
 // whose daemon always runs as pid 1). Holders of other hosts are never
 // judged gone: their lease expires.
-func (l *syncLease) holderGone(rec leaseRecord) bool {
+func (l *Lease) holderGone(rec leaseRecord) bool {
 	host, pid, ok := parseHolderID(rec.Holder)
 	me, mypid, _ := parseHolderID(l.id)
 	if !ok || host != me {
@@ -286,7 +286,7 @@ func processAlive(pid int) bool {
 
 // release deletes the lease record if this daemon still holds it, so that
 // another daemon takes over at its next attempt instead of after a TTL.
-func (l *syncLease) release(ctx context.Context) {
+func (l *Lease) Release(ctx context.Context) {
 	l.mu.Lock()
 	v := l.version
 	l.version, l.holder = 0, ""
@@ -308,7 +308,7 @@ func (l *syncLease) release(ctx context.Context) {
 // observeLease exports, while the mirror runs, whether this daemon holds
 // its metadata-sync lease: kmirror_metadata_sync_lease_held{mirror} is 1 or
 // 0 (summed over daemons it should be 1). The returned function stops it.
-func observeLease(p *metrics.Provider, mirror string, l *syncLease) (func(), error) {
+func ObserveLease(p *metrics.Provider, mirror string, l *Lease) (func(), error) {
 	m := p.Meter("github.com/kmirror/kmirror/core/mirror")
 	g, err := m.Int64ObservableGauge("metadata.sync.lease.held",
 		metric.WithDescription("1 while this daemon holds the mirror's metadata-sync lease and runs its sync loops, else 0; by mirror."))
@@ -318,7 +318,7 @@ func observeLease(p *metrics.Provider, mirror string, l *syncLease) (func(), err
 	attrs := metric.WithAttributes(attribute.String("mirror", mirror))
 	reg, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		var v int64
-		if l.held() {
+		if l.Held() {
 			v = 1
 		}
 		o.ObserveInt64(g, v, attrs)
@@ -329,3 +329,6 @@ func observeLease(p *metrics.Provider, mirror string, l *syncLease) (func(), err
 	}
 	return func() { _ = reg.Unregister() }, nil
 }
+
+// ID names this daemon as a holder (host and process).
+func (l *Lease) ID() string { return l.id }

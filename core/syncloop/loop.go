@@ -1,11 +1,11 @@
-package mirror
+package syncloop
 
 import (
 	"context"
 	"time"
 )
 
-// syncLoop is the one template every sync loop of a mirror follows: sync is
+// Loop is the one template every sync loop of a mirror follows: sync is
 // idempotent (it compares the source with the destination and changes only
 // what differs), Run calls it at once, then every interval and whenever
 // trigger is called. An error is reported to onErr (logged, counted, shown
@@ -15,7 +15,7 @@ import (
 // A loop with a gate runs a round only while the gate is open (the mirror's
 // metadata-sync lease is this daemon's); a round due while it is closed is
 // skipped and reported as no error, since the loop did nothing.
-type syncLoop struct {
+type Loop struct {
 	name  string
 	every time.Duration
 	sync  func(ctx context.Context) error
@@ -25,20 +25,20 @@ type syncLoop struct {
 	wake chan struct{} // buffered(1): a pending trigger
 }
 
-func newSyncLoop(name string, every time.Duration, sync func(context.Context) error, onErr func(string, error)) *syncLoop {
-	return &syncLoop{name: name, every: every, sync: sync, onErr: onErr, wake: make(chan struct{}, 1)}
+func NewLoop(name string, every time.Duration, sync func(context.Context) error, onErr func(string, error)) *Loop {
+	return &Loop{name: name, every: every, sync: sync, onErr: onErr, wake: make(chan struct{}, 1)}
 }
 
 // gated makes the loop run rounds only while open returns true; it
 // returns l.
-func (l *syncLoop) gated(open func() bool) *syncLoop {
+func (l *Loop) Gated(open func() bool) *Loop {
 	l.gate = open
 	return l
 }
 
 // trigger asks for a round as soon as the current one (if any) ends; it
 // never blocks, and triggers that arrive during a round collapse into one.
-func (l *syncLoop) trigger() {
+func (l *Loop) Trigger() {
 	select {
 	case l.wake <- struct{}{}:
 	default:
@@ -46,7 +46,7 @@ func (l *syncLoop) trigger() {
 }
 
 // Run runs rounds until ctx ends.
-func (l *syncLoop) Run(ctx context.Context) {
+func (l *Loop) Run(ctx context.Context) {
 	ticker := time.NewTicker(l.every)
 	defer ticker.Stop()
 	for {
