@@ -2,21 +2,19 @@ package mirror
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/kmirror/kmirror/core/aclsync"
 	"github.com/kmirror/kmirror/core/backoff"
+	"github.com/kmirror/kmirror/core/control"
 	"github.com/kmirror/kmirror/core/groupsync"
 	"github.com/kmirror/kmirror/core/partition"
 	"github.com/kmirror/kmirror/core/runner"
-	"github.com/kmirror/kmirror/sdk/statestore"
 )
 
 // Operator actions on a running mirror (the admin API and CLI call them):
@@ -30,7 +28,7 @@ var (
 	ErrNoMirror = errors.New("no such mirror")
 	// ErrInvalidRequest: the request itself is wrong (a bad regex, a
 	// missing field).
-	ErrInvalidRequest = errors.New("invalid request")
+	ErrInvalidRequest = control.ErrInvalidRequest
 	// ErrConflict: the request conflicts with the mirror's state (for
 	// example starting a topic that another stop pattern still stops).
 	ErrConflict = errors.New("conflicts with the mirror's state")
@@ -78,209 +76,16 @@ type PartitionFailover struct {
 	LastMirroredOffset int64 `json:"last_mirrored_offset"`
 }
 
-// controlRecord is what operators asked of a mirror at run time, kept in
-// the state store (statestore.ControlKey): two lists of rules, evaluated in
-// order, the last rule that matches a topic deciding — like a firewall's. A
-// later "start orders" thus starts orders after an earlier "stop .*", and a
-// later "stop .*" stops everything again.
-type controlRecord struct {
-	Paused  []topicRule `json:"paused,omitempty"`
-	Stopped []topicRule `json:"stopped,omitempty"`
-}
-
-// topicRule says that the topics matching Topics and none of Exclude
-// (regexes matched against the whole name) are paused (or stopped): On, or
-// not.
-type topicRule struct {
-	Topics  []string `json:"topics"`
-	Exclude []string `json:"exclude,omitempty"`
-	On      bool     `json:"on"`
-}
-
-type compiledRule struct {
-	topics, exclude []*regexp.Regexp
-	on              bool
-}
-
-func compileRules(rules []topicRule) ([]compiledRule, error) {
-	out := make([]compiledRule, 0, len(rules))
-	for _, r := range rules {
-		t, err := compileAll(r.Topics)
-		if err != nil {
-			return nil, err
-		}
-		x, err := compileAll(r.Exclude)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, compiledRule{topics: t, exclude: x, on: r.On})
-	}
-	return out, nil
-}
-
-// decide returns what the last matching rule says (false when none does).
-func decide(rules []compiledRule, topic string) bool {
-	for i := len(rules) - 1; i >= 0; i-- {
-		if matchAny(rules[i].topics, topic) && !matchAny(rules[i].exclude, topic) {
-			return rules[i].on
-		}
-	}
-	return false
-}
-
-// appendRule adds r after rules, dropping earlier rules with the same
-// topics and exclusions (r overrides them), and every rule when r covers
-// all topics.
-func appendRule(rules []topicRule, r topicRule) []topicRule {
-	if len(r.Exclude) == 0 && slices.Contains(r.Topics, ".*") {
-		if !r.On {
-			return nil // nothing is on
-		}
-		return []topicRule{r}
-	}
-	out := rules[:0:0]
-	for _, old := range rules {
-		if !slices.Equal(old.Topics, r.Topics) || !slices.Equal(old.Exclude, r.Exclude) {
-			out = append(out, old)
-		}
-	}
-	if len(out) == 0 && !r.On {
-		return nil // nothing was on
-	}
-	return append(out, r)
-}
-
-// mirrorControl is the engine's copy of one mirror's control record.
-type mirrorControl struct {
-	e    *Engine
-	name string
-
-	mu      sync.Mutex
-	loaded  bool
-	version int64
-	rec     controlRecord
-	paused  []compiledRule
-	stopped []compiledRule
-}
-
 // controlOf returns the control record holder of mirror name.
-func (e *Engine) controlOf(name string) *mirrorControl {
+func (e *Engine) controlOf(name string) *control.Holder {
 	e.ctlMu.Lock()
 	defer e.ctlMu.Unlock()
 	c := e.controls[name]
 	if c == nil {
-		c = &mirrorControl{e: e, name: name}
+		c = control.New(e.opts.Store, name)
 		e.controls[name] = c
 	}
 	return c
-}
-
-// anchored compiles a topic pattern the way mirror.topics.include is
-// matched: the whole name.
-func anchored(p string) (*regexp.Regexp, error) {
-	re, err := regexp.Compile("^(?:" + p + ")$")
-	if err != nil {
-		return nil, fmt.Errorf("%w: topic pattern %q: %v", ErrInvalidRequest, p, err)
-	}
-	return re, nil
-}
-
-func compileAll(ps []string) ([]*regexp.Regexp, error) {
-	out := make([]*regexp.Regexp, 0, len(ps))
-	for _, p := range ps {
-		re, err := anchored(p)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, re)
-	}
-	return out, nil
-}
-
-func matchAny(res []*regexp.Regexp, topic string) bool {
-	for _, re := range res {
-		if re.MatchString(topic) {
-			return true
-		}
-	}
-	return false
-}
-
-// load reads the record once; c.mu must be held.
-func (c *mirrorControl) load(ctx context.Context) error {
-	if c.loaded {
-		return nil
-	}
-	ent, err := c.e.opts.Store.Get(ctx, statestore.ControlKey(c.name))
-	var rec controlRecord
-	switch {
-	case errors.Is(err, statestore.ErrNotFound):
-		ent.Version = statestore.Absent
-	case err != nil:
-		return fmt.Errorf("mirror %s: reading the operator record: %w", c.name, err)
-	default:
-		if err := json.Unmarshal(ent.Value, &rec); err != nil {
-			return fmt.Errorf("mirror %s: the operator record in the state store is unreadable: %w", c.name, err)
-		}
-	}
-	return c.set(rec, ent.Version)
-}
-
-func (c *mirrorControl) set(rec controlRecord, version int64) error {
-	paused, err := compileRules(rec.Paused)
-	if err != nil {
-		return err
-	}
-	stopped, err := compileRules(rec.Stopped)
-	if err != nil {
-		return err
-	}
-	c.rec, c.version, c.paused, c.stopped, c.loaded = rec, version, paused, stopped, true
-	return nil
-}
-
-// update changes the record and writes it before it takes effect.
-func (c *mirrorControl) update(ctx context.Context, change func(*controlRecord) error) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.load(ctx); err != nil {
-		return err
-	}
-	rec := controlRecord{Paused: slices.Clone(c.rec.Paused), Stopped: slices.Clone(c.rec.Stopped)}
-	if err := change(&rec); err != nil {
-		return err
-	}
-	b, err := json.Marshal(rec)
-	if err != nil {
-		return err
-	}
-	v, err := c.e.opts.Store.Put(ctx, statestore.ControlKey(c.name), b, c.version)
-	if err != nil {
-		c.loaded = false // re-read at the next use
-		return fmt.Errorf("mirror %s: recording the operator's request: %w", c.name, err)
-	}
-	return c.set(rec, v)
-}
-
-// pausedTopic reports whether an operator paused topic.
-func (c *mirrorControl) pausedTopic(ctx context.Context, topic string) (bool, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.load(ctx); err != nil {
-		return false, err
-	}
-	return decide(c.paused, topic), nil
-}
-
-// stoppedTopic reports whether an operator stopped topic (stop or
-// failover).
-func (c *mirrorControl) stoppedTopic(ctx context.Context, topic string) (bool, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.load(ctx); err != nil {
-		return false, err
-	}
-	return decide(c.stopped, topic), nil
 }
 
 // runningMirror returns the mirror called name.
@@ -355,7 +160,7 @@ func patterns(topics []string) ([]string, []*regexp.Regexp, error) {
 	if len(topics) == 0 {
 		topics = []string{".*"}
 	}
-	res, err := compileAll(topics)
+	res, err := control.Compile(topics)
 	return topics, res, err
 }
 
@@ -385,13 +190,13 @@ func (e *Engine) setPaused(ctx context.Context, mirrorName string, topics []stri
 	if err != nil {
 		return OpResult{}, err
 	}
-	if err := e.controlOf(m.name).update(ctx, func(rec *controlRecord) error {
-		rec.Paused = appendRule(rec.Paused, topicRule{Topics: pats, On: pause})
+	if err := e.controlOf(m.name).Update(ctx, func(rec *control.Record) error {
+		rec.Paused = control.AppendRule(rec.Paused, control.Rule{Topics: pats, On: pause})
 		return nil
 	}); err != nil {
 		return OpResult{}, err
 	}
-	match := func(t string) bool { return matchAny(res, t) }
+	match := func(t string) bool { return control.MatchAny(res, t) }
 	for _, r := range m.runnersOf(match) {
 		r.Poke()
 	}
@@ -427,13 +232,13 @@ func (m *mirrorRun) stopTopics(ctx context.Context, topics []string) ([]Partitio
 	if err != nil {
 		return nil, err
 	}
-	if err := m.e.controlOf(m.name).update(ctx, func(rec *controlRecord) error {
-		rec.Stopped = appendRule(rec.Stopped, topicRule{Topics: pats, On: true})
+	if err := m.e.controlOf(m.name).Update(ctx, func(rec *control.Record) error {
+		rec.Stopped = control.AppendRule(rec.Stopped, control.Rule{Topics: pats, On: true})
 		return nil
 	}); err != nil {
 		return nil, err
 	}
-	match := func(t string) bool { return matchAny(res, t) }
+	match := func(t string) bool { return control.MatchAny(res, t) }
 	m.log.Info("operator stopped topics", "topics", pats)
 	if err := m.launchRecorded(ctx, match); err != nil {
 		return nil, err
@@ -494,11 +299,11 @@ func (e *Engine) StartTopics(ctx context.Context, mirrorName string, topics, exc
 	if err != nil {
 		return OpResult{}, err
 	}
-	exc, err := compileAll(exclude)
+	exc, err := control.Compile(exclude)
 	if err != nil {
 		return OpResult{}, err
 	}
-	match := func(t string) bool { return matchAny(res, t) && !matchAny(exc, t) }
+	match := func(t string) bool { return control.MatchAny(res, t) && !control.MatchAny(exc, t) }
 	if err := m.launchRecorded(ctx, match); err != nil {
 		return OpResult{}, err
 	}
@@ -511,8 +316,8 @@ func (e *Engine) StartTopics(ctx context.Context, mirrorName string, topics, exc
 			return OpResult{}, fmt.Errorf("%w: topic %s is outside mirror %s's mirror.topics.include/exclude; change the configuration to mirror it", ErrConflict, r.Topic(), m.name)
 		}
 	}
-	err = e.controlOf(m.name).update(ctx, func(rec *controlRecord) error {
-		rec.Stopped = appendRule(rec.Stopped, topicRule{Topics: topics, Exclude: exclude, On: false})
+	err = e.controlOf(m.name).Update(ctx, func(rec *control.Record) error {
+		rec.Stopped = control.AppendRule(rec.Stopped, control.Rule{Topics: topics, Exclude: exclude, On: false})
 		return nil
 	})
 	if err != nil {
@@ -535,7 +340,7 @@ func (m *mirrorRun) withoutStopped(ctx context.Context, topics []sourceTopic) ([
 	var kept []sourceTopic
 	stopped := map[string]bool{}
 	for _, t := range topics {
-		s, err := c.stoppedTopic(ctx, t.Name)
+		s, err := c.Stopped(ctx, t.Name)
 		if err != nil {
 			return nil, err
 		}
@@ -580,7 +385,7 @@ func (e *Engine) Failover(ctx context.Context, req FailoverRequest) (FailoverRes
 	if err != nil {
 		return FailoverResult{}, err
 	}
-	match := func(t string) bool { return matchAny(res, t) }
+	match := func(t string) bool { return control.MatchAny(res, t) }
 	out := FailoverResult{Mirror: m.name}
 	planned := req.WaitForCatchUp > 0
 	if planned {

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kmirror/kmirror/core/control"
 	"github.com/kmirror/kmirror/sdk/statestore"
 	"github.com/kmirror/kmirror/sdk/statestore/memstore"
 )
@@ -129,29 +130,6 @@ func TestTheLatestPauseOrResumeWins(t *testing.T) {
 	}
 }
 
-func TestControlRulesLastMatchWins(t *testing.T) {
-	var rules []topicRule
-	rules = appendRule(rules, topicRule{Topics: []string{".*"}, On: true})
-	rules = appendRule(rules, topicRule{Topics: []string{"orders.*"}, Exclude: []string{"orders-tmp"}, On: false})
-	rules = appendRule(rules, topicRule{Topics: []string{"orders-eu"}, On: true})
-	c, err := compileRules(rules)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for topic, want := range map[string]bool{"payments": true, "orders-us": false, "orders-tmp": true, "orders-eu": true} {
-		if got := decide(c, topic); got != want {
-			t.Errorf("%s: stopped %v, want %v (rules %+v)", topic, got, want, rules)
-		}
-	}
-	if rules = appendRule(rules, topicRule{Topics: []string{".*"}, On: false}); rules != nil {
-		t.Fatalf("a rule over every topic replaces the others: %+v", rules)
-	}
-	rules = appendRule(nil, topicRule{Topics: []string{"a"}, On: true})
-	if rules = appendRule(rules, topicRule{Topics: []string{"a"}, On: false}); rules != nil {
-		t.Fatalf("turning off the only rule leaves nothing: %+v", rules)
-	}
-}
-
 // TestFailoverStopsTopicsAbortsOpenTransactionsAndSurvivesARestart: the
 // partitions end STOPPED with the open destination transaction aborted
 // (last stable offset = high watermark), the result gives the last
@@ -257,7 +235,7 @@ func TestAFailoverRecordedBeforeACrashCompletesOnStart(t *testing.T) {
 	e := startEngine(t, cfg, store)
 	f.waitMirrored(t, e, "halfway", 1)
 	stopEngine(t, e)
-	b, _ := json.Marshal(controlRecord{Stopped: []topicRule{{Topics: []string{"half.*"}, On: true}}})
+	b, _ := json.Marshal(control.Record{Stopped: []control.Rule{{Topics: []string{"half.*"}, On: true}}})
 	if _, err := store.Put(ctx, statestore.ControlKey("test"), b, statestore.Absent); err != nil {
 		t.Fatal(err)
 	}

@@ -100,18 +100,6 @@ func (ev mirrorEvents) Mismatch(topic string, p int32, action string) {
 
 func (ev mirrorEvents) Stopped() { ev.m.triggerSync() }
 
-// mirrorControlView answers a runner's questions about the mirror's
-// operator rules.
-type mirrorControlView struct{ c *mirrorControl }
-
-func (v mirrorControlView) Paused(ctx context.Context, topic string) (bool, error) {
-	return v.c.pausedTopic(ctx, topic)
-}
-
-func (v mirrorControlView) Stopped(ctx context.Context, topic string) (bool, error) {
-	return v.c.stoppedTopic(ctx, topic)
-}
-
 // runnerFor returns the runner of an already loaded partition of source
 // topic t.
 func runnerFor(m *mirrorRun, t sourceTopic, part *partition.Partition) *runner.Runner {
@@ -119,7 +107,7 @@ func runnerFor(m *mirrorRun, t sourceTopic, part *partition.Partition) *runner.R
 		Mirror: m.name, Topic: t.Name, TopicID: t.ID, Partition: part,
 		Store: m.e.opts.Store, Log: m.log,
 		Source: m.dp.src, Dest: m.dst, DestAdmin: m.dstAdm,
-		Path: m.dp, Control: mirrorControlView{m.e.controlOf(m.name)}, Events: mirrorEvents{m},
+		Path: m.dp, Control: m.e.controlOf(m.name), Events: mirrorEvents{m},
 		Settings: runner.Settings{
 			AlignmentBudget: m.dcfg.OffsetAlignmentMaxRecords,
 			MismatchAction:  m.cfg.DestinationMismatchAction,

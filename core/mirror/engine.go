@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmirror/kmirror/core/config"
+	"github.com/kmirror/kmirror/core/control"
 	"github.com/kmirror/kmirror/core/metrics"
 	"github.com/kmirror/kmirror/core/partition"
 	"github.com/kmirror/kmirror/core/throttle"
@@ -48,7 +49,7 @@ type Engine struct {
 	claims  map[string]string // destination cluster id + NUL + topic → the mirror that writes it
 
 	ctlMu    sync.Mutex
-	controls map[string]*mirrorControl // mirror → what operators asked of it
+	controls map[string]*control.Holder // mirror → what operators asked of it
 }
 
 // New validates opts and returns an Engine; nothing runs until Start.
@@ -56,7 +57,7 @@ func New(opts Options) (*Engine, error) {
 	if opts.Store == nil || opts.Logger == nil || opts.Metrics == nil {
 		return nil, errors.New("mirror: Options.Store, Logger and Metrics are required")
 	}
-	e := &Engine{opts: opts, log: opts.Logger.Named("mirror"), limiter: throttle.New(throttle.Unlimited), mirrors: map[string]*mirrorRun{}, claims: map[string]string{}, controls: map[string]*mirrorControl{}}
+	e := &Engine{opts: opts, log: opts.Logger.Named("mirror"), limiter: throttle.New(throttle.Unlimited), mirrors: map[string]*mirrorRun{}, claims: map[string]string{}, controls: map[string]*control.Holder{}}
 	inst, err := newInstruments(opts.Metrics, e)
 	if err != nil {
 		return nil, err

@@ -224,7 +224,7 @@ func (e *Engine) Failback(ctx context.Context, req FailbackRequest) (FailbackRes
 	var topics []string
 	for _, p := range parts {
 		rec := p.Record()
-		s, err := ctl.stoppedTopic(ctx, rec.Topic)
+		s, err := ctl.Stopped(ctx, rec.Topic)
 		if err != nil {
 			return out, err
 		}

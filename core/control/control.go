@@ -1,0 +1,224 @@
+// Package control keeps what operators asked of a mirror at run time
+// (pause, resume, stop, start, failover): one record per mirror in the
+// state store, two ordered lists of rules where the last rule matching a
+// topic decides, written before it takes effect. core/mirror's operator
+// API changes it; core/runner asks it whether a topic is paused or stopped.
+package control
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"sync"
+
+	"github.com/kmirror/kmirror/sdk/statestore"
+)
+
+// ErrInvalidRequest: a request is wrong (a bad regex, a missing field).
+var ErrInvalidRequest = errors.New("invalid request")
+
+// New returns the holder of mirror name's record in store; it reads the
+// record at its first use.
+func New(store statestore.Store, name string) *Holder {
+	return &Holder{store: store, name: name}
+}
+
+// Record is what operators asked of a mirror at run time, kept in
+// the state store (statestore.ControlKey): two lists of rules, evaluated in
+// order, the last rule that matches a topic deciding — like a firewall's. A
+// later "start orders" thus starts orders after an earlier "stop .*", and a
+// later "stop .*" stops everything again.
+type Record struct {
+	Paused  []Rule `json:"paused,omitempty"`
+	Stopped []Rule `json:"stopped,omitempty"`
+}
+
+// Rule says that the topics matching Topics and none of Exclude
+// (regexes matched against the whole name) are paused (or stopped): On, or
+// not.
+type Rule struct {
+	Topics  []string `json:"topics"`
+	Exclude []string `json:"exclude,omitempty"`
+	On      bool     `json:"on"`
+}
+
+// compiledRule is a Rule with its patterns compiled.
+type compiledRule struct {
+	topics, exclude []*regexp.Regexp
+	on              bool
+}
+
+func compileRules(rules []Rule) ([]compiledRule, error) {
+	out := make([]compiledRule, 0, len(rules))
+	for _, r := range rules {
+		t, err := Compile(r.Topics)
+		if err != nil {
+			return nil, err
+		}
+		x, err := Compile(r.Exclude)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, compiledRule{topics: t, exclude: x, on: r.On})
+	}
+	return out, nil
+}
+
+// decide returns what the last matching rule says (false when none does).
+func decide(rules []compiledRule, topic string) bool {
+	for i := len(rules) - 1; i >= 0; i-- {
+		if MatchAny(rules[i].topics, topic) && !MatchAny(rules[i].exclude, topic) {
+			return rules[i].on
+		}
+	}
+	return false
+}
+
+// AppendRule adds r after rules, dropping earlier rules with the same
+// topics and exclusions (r overrides them), and every rule when r covers
+// all topics.
+func AppendRule(rules []Rule, r Rule) []Rule {
+	if len(r.Exclude) == 0 && slices.Contains(r.Topics, ".*") {
+		if !r.On {
+			return nil // nothing is on
+		}
+		return []Rule{r}
+	}
+	out := rules[:0:0]
+	for _, old := range rules {
+		if !slices.Equal(old.Topics, r.Topics) || !slices.Equal(old.Exclude, r.Exclude) {
+			out = append(out, old)
+		}
+	}
+	if len(out) == 0 && !r.On {
+		return nil // nothing was on
+	}
+	return append(out, r)
+}
+
+// Holder is the engine's copy of one mirror's control record; it
+// answers the runners (core/runner.Control).
+type Holder struct {
+	store statestore.Store
+	name  string
+
+	mu      sync.Mutex
+	loaded  bool
+	version int64
+	rec     Record
+	paused  []compiledRule
+	stopped []compiledRule
+}
+
+// Anchored compiles a topic pattern the way mirror.topics.include is
+// matched: the whole name.
+func Anchored(p string) (*regexp.Regexp, error) {
+	re, err := regexp.Compile("^(?:" + p + ")$")
+	if err != nil {
+		return nil, fmt.Errorf("%w: topic pattern %q: %v", ErrInvalidRequest, p, err)
+	}
+	return re, nil
+}
+
+// Compile compiles topic patterns with Anchored.
+func Compile(ps []string) ([]*regexp.Regexp, error) {
+	out := make([]*regexp.Regexp, 0, len(ps))
+	for _, p := range ps {
+		re, err := Anchored(p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, re)
+	}
+	return out, nil
+}
+
+// MatchAny reports whether one of res matches topic.
+func MatchAny(res []*regexp.Regexp, topic string) bool {
+	for _, re := range res {
+		if re.MatchString(topic) {
+			return true
+		}
+	}
+	return false
+}
+
+// load reads the record once; c.mu must be held.
+func (c *Holder) load(ctx context.Context) error {
+	if c.loaded {
+		return nil
+	}
+	ent, err := c.store.Get(ctx, statestore.ControlKey(c.name))
+	var rec Record
+	switch {
+	case errors.Is(err, statestore.ErrNotFound):
+		ent.Version = statestore.Absent
+	case err != nil:
+		return fmt.Errorf("mirror %s: reading the operator record: %w", c.name, err)
+	default:
+		if err := json.Unmarshal(ent.Value, &rec); err != nil {
+			return fmt.Errorf("mirror %s: the operator record in the state store is unreadable: %w", c.name, err)
+		}
+	}
+	return c.set(rec, ent.Version)
+}
+
+func (c *Holder) set(rec Record, version int64) error {
+	paused, err := compileRules(rec.Paused)
+	if err != nil {
+		return err
+	}
+	stopped, err := compileRules(rec.Stopped)
+	if err != nil {
+		return err
+	}
+	c.rec, c.version, c.paused, c.stopped, c.loaded = rec, version, paused, stopped, true
+	return nil
+}
+
+// Update changes the record and writes it before it takes effect.
+func (c *Holder) Update(ctx context.Context, change func(*Record) error) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.load(ctx); err != nil {
+		return err
+	}
+	rec := Record{Paused: slices.Clone(c.rec.Paused), Stopped: slices.Clone(c.rec.Stopped)}
+	if err := change(&rec); err != nil {
+		return err
+	}
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	v, err := c.store.Put(ctx, statestore.ControlKey(c.name), b, c.version)
+	if err != nil {
+		c.loaded = false // re-read at the next use
+		return fmt.Errorf("mirror %s: recording the operator's request: %w", c.name, err)
+	}
+	return c.set(rec, v)
+}
+
+// Paused reports whether an operator paused topic.
+func (c *Holder) Paused(ctx context.Context, topic string) (bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.load(ctx); err != nil {
+		return false, err
+	}
+	return decide(c.paused, topic), nil
+}
+
+// Stopped reports whether an operator stopped topic (stop or
+// failover).
+func (c *Holder) Stopped(ctx context.Context, topic string) (bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.load(ctx); err != nil {
+		return false, err
+	}
+	return decide(c.stopped, topic), nil
+}
