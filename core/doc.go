@@ -2,6 +2,7 @@
 // subpackages own one concern each:
 //
 //   - config:    declaration, loading and validation of every configuration key
+//   - kclient:   a cluster's configuration turned into franz-go client options
 //   - aclrule:   the mirror.acl.include rule grammar and matcher
 //   - batch:     zero-copy views over Kafka v2 record batches (re-stamp, CRC)
 //   - partition: the per-partition state machine and its persistence
