@@ -58,4 +58,10 @@ require (
 	golang.org/x/sys v0.50.0
 )
 
+// The sdk module has no published version yet, so builds outside the
+// workspace (GOWORK=off) find it through this replace; go.work alone does not
+// help either, since the workspace still reads the go.mod of the required
+// version. `go install …/cmd/kmirror@version` refuses a module with a replace:
+// it works once sdk is tagged (sdk/vX.Y.Z), required at that version, and this
+// line is deleted.
 replace github.com/kmirror/kmirror/sdk => ./sdk

@@ -1,16 +1,38 @@
 // Package core is the root of kmirror's engine. It holds no code of its own; its
 // subpackages own one concern each:
 //
-//   - config:    declaration, loading and validation of every configuration key
-//   - aclrule:   the mirror.acl.include rule grammar and matcher
-//   - batch:     zero-copy views over Kafka v2 record batches (re-stamp, CRC)
-//   - backoff:   the one retry policy (doubling waits, cap, full jitter, deadline)
-//   - partition: the per-partition state machine and its persistence
-//   - daemon:    process life cycle (HTTP endpoints, reload, ordered shutdown)
-//   - metrics:   the OpenTelemetry meter provider exported to Prometheus
-//   - logging:   hclog construction from configuration
-//   - version:   build information
+//   - aclrule:          the mirror.acl.include rule grammar and matcher
+//   - aclsync:          the ACL sync loop of one mirror (source ACLs in scope copied, stale ones deleted)
+//   - admin:            the operator API (HTTP+JSON on admin.address) behind `kmirror mirrors` and `kmirror failover`
+//   - admin/admintest:  test helpers for the admin API: a fake controller and a throw-away PKI
+//   - backoff:          the one retry policy (doubling waits, cap, full jitter, deadline)
+//   - batch:            zero-copy views over Kafka v2 record batches (split, re-stamp, CRC, bounded decoding)
+//   - config:           declaration, loading and validation of every configuration key
+//   - config/gen:       the command that writes docs/config.md and the sample from the declarations
+//   - control:          the operators' run-time rules of a mirror (pause, stop, start), last matching rule wins
+//   - daemon:           process life cycle (HTTP endpoints, reload, ordered shutdown)
+//   - failpoint:        named crash points the end-to-end tests stop a process at
+//   - fetcher:          the source side of the data path: raw record batches fetched per source broker
+//   - filters:          the built-in include/exclude filter of a mirror, as an SDK filter
+//   - groupsync:        the consumer-group and share-group offset sync loop of one mirror
+//   - internal/testpki: throw-away certificate authorities for tests
+//   - kafkalog:         a partition's log read raw: bounds, leader, batches in bounded memory, entries
+//   - kclient:          a cluster's configuration turned into franz-go client options (TLS, SASL, sockets, dialer)
+//   - logging:          hclog construction from configuration
+//   - metrics:          the OpenTelemetry meter provider exported to Prometheus
+//   - mirror:           the mirroring engine: mirrors, topics in scope and one runner per partition
+//   - offsetmap:        the exact source→destination offset map of a partition in map mode
+//   - partition:        the per-partition state machine and its persistence
+//   - runner:           one mirrored partition: prepare, prove the destination, forward, map mode, stop
+//   - syncloop:         the sync-loop template and the metadata-sync lease of a mirror
+//   - throttle:         the daemon-wide replication throttle (mirror.replication.throttled.rate)
+//   - verify:           record-by-record comparison of a destination log with its source log
+//   - version:          build information
+//   - writer:           the destination side of the data path: ordered appends that keep offsets
 //
-// Layering (guarded by layering_test.go): core never imports plugins/ or cmd/;
-// plugins import only sdk; sdk imports nothing of ours.
+// Layering (guarded by layering_test.go): sdk imports nothing of ours;
+// plugins import only sdk; core never imports plugins or cmd, and cmd wires
+// everything. Inside core the data path's layers import one way: batch
+// imports nothing of ours, and fetcher, writer and runner never import
+// mirror, admin or cmd.
 package core

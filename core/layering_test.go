@@ -47,33 +47,95 @@ func listPackages(t *testing.T, patterns ...string) []goPackage {
 	return pkgs
 }
 
-// TestLayering enforces STYLE.md rule 1: sdk imports nothing of ours; plugins
-// import only sdk; core never imports plugins or cmd.
-func TestLayering(t *testing.T) {
-	rules := []struct {
-		pattern string
-		allowed func(dep string) bool
-		why     string
-	}{
-		{module + "/sdk/...", func(dep string) bool { return strings.HasPrefix(dep, module+"/sdk") }, "sdk must import nothing of kmirror's outside sdk"},
-		{module + "/plugins/...", func(dep string) bool {
-			return strings.HasPrefix(dep, module+"/sdk") || strings.HasPrefix(dep, module+"/plugins/")
-		}, "plugins may import only sdk (and their own packages)"},
-		{module + "/core/backoff", func(string) bool { return false }, "backoff imports nothing of kmirror's: fetcher and writer, which import only batch, use it"},
-		{module + "/core/...", func(dep string) bool {
-			return !strings.HasPrefix(dep, module+"/plugins") && !strings.HasPrefix(dep, module+"/cmd")
-		}, "core must never import plugins or cmd"},
-	}
-	for _, r := range rules {
-		for _, p := range listPackages(t, r.pattern) {
-			for _, dep := range p.Deps {
-				if !strings.HasPrefix(dep, module) {
-					continue
-				}
-				if !r.allowed(dep) {
-					t.Errorf("%s depends on %s: %s", p.ImportPath, dep, r.why)
-				}
+// within reports whether pkg is path or a package below it.
+func within(pkg, path string) bool {
+	return pkg == path || strings.HasPrefix(pkg, path+"/")
+}
+
+// layeringRule is one rule of core/doc.go's "Layering": every package that
+// pattern lists and applies accepts (all when nil) may depend, directly or
+// not, only on packages of ours that allowed accepts.
+type layeringRule struct {
+	pattern string
+	applies func(pkg string) bool
+	allowed func(dep string) bool
+	why     string
+	// offender is a package that breaks the rule, for
+	// TestLayeringRulesCanFail.
+	offender string
+}
+
+var layeringRules = []layeringRule{
+	{module + "/sdk/...", nil, func(dep string) bool { return within(dep, module+"/sdk") }, "sdk must import nothing of kmirror's outside sdk",
+		module + "/cmd/kmirror"},
+	{module + "/plugins/...", nil, func(dep string) bool {
+		return within(dep, module+"/sdk") || within(dep, module+"/plugins")
+	}, "plugins may import only sdk (and their own packages)",
+		module + "/cmd/kmirror"},
+	{module + "/core/...", nil, func(dep string) bool {
+		return !within(dep, module+"/plugins") && !within(dep, module+"/cmd")
+	}, "core must never import plugins or cmd",
+		module + "/cmd/kmirror"},
+	// The bottom of the data path stands alone: batch is bytes and
+	// nothing else.
+	{module + "/core/...", func(pkg string) bool { return within(pkg, module+"/core/batch") },
+		func(string) bool { return false }, "core/batch must import nothing of kmirror's",
+		module + "/core/fetcher"},
+	// The one retry policy stands alone too: fetcher and writer use it.
+	{module + "/core/...", func(pkg string) bool { return within(pkg, module+"/core/backoff") },
+		func(string) bool { return false }, "core/backoff must import nothing of kmirror's",
+		module + "/core/writer"},
+	// The data path's layers never reach up into the engine, its operator
+	// API or the command line.
+	{module + "/core/...", func(pkg string) bool {
+		return within(pkg, module+"/core/fetcher") || within(pkg, module+"/core/writer") || within(pkg, module+"/core/runner")
+	}, func(dep string) bool {
+		return !within(dep, module+"/core/mirror") && !within(dep, module+"/core/admin") && !within(dep, module+"/cmd")
+	}, "core/fetcher, core/writer and core/runner must never import core/mirror, core/admin or cmd",
+		module + "/cmd/kmirror"},
+}
+
+// violations returns the dependencies of pkgs that break r, one line each.
+func (r layeringRule) violations(pkgs []goPackage) []string {
+	var out []string
+	for _, p := range pkgs {
+		for _, dep := range p.Deps {
+			if within(dep, module) && !r.allowed(dep) {
+				out = append(out, p.ImportPath+" depends on "+dep+": "+r.why)
 			}
+		}
+	}
+	return out
+}
+
+// TestLayering enforces the layering of core/doc.go: sdk imports nothing of
+// ours; plugins import only sdk; core never imports plugins or cmd; inside
+// core, batch imports nothing of ours and fetcher, writer and runner never
+// import mirror, admin or cmd.
+func TestLayering(t *testing.T) {
+	for _, r := range layeringRules {
+		var pkgs []goPackage
+		for _, p := range listPackages(t, r.pattern) {
+			if r.applies == nil || r.applies(p.ImportPath) {
+				pkgs = append(pkgs, p)
+			}
+		}
+		if len(pkgs) == 0 {
+			t.Errorf("the rule %q governs no package", r.why)
+		}
+		for _, v := range r.violations(pkgs) {
+			t.Error(v)
+		}
+	}
+}
+
+// TestLayeringRulesCanFail applies each rule to a package known to break it
+// (cmd/kmirror wires core, mirror, admin and plugins; fetcher imports
+// batch), so a rule that could never report is caught.
+func TestLayeringRulesCanFail(t *testing.T) {
+	for _, r := range layeringRules {
+		if len(r.violations(listPackages(t, r.offender))) == 0 {
+			t.Errorf("the rule %q reports nothing for %s, which breaks it", r.why, r.offender)
 		}
 	}
 }

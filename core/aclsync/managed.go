@@ -8,7 +8,7 @@ import (
 
 // ReadOnlyPrincipal is the principal of the read-only ACL kmirror puts on
 // each mirror topic of the destination: a DENY for User:* binds every
-// principal that is not a super user (DESIGN §1.6).
+// principal that is not a super user (docs/design/contract.md §1.7).
 const ReadOnlyPrincipal = "User:*"
 
 // ReadOnlyManaged returns an Options.Managed function that reports the

@@ -1,5 +1,19 @@
 package batch
 
+// Which codec code is ours and which is franz-go's:
+//
+//   - Compressing (Encode) uses franz-go's exported compressors
+//     (kgo.DefaultCompressor) for gzip, lz4 and zstd: same libraries, levels
+//     and zstd window as ours were. Snappy stays ours: franz-go's exported
+//     compressor writes one raw snappy block, while Encode frames snappy as
+//     the Java client does (xerial), the framing most batches on a Kafka log
+//     carry and the one the decoding bound must be proven against.
+//   - Decompressing stays ours: every decode here is bounded by the caller
+//     (RecordsWithin, a few MiB for map mode), and franz-go's exported
+//     decompressor (kgo.DefaultDecompressor) bounds output at math.MaxInt32
+//     only; its per-client bound (kgo.MaxDecompressBatchBytes) cannot be set
+//     per call. No path of kmirror decompresses without a bound.
+
 import (
 	"bytes"
 	"encoding/binary"
@@ -12,6 +26,7 @@ import (
 	"github.com/klauspost/compress/s2"
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // MaxDecompressedBytes bounds how large one batch's records may decompress
@@ -77,16 +92,6 @@ func decompressZstd(src []byte, limit int) ([]byte, error) {
 	}
 	return out, err
 }
-
-// zstdEncoder is shared for Encode: EncodeAll is safe for concurrent use.
-// The 64 KiB window keeps decoder memory small, as Kafka clients do.
-var zstdEncoder = sync.OnceValues(func() (*zstd.Encoder, error) {
-	return zstd.NewWriter(nil,
-		zstd.WithEncoderConcurrency(1),
-		zstd.WithWindowSize(64<<10),
-		zstd.WithZeroFrames(true),
-	)
-})
 
 // decompress returns the records section of a batch decompressed, refusing
 // to produce more than limit bytes (ErrDecompressTooLarge). For
@@ -178,22 +183,35 @@ func decodeSnappyBlock(dst, block []byte, limit int) ([]byte, error) {
 	return dst, nil
 }
 
+// compressors are franz-go's compressors for gzip, lz4 and zstd, indexed by
+// codec: gzip's default level, lz4's fastest, zstd's default with a 64 KiB
+// window (small decoder memory, as Kafka clients use). Each is safe for
+// concurrent use.
+var compressors = sync.OnceValues(func() (map[Compression]kgo.Compressor, error) {
+	cs := make(map[Compression]kgo.Compressor, 3)
+	for c, codec := range map[Compression]kgo.CompressionCodec{
+		CompressionGzip: kgo.GzipCompression(),
+		CompressionLZ4:  kgo.Lz4Compression(),
+		CompressionZstd: kgo.ZstdCompression(),
+	} {
+		comp, err := kgo.DefaultCompressor(codec)
+		if err != nil {
+			return nil, fmt.Errorf("creating the %s compressor: %w", c, err)
+		}
+		cs[c] = comp
+	}
+	return cs, nil
+})
+
+// compressBuffers are the scratch buffers franz-go's compressors write into.
+var compressBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
 // compress appends src compressed with c to dst, in the framing the Java
 // client writes (xerial for snappy, the LZ4 frame format for lz4).
 func compress(dst []byte, c Compression, src []byte) ([]byte, error) {
 	switch c {
 	case CompressionNone:
 		return append(dst, src...), nil
-	case CompressionGzip:
-		buf := bytes.NewBuffer(dst)
-		zw := gzip.NewWriter(buf)
-		if _, err := zw.Write(src); err != nil {
-			return nil, fmt.Errorf("gzip: %w", err)
-		}
-		if err := zw.Close(); err != nil {
-			return nil, fmt.Errorf("gzip: %w", err)
-		}
-		return buf.Bytes(), nil
 	case CompressionSnappy:
 		dst = append(dst, xerialHeader...)
 		for len(src) > 0 {
@@ -204,22 +222,19 @@ func compress(dst []byte, c Compression, src []byte) ([]byte, error) {
 			dst = append(dst, block...)
 		}
 		return dst, nil
-	case CompressionLZ4:
-		buf := bytes.NewBuffer(dst)
-		zw := lz4.NewWriter(buf)
-		if _, err := zw.Write(src); err != nil {
-			return nil, fmt.Errorf("lz4: %w", err)
-		}
-		if err := zw.Close(); err != nil {
-			return nil, fmt.Errorf("lz4: %w", err)
-		}
-		return buf.Bytes(), nil
-	case CompressionZstd:
-		enc, err := zstdEncoder()
+	case CompressionGzip, CompressionLZ4, CompressionZstd:
+		cs, err := compressors()
 		if err != nil {
-			return nil, fmt.Errorf("creating zstd encoder: %w", err)
+			return nil, err
 		}
-		return enc.EncodeAll(src, dst), nil
+		buf := compressBuffers.Get().(*bytes.Buffer)
+		defer compressBuffers.Put(buf)
+		buf.Reset()
+		out, used := cs[c].Compress(buf, src)
+		if used != kgo.CompressionCodecType(c) {
+			return nil, fmt.Errorf("%s: compressing %d bytes failed", c, len(src))
+		}
+		return append(dst, out...), nil
 	}
 	return nil, fmt.Errorf("compression codec %d is not one Kafka defines", int8(c))
 }

@@ -44,5 +44,15 @@
 // format) and zstd. [Batch.RecordsWithin] decodes within a memory bound the
 // caller sets (decompressed bytes plus decoded records), stopping a batch
 // that inflates past it before it is allocated. [Encode] and [EncodeControl] build batches for tests and
-// benchmarks without a broker.
+// benchmarks without a broker, and map mode's re-encoded batches.
+//
+// # Codecs: franz-go's where they do the same job
+//
+// Encode compresses gzip, lz4 and zstd with franz-go's exported compressors
+// (kgo.DefaultCompressor). Snappy is framed here, as the Java client writes
+// it (xerial blocks), because franz-go's exported compressor writes one raw
+// block instead. Decompression is this package's own: it is bounded by the
+// caller ([Batch.RecordsWithin]), while franz-go's exported decompressor
+// (kgo.DefaultDecompressor) bounds its output at math.MaxInt32 only. See
+// docs/design/datapath.md ("Whose codecs").
 package batch

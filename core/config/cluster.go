@@ -1,27 +1,13 @@
 package config
 
 import (
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
-	"errors"
 	"fmt"
-	"net"
 	"os"
 	"strings"
-	"time"
-
-	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/sasl/plain"
-	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
-
-// ErrTokenSourceRequired is returned by KgoOpts for OAUTHBEARER clusters:
-// tokens come from the auth plugin (client-credentials flow, refreshed
-// before expiry), so the caller builds the SASL option from it and uses
-// KgoConnOpts for everything else.
-var ErrTokenSourceRequired = errors.New("OAUTHBEARER needs a token source from the auth plugin")
 
 var tlsVersions = map[string]uint16{"TLSv1.2": tls.VersionTLS12, "TLSv1.3": tls.VersionTLS13}
 
@@ -191,35 +177,51 @@ func readPasswordFile(path string) (Secret, error) {
 	return NewSecret(pw), nil
 }
 
-// TLSConfig builds the TLS client configuration, or returns nil when
-// security.protocol is PLAINTEXT or SASL_PLAINTEXT. Files are read at every
-// call, so rotated certificates are picked up by the next client built.
-// ServerName is left empty: franz-go sets it per broker from the address it
-// dials.
-func (c *Cluster) TLSConfig() (*tls.Config, error) {
-	cfg, probs := c.resolveTLS()
-	if len(probs) > 0 {
-		return nil, probs[0].error()
-	}
-	return cfg, nil
+// TLS is a cluster's resolved ssl.* settings: the truststore and keystore its
+// keys name, read and checked, and the protocol versions. core/kclient
+// builds the crypto/tls client configuration from it.
+type TLS struct {
+	// Roots verifies the brokers' certificate chains; nil means the
+	// system roots (no truststore configured).
+	Roots *x509.CertPool
+	// Certificate is the client certificate for mutual TLS, or nil.
+	Certificate *tls.Certificate
+	// MinVersion and MaxVersion bound the TLS versions to
+	// ssl.enabled.protocols, as crypto/tls version constants.
+	MinVersion, MaxVersion uint16
+	// VerifyHostname is ssl.endpoint.identification.algorithm=https: the
+	// broker's certificate must name the host dialed. When false only the
+	// chain is verified (Kafka's "" skips the host name check, not the
+	// chain).
+	VerifyHostname bool
 }
 
-func (c *Cluster) resolveTLS() (*tls.Config, []problem) {
+// TLS resolves the cluster's TLS settings, or returns the zero TLS when
+// security.protocol is PLAINTEXT or SASL_PLAINTEXT. Files are read at every
+// call, so rotated certificates are picked up by the next client built.
+// Errors name the key and never contain a private key.
+func (c *Cluster) TLS() (TLS, error) {
+	t, probs := c.resolveTLS()
+	if len(probs) > 0 {
+		return TLS{}, probs[0].error()
+	}
+	return t, nil
+}
+
+func (c *Cluster) resolveTLS() (TLS, []problem) {
 	if !c.UsesTLS() {
-		return nil, nil
+		return TLS{}, nil
 	}
 	var probs []problem
-	cfg := &tls.Config{}
+	t := TLS{VerifyHostname: c.EndpointIdentificationAlgorithm != ""}
 
 	roots, p := c.loadRoots()
 	probs = append(probs, p...)
-	cfg.RootCAs = roots
+	t.Roots = roots
 
 	cert, p := c.loadClientCert()
 	probs = append(probs, p...)
-	if cert != nil {
-		cfg.Certificates = []tls.Certificate{*cert}
-	}
+	t.Certificate = cert
 
 	if len(c.EnabledProtocols) == 0 {
 		probs = append(probs, problem{"ssl.enabled.protocols", "must list at least one of TLSv1.2, TLSv1.3"})
@@ -230,34 +232,17 @@ func (c *Cluster) resolveTLS() (*tls.Config, []problem) {
 			probs = append(probs, problem{"ssl.enabled.protocols", checkTLSVersion(name).Error()})
 			continue
 		}
-		if cfg.MinVersion == 0 || v < cfg.MinVersion {
-			cfg.MinVersion = v
+		if t.MinVersion == 0 || v < t.MinVersion {
+			t.MinVersion = v
 		}
-		if v > cfg.MaxVersion {
-			cfg.MaxVersion = v
-		}
-	}
-
-	if c.EndpointIdentificationAlgorithm == "" {
-		// Kafka's "" skips only the host name check; the chain is still
-		// verified. Go can skip both or neither, so verify the chain here.
-		cfg.InsecureSkipVerify = true
-		cfg.VerifyConnection = func(cs tls.ConnectionState) error {
-			if len(cs.PeerCertificates) == 0 {
-				return errors.New("the broker sent no certificate")
-			}
-			inter := x509.NewCertPool()
-			for _, ic := range cs.PeerCertificates[1:] {
-				inter.AddCert(ic)
-			}
-			_, err := cs.PeerCertificates[0].Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter})
-			return err
+		if v > t.MaxVersion {
+			t.MaxVersion = v
 		}
 	}
 	if len(probs) > 0 {
-		return nil, probs
+		return TLS{}, probs
 	}
-	return cfg, nil
+	return t, nil
 }
 
 // loadRoots returns the truststore, or nil for the system roots.
@@ -391,139 +376,4 @@ func findKey(data []byte) keyKind {
 			return keyPlain
 		}
 	}
-}
-
-// KgoConnOpts returns the franz-go options that connect to the cluster:
-// seed brokers, client id and the TLS dialer. It adds no SASL mechanism.
-func (c *Cluster) KgoConnOpts() ([]kgo.Opt, error) {
-	return c.kgoConnOpts(nil)
-}
-
-// SocketOptions are the TCP settings of a client's connections
-// (send.buffer.bytes, receive.buffer.bytes, replica.socket.receive.buffer.bytes
-// and socket.connection.setup.timeout.ms). A buffer size of -1 or 0 keeps the
-// operating system's default.
-type SocketOptions struct {
-	SendBuffer    int
-	ReceiveBuffer int
-	DialTimeout   time.Duration
-}
-
-// KgoOptsWithSockets is KgoOpts with connections dialed by kmirror's own
-// dialer, which applies so and then TLS (franz-go takes either a TLS
-// configuration or a dialer, not both).
-func (c *Cluster) KgoOptsWithSockets(so SocketOptions) ([]kgo.Opt, error) {
-	opts, err := c.kgoConnOpts(&so)
-	if err != nil {
-		return nil, err
-	}
-	sasl, err := c.saslOpts()
-	if err != nil {
-		return nil, err
-	}
-	return append(opts, sasl...), nil
-}
-
-func (c *Cluster) kgoConnOpts(so *SocketOptions) ([]kgo.Opt, error) {
-	opts := []kgo.Opt{kgo.SeedBrokers(c.BootstrapServers...)}
-	if c.ClientID != "" {
-		opts = append(opts, kgo.ClientID(c.ClientID))
-	}
-	tc, err := c.TLSConfig()
-	if err != nil {
-		return nil, err
-	}
-	switch {
-	case so != nil:
-		opts = append(opts, kgo.Dialer(Dialer(*so, tc)))
-	case tc != nil:
-		opts = append(opts, kgo.DialTLSConfig(tc))
-	}
-	return opts, nil
-}
-
-// Dialer returns a dial function that opens a TCP connection with so's buffer
-// sizes and timeout and, when tc is not nil, runs the TLS handshake on it (the
-// server name defaults to the host dialed, as franz-go's own TLS dialing does).
-func Dialer(so SocketOptions, tc *tls.Config) func(ctx context.Context, network, host string) (net.Conn, error) {
-	d := &net.Dialer{Timeout: so.DialTimeout}
-	return func(ctx context.Context, network, host string) (net.Conn, error) {
-		conn, err := d.DialContext(ctx, network, host)
-		if err != nil {
-			return nil, err
-		}
-		if tcp, ok := conn.(*net.TCPConn); ok {
-			if so.SendBuffer > 0 {
-				_ = tcp.SetWriteBuffer(so.SendBuffer)
-			}
-			if so.ReceiveBuffer > 0 {
-				_ = tcp.SetReadBuffer(so.ReceiveBuffer)
-			}
-		}
-		if tc == nil {
-			return conn, nil
-		}
-		cfg := tc.Clone()
-		if cfg.ServerName == "" {
-			if h, _, err := net.SplitHostPort(host); err == nil {
-				cfg.ServerName = h
-			}
-		}
-		tlsConn := tls.Client(conn, cfg)
-		if err := tlsConn.HandshakeContext(ctx); err != nil {
-			conn.Close()
-			return nil, err
-		}
-		return tlsConn, nil
-	}
-}
-
-// KgoOpts returns KgoConnOpts plus the SASL mechanism for PLAIN and SCRAM.
-// Credentials are resolved at every connection, so a rotated
-// sasl.password.file is picked up. For OAUTHBEARER it returns
-// ErrTokenSourceRequired: use KgoConnOpts and the auth plugin's mechanism.
-func (c *Cluster) KgoOpts() ([]kgo.Opt, error) {
-	opts, err := c.KgoConnOpts()
-	if err != nil {
-		return nil, err
-	}
-	sasl, err := c.saslOpts()
-	if err != nil {
-		return nil, err
-	}
-	return append(opts, sasl...), nil
-}
-
-// saslOpts returns the franz-go SASL option of the cluster, if it uses SASL.
-func (c *Cluster) saslOpts() ([]kgo.Opt, error) {
-	var opts []kgo.Opt
-	if !c.UsesSASL() {
-		return opts, nil
-	}
-	if _, err := c.SASL(); err != nil {
-		return nil, err
-	}
-	cc := *c // the closures below must not see later changes to c
-	switch c.SASLMechanism {
-	case MechanismPlain:
-		opts = append(opts, kgo.SASL(plain.Plain(func(context.Context) (plain.Auth, error) {
-			s, err := cc.SASL()
-			return plain.Auth{User: s.Username, Pass: s.Password.Reveal()}, err
-		})))
-	case MechanismSCRAMSHA256, MechanismSCRAMSHA512:
-		auth := func(context.Context) (scram.Auth, error) {
-			s, err := cc.SASL()
-			return scram.Auth{User: s.Username, Pass: s.Password.Reveal()}, err
-		}
-		if c.SASLMechanism == MechanismSCRAMSHA256 {
-			opts = append(opts, kgo.SASL(scram.Sha256(auth)))
-		} else {
-			opts = append(opts, kgo.SASL(scram.Sha512(auth)))
-		}
-	case MechanismOAuthBearer:
-		return nil, fmt.Errorf("cluster %s: %w", strings.Join(c.BootstrapServers, ","), ErrTokenSourceRequired)
-	default:
-		return nil, fmt.Errorf("sasl.mechanism %q has no franz-go mechanism", c.SASLMechanism)
-	}
-	return opts, nil
 }

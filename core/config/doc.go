@@ -12,4 +12,11 @@
 // each naming the key path (for example mirrors[dc1-to-dc2].sasl.mechanism)
 // and the reason. Secret values are held in Secret, which never prints its
 // value; no error message, summary or dump contains a secret.
+//
+// The package stops at the keys: it resolves what a cluster's security keys
+// name (Cluster.SASL: credentials from sasl.* and sasl.jaas.config;
+// Cluster.TLS: truststore, keystore and versions from ssl.*) so that Load
+// reports an unreadable file or a bad JAAS line by key, but building
+// franz-go client options from them (the crypto/tls configuration, SASL
+// mechanisms, socket options, kmirror's dialer) is core/kclient's job.
 package config

@@ -80,8 +80,8 @@ func TestSample(t *testing.T) {
 	if len(cfg.Destination.BootstrapServers) != 3 || cfg.Destination.SecurityProtocol != ProtocolSSL || cfg.Destination.ClientID != "kmirror-dr" {
 		t.Errorf("destination: %+v", cfg.Destination)
 	}
-	tc, err := cfg.Destination.TLSConfig()
-	if err != nil || tc.RootCAs == nil || len(tc.Certificates) != 1 {
+	tc, err := cfg.Destination.TLS()
+	if err != nil || tc.Roots == nil || tc.Certificate == nil {
 		t.Errorf("destination TLS: %v, %v", tc, err)
 	}
 	if len(cfg.Mirrors) != 2 {

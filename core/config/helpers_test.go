@@ -1,22 +1,14 @@
 package config
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
-	"math/big"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/kmirror/kmirror/core/internal/testpki"
 )
 
-// pki is a throw-away CA with one server and one client certificate, as PEM.
+// pki is testpki's throw-away CA under the names these tests use.
 type pki struct {
 	caPEM                  []byte
 	serverCert, serverKey  []byte
@@ -27,65 +19,16 @@ type pki struct {
 
 func newPKI(t *testing.T) *pki {
 	t.Helper()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
+	p := testpki.New(t)
+	return &pki{
+		caPEM: p.CAPEM, serverCert: p.ServerCert, serverKey: p.ServerKey, clientCert: p.ClientCert, clientKey: p.ClientKey,
+		caFile: p.CAFile, clientPairFile: p.ClientPairFile, dir: p.Dir,
 	}
-	caTmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "kmirror test CA"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		IsCA:                  true,
-		KeyUsage:              x509.KeyUsageCertSign,
-		BasicConstraintsValid: true,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caCert, _ := x509.ParseCertificate(caDER)
-	issue := func(serial int64, cn string, usage x509.ExtKeyUsage, dns []string) ([]byte, []byte) {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tmpl := &x509.Certificate{
-			SerialNumber: big.NewInt(serial),
-			Subject:      pkix.Name{CommonName: cn},
-			NotBefore:    time.Now().Add(-time.Hour),
-			NotAfter:     time.Now().Add(time.Hour),
-			KeyUsage:     x509.KeyUsageDigitalSignature,
-			ExtKeyUsage:  []x509.ExtKeyUsage{usage},
-			DNSNames:     dns,
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-			pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})
-	}
-	p := &pki{dir: t.TempDir()}
-	p.caPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
-	p.serverCert, p.serverKey = issue(2, "broker", x509.ExtKeyUsageServerAuth, []string{"broker.test"})
-	p.clientCert, p.clientKey = issue(3, "kmirror", x509.ExtKeyUsageClientAuth, nil)
-	p.caFile = writeFile(t, p.dir, "ca.pem", string(p.caPEM))
-	p.clientPairFile = writeFile(t, p.dir, "client.pem", string(p.clientCert)+string(p.clientKey))
-	return p
 }
 
 func writeFile(t *testing.T, dir, name, content string) string {
 	t.Helper()
-	path := filepath.Join(dir, name)
-	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return testpki.WriteFile(t, dir, name, content)
 }
 
 // minimal is the smallest valid configuration.

@@ -84,8 +84,9 @@ func (c *Config) Mirror(name string) (*Mirror, bool) {
 }
 
 // Cluster holds the client keys of one cluster: the destination, or the
-// source of a mirror. Use TLSConfig, SASL and KgoOpts rather than reading the
-// security fields directly: they resolve files, JAAS and inline PEM.
+// source of a mirror. Use TLS and SASL rather than reading the security
+// fields directly: they resolve files, JAAS and inline PEM (core/kclient
+// turns them into franz-go client options).
 type Cluster struct {
 	BootstrapServers []string // bootstrap.servers, host:port each
 	ClientID         string   // client.id

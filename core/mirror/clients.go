@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmirror/kmirror/core/config"
+	"github.com/kmirror/kmirror/core/kclient"
 )
 
 // clientOpts builds franz-go options for one cluster from its client keys and
@@ -18,14 +19,14 @@ func clientOpts(cfg *config.Config, cl *config.Cluster, role string) ([]kgo.Opt,
 	// sizes their receive buffer and replica.socket.timeout.ms bounds their
 	// reads; destination connections use receive.buffer.bytes and
 	// request.timeout.ms.
-	so := config.SocketOptions{SendBuffer: cfg.SendBufferBytes, ReceiveBuffer: cfg.ReceiveBufferBytes, DialTimeout: cfg.SocketConnectionSetupTimeout}
+	so := kclient.SocketOptions{SendBuffer: cfg.SendBufferBytes, ReceiveBuffer: cfg.ReceiveBufferBytes, DialTimeout: cfg.SocketConnectionSetupTimeout}
 	readTimeout := cfg.RequestTimeout
 	if role == "source" {
 		so.ReceiveBuffer = cfg.ReplicaSocketReceiveBuffer
 		readTimeout = cfg.ReplicaSocketTimeout
 	}
-	opts, err := cl.KgoOptsWithSockets(so)
-	if errors.Is(err, config.ErrTokenSourceRequired) {
+	opts, err := kclient.Opts(cl, kclient.WithSockets(so))
+	if errors.Is(err, kclient.ErrTokenSourceRequired) {
 		return nil, fmt.Errorf("%s cluster: sasl.mechanism OAUTHBEARER needs a credential provider plugin, which this build does not wire yet; use PLAIN or SCRAM: %w", role, err)
 	}
 	if err != nil {

@@ -17,7 +17,7 @@ import (
 	"github.com/kmirror/kmirror/core/partition"
 )
 
-// Read-only mirror topics (DESIGN.md §1.6). Where the destination has an
+// Read-only mirror topics (docs/design/contract.md §1.7). Where the destination has an
 // authorizer, every topic the mirror owns carries a DENY WRITE ACL for
 // User:* (literal, any host) while any of its partitions is not STOPPED, so
 // that nobody but kmirror writes to it; kmirror's own destination principal

@@ -25,7 +25,7 @@
 //	+------------ STOPPED
 //	    start again (failback, restart, operator)
 //
-// The table (DESIGN.md §2) is the authority:
+// The table (docs/design/contract.md §2) is the authority:
 //
 //	PREPARING -> MIRRORING, FAILED
 //	MIRRORING -> PAUSED, STOPPING, FAILED

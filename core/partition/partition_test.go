@@ -142,7 +142,7 @@ func must(t *testing.T, err error) {
 	}
 }
 
-// expectedSuccessors is DESIGN.md §2 written out independently of the
+// expectedSuccessors is docs/design/contract.md §2 written out independently of the
 // package's table. FAILED is keyed by the state it failed in.
 var expectedSuccessors = map[string][]partition.State{
 	"PREPARING":             {partition.Mirroring, partition.Failed},

@@ -11,7 +11,7 @@ import (
 // event that reports a partition's creation.
 type State int8
 
-// The states of DESIGN.md §2. Their numeric values are not persisted (the
+// The states of docs/design/contract.md §2. Their numeric values are not persisted (the
 // record stores names), so they may be reordered.
 const (
 	Unknown   State = iota
@@ -82,7 +82,7 @@ func (s *State) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// transitions is the table of DESIGN.md §2, except FAILED, whose successors
+// transitions is the table of docs/design/contract.md §2, except FAILED, whose successors
 // depend on the previous state (see CanTransition).
 var transitions = map[State][]State{
 	Preparing: {Mirroring, Failed},
@@ -115,7 +115,8 @@ func CanTransition(from, previous, to State) bool {
 	return slices.Contains(Successors(from, previous), to)
 }
 
-// Mode is how a partition's offsets relate to the source's (DESIGN.md §1).
+// Mode is how a partition's offsets relate to the source's
+// (docs/design/contract.md §1.1-1.2).
 type Mode string
 
 const (

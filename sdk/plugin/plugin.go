@@ -25,7 +25,7 @@ const (
 // Kind is a kind of plugin.
 type Kind string
 
-// The plugin kinds (DESIGN.md §5).
+// The plugin kinds (docs/plugins.md).
 const (
 	KindAuth       Kind = "auth"
 	KindStateStore Kind = "statestore"

@@ -1,4 +1,4 @@
-package config
+package kclient_test
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kmirror/kmirror/core/kclient"
 )
 
 // TestDialerAppliesSocketBuffers: the dialer kmirror hands franz-go sets the
@@ -17,14 +19,16 @@ func TestDialerAppliesSocketBuffers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	go func() { // accepts the one connection of the test
+	done := make(chan struct{})
+	defer close(done)
+	go func() { // accepts the one connection of the test and holds it open until the test ends
 		if c, err := ln.Accept(); err == nil {
 			defer c.Close()
-			time.Sleep(time.Second)
+			<-done
 		}
 	}()
 	const send, recv = 96 << 10, 192 << 10
-	conn, err := Dialer(SocketOptions{SendBuffer: send, ReceiveBuffer: recv, DialTimeout: time.Second}, nil)(context.Background(), "tcp", ln.Addr().String())
+	conn, err := kclient.Dialer(kclient.SocketOptions{SendBuffer: send, ReceiveBuffer: recv, DialTimeout: time.Second}, nil)(context.Background(), "tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}

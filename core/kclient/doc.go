@@ -1,0 +1,15 @@
+// Package kclient turns a cluster's configuration ([config.Cluster], the
+// client keys of the destination or of a mirror's source) into franz-go
+// client options: seed brokers and client.id, the crypto/tls client
+// configuration built from the ssl.* keys, the SASL mechanism of the sasl.*
+// keys (PLAIN and SCRAM; OAUTHBEARER tokens come from the auth plugin), and
+// kmirror's own dialer, which applies the socket keys (buffer sizes and the
+// connection setup timeout) before the TLS handshake.
+//
+// core/config declares, loads and validates the keys and resolves what they
+// name (files, JAAS, inline PEM) into [config.TLS] and [config.SASL]; this
+// package owns everything from there to a kgo.Opt. Files are read again each
+// time options are built, and SASL credentials at every connection, so a
+// rotated certificate or password file is picked up without a restart.
+// Errors name the key at fault and never contain a secret.
+package kclient
