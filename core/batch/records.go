@@ -45,7 +45,7 @@ func (b Batch) Records() ([]Record, error) { return b.AppendRecords(nil) }
 
 // AppendRecords is Records appending to dst, so a caller can reuse a slice.
 func (b Batch) AppendRecords(dst []Record) ([]Record, error) {
-	data, err := decompress(b.Compression(), b[HeaderSize:])
+	data, err := decompress(b.Compression(), b.RecordsSection())
 	if err != nil {
 		if errors.Is(err, ErrDecompressTooLarge) {
 			return dst, fmt.Errorf("base offset %d: %w", b.BaseOffset(), err)
