@@ -421,12 +421,20 @@ func (r *runner) prepare(ctx context.Context) error {
 		return r.errorf("finding the source batch at log start %d: %w", srcStart, err)
 	}
 	budget := r.m.dcfg.OffsetAlignmentMaxRecords
+	why := ""
 	if base > budget {
+		why = fmt.Sprintf("the source log starts at offset %d, beyond mirror.offset.alignment.max.records (%d)", base, budget)
+	} else if ok, err := r.m.dp.deletesRecords(ctx, r.topic); err != nil {
+		return r.errorf("%w", err)
+	} else if !ok {
+		why = fmt.Sprintf("the source log starts at offset %d and the destination topic refuses DeleteRecords (cleanup.policy without delete), so filler could never be removed", srcStart)
+	}
+	if why != "" {
 		r.mode, r.omap = partition.ModeMap, &offsetmap.Map{}
-		r.setNext(base)
+		r.setNext(srcStart) // brokers refuse fetches below the log start
 		r.dstNext = 0
-		r.note(fmt.Sprintf("map mode: the source log starts at offset %d, beyond mirror.offset.alignment.max.records (%d)", base, budget))
-		r.log.Warn("partition runs in map mode: source log start beyond the filler budget", "log_start", srcStart, "budget", budget)
+		r.note("map mode: " + why)
+		r.log.Warn("partition runs in map mode: the source log start cannot be aligned with filler", "reason", why, "log_start", srcStart, "budget", budget)
 		return r.saveMap(ctx)
 	}
 	align := alignmentState{FillTo: base, DeleteTo: srcStart}
@@ -650,7 +658,7 @@ func (r *runner) forward(ctx context.Context, b batch.Batch) error {
 	if b.NextOffset() <= next {
 		return nil // already mirrored (the first batch of a fetch may start before the fetch offset)
 	}
-	if b.BaseOffset() < next {
+	if b.BaseOffset() < next && !(r.mode == partition.ModeMap && r.omap.Empty()) { // map mode starts at a log start that may fall inside a batch
 		return partition.NonRetryable(r.errorf("source batch at offsets %d to %d straddles the resume offset %d: the source log changed under the mirror", b.BaseOffset(), b.LastOffset(), next))
 	}
 	if e := b.PartitionLeaderEpoch(); e != r.epoch {
@@ -729,6 +737,9 @@ func (r *runner) forwardMapped(ctx context.Context, b batch.Batch) error {
 		recs, err := b.Records()
 		if err != nil {
 			return r.errorf("decoding source batch at %d: %w", b.BaseOffset(), err)
+		}
+		for len(recs) > 0 && recs[0].Offset < r.getNext() {
+			recs = recs[1:] // below the source log start: the source no longer serves them
 		}
 		if len(recs) == 0 {
 			r.advance(b.NextOffset(), r.dstNext)
