@@ -230,6 +230,11 @@ func (b Batch) LastSequence() int32 {
 // LastOffsetDelta+1 when compaction removed records from the batch.
 func (b Batch) RecordCount() int32 { return int32(binary.BigEndian.Uint32(b[offRecordCount:])) }
 
+// RecordsSection is the batch's records as stored: the bytes after the
+// header, compressed with Compression. It aliases b. Forwarding a batch
+// keeps this section byte for byte; only header fields change.
+func (b Batch) RecordsSection() []byte { return b[HeaderSize:] }
+
 // Dense reports whether the batch holds a record at every offset from
 // BaseOffset to LastOffset: true unless compaction removed records. It reads
 // only the header (RecordCount == LastOffsetDelta+1).

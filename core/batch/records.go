@@ -72,7 +72,7 @@ const (
 // AppendRecordsWithin is RecordsWithin appending to dst.
 func (b Batch) AppendRecordsWithin(dst []Record, limit int) ([]Record, error) {
 	limit = min(max(limit, 0), MaxDecompressedBytes)
-	data, err := decompress(b.Compression(), b[HeaderSize:], limit)
+	data, err := decompress(b.Compression(), b.RecordsSection(), limit)
 	if err != nil {
 		if errors.Is(err, ErrDecompressTooLarge) {
 			return dst, fmt.Errorf("offsets %d to %d: %s records section of %d bytes decompresses past %d bytes: %w",

@@ -366,15 +366,23 @@ func (r *Runner) prepare(ctx context.Context) error {
 		return r.errorf("finding the source batch at log start %d: %w", srcStart, err)
 	}
 	budget := r.d.Settings.AlignmentBudget
+	why := ""
 	if base > budget {
+		why = fmt.Sprintf("the source log starts at offset %d, beyond mirror.offset.alignment.max.records (%d)", base, budget)
+	} else if ok, err := r.deletesRecords(ctx); err != nil {
+		return r.errorf("%w", err)
+	} else if !ok {
+		why = fmt.Sprintf("the source log starts at offset %d and the destination topic refuses DeleteRecords (cleanup.policy without delete), so filler could never be removed", srcStart)
+	}
+	if why != "" {
 		// Copy from the log start itself, which may fall inside the batch
 		// at base: brokers refuse fetches below the log start, and records
 		// before it are deleted on the source.
 		r.mode, r.omap = partition.ModeMap, &offsetmap.Map{}
 		r.setNext(srcStart)
 		r.dstNext = 0
-		r.note(fmt.Sprintf("map mode: the source log starts at offset %d, beyond mirror.offset.alignment.max.records (%d)", base, budget))
-		r.log.Warn("partition runs in map mode: source log start beyond the filler budget", "log_start", srcStart, "budget", budget)
+		r.note("map mode: " + why)
+		r.log.Warn("partition runs in map mode: the source log start cannot be aligned with filler", "reason", why, "log_start", srcStart, "budget", budget)
 		return r.saveMap(ctx)
 	}
 	align := partition.Alignment{FillTo: base, DeleteTo: srcStart}

@@ -283,7 +283,9 @@ func (p *Partition) appendData(ctx context.Context, b batch.Batch, expect int64)
 	}
 
 	srcOffset := b.BaseOffset()
-	b.SetBaseOffset(0) // producers send 0; the broker assigns the offset
+	// Producers send 0 and the broker assigns the offset; Kafka refuses a
+	// client batch whose base offset is not 0 (INVALID_RECORD).
+	b.SetBaseOffset(0)
 	b.Restamp(pid, epoch, seq)
 	txnID := ""
 	if tw != nil {
