@@ -155,7 +155,7 @@ func (m *mirrorRun) supervise() {
 	}
 	m.setErr("connect", nil)
 	// Only the daemon holding the mirror's metadata-sync lease runs sync
-	// rounds (lease.go). The first attempt is made before the loops start,
+	// rounds (core/syncloop.Lease). The first attempt is made before the loops start,
 	// so that a daemon that takes the lease at once syncs at once.
 	lease := syncloop.NewLease(m.e.opts.Store, m.name, cfg.MetadataRefreshInterval, m.log, m.triggerSync)
 	m.mu.Lock()
