@@ -38,7 +38,7 @@ func (r *Runner) applyControl(ctx context.Context, st partition.State) (bool, er
 		}
 		return true, nil
 	case st == partition.Stopped && start && !stopped:
-		if err := r.p.Transition(ctx, partition.Preparing, reasonStarted); err != nil {
+		if err := r.state.Transition(ctx, partition.Preparing, reasonStarted); err != nil {
 			return true, r.errorf("recording the transition to PREPARING: %w", err)
 		}
 		r.mu.Lock()
@@ -60,7 +60,7 @@ func (r *Runner) applyControl(ctx context.Context, st partition.State) (bool, er
 		if r.recreateDone {
 			return false, nil
 		}
-		if err := r.p.Reset(ctx, reasonStarted); err != nil {
+		if err := r.state.Reset(ctx, reasonStarted); err != nil {
 			return true, r.errorf("recording the transition to PREPARING: %w", err)
 		}
 		r.setNext(-1)
@@ -75,12 +75,12 @@ func (r *Runner) applyControl(ctx context.Context, st partition.State) (bool, er
 	}
 	switch {
 	case paused && st == partition.Mirroring:
-		if err := r.p.Transition(ctx, partition.Paused, reasonPaused); err != nil {
+		if err := r.state.Transition(ctx, partition.Paused, reasonPaused); err != nil {
 			return true, r.errorf("recording the transition to PAUSED: %w", err)
 		}
 		return true, nil
 	case !paused && st == partition.Paused:
-		if err := r.p.Transition(ctx, partition.Mirroring, reasonResumed); err != nil {
+		if err := r.state.Transition(ctx, partition.Mirroring, reasonResumed); err != nil {
 			return true, r.errorf("recording the transition to MIRRORING: %w", err)
 		}
 		return true, nil

@@ -100,7 +100,7 @@ func (r *Runner) partitionWriter() (*writer.Partition, error) {
 		return r.pw, nil
 	}
 	pw, err := r.d.Path.NewWriter(r.topic, r.partition, func(ctx context.Context, info writer.TxnWriterInfo) error {
-		return r.p.Update(ctx, func(d *partition.Data) error {
+		return r.state.Update(ctx, func(d *partition.Data) error {
 			rec := txnWriterRecord(info)
 			for i := range d.TxnWriters {
 				if d.TxnWriters[i].SourceProducerID == info.SourceProducerID {
@@ -144,7 +144,7 @@ func (r *Runner) resumeWriters(ctx context.Context) (writer.ResumeReport, error)
 	if err != nil {
 		return writer.ResumeReport{}, r.errorf("%w", err)
 	}
-	rep, err := pw.Resume(ctx, recordedTxnWriters(r.p.Record().Data))
+	rep, err := pw.Resume(ctx, recordedTxnWriters(r.state.Record().Data))
 	if err != nil {
 		return writer.ResumeReport{}, r.errorf("resuming destination transactions: %w", err)
 	}

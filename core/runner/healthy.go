@@ -18,7 +18,7 @@ type healthyCheck struct {
 // current next offset.
 func healthyAfter(r *Runner) *healthyCheck {
 	h := &healthyCheck{r: r, from: -1}
-	if r.p.Record().Attempts > 0 {
+	if r.state.Record().Attempts > 0 {
 		h.from = r.Next()
 	}
 	return h
@@ -30,7 +30,7 @@ func (h *healthyCheck) check(ctx context.Context) {
 		return
 	}
 	h.from = -1
-	if err := h.r.p.MarkHealthy(ctx); err != nil {
+	if err := h.r.state.MarkHealthy(ctx); err != nil {
 		// Not fatal: the count stays, and the next retry clears it again.
 		h.r.log.Warn("cannot clear the partition's count of consecutive failures", "error", err)
 		return

@@ -64,7 +64,7 @@ func (r *Runner) readBounds(ctx context.Context) (logBounds, error) {
 // where the source has something else, or a record that is not the
 // source's.
 func (r *Runner) proveDestination(ctx context.Context, rep writer.ResumeReport, lb logBounds) (bool, error) {
-	rec := r.p.Record()
+	rec := r.state.Record()
 	if rec.Recopy != nil {
 		rc := *rec.Recopy
 		m, err := r.loadMap(ctx)
@@ -79,10 +79,10 @@ func (r *Runner) proveDestination(ctx context.Context, rep writer.ResumeReport, 
 			}
 			return true, r.applyRecopy(ctx, m, rc)
 		}
-		if err := r.p.Update(ctx, func(d *partition.Data) error { d.Recopy = nil; return nil }); err != nil {
+		if err := r.state.Update(ctx, func(d *partition.Data) error { d.Recopy = nil; return nil }); err != nil {
 			return false, r.errorf("clearing the completed recovery: %w", err)
 		}
-		rec = r.p.Record()
+		rec = r.state.Record()
 	}
 	diff, err := r.checkTail(ctx, rec, lb)
 	if err != nil {
@@ -132,10 +132,10 @@ func stablePoint(rep writer.ResumeReport, dstEnd int64) int64 {
 
 // checkpoint records the partition's checkpoint (no write when unchanged).
 func (r *Runner) checkpoint(ctx context.Context, dest int64) error {
-	if v := r.p.Record().Verified; v != nil && v.Dest == dest {
+	if v := r.state.Record().Verified; v != nil && v.Dest == dest {
 		return nil
 	}
-	if err := r.p.Update(ctx, func(d *partition.Data) error { d.Verified = &partition.Checkpoint{Dest: dest}; return nil }); err != nil {
+	if err := r.state.Update(ctx, func(d *partition.Data) error { d.Verified = &partition.Checkpoint{Dest: dest}; return nil }); err != nil {
 		return r.errorf("recording the checkpoint %d: %w", dest, err)
 	}
 	r.checkpointed = time.Now()
@@ -222,7 +222,7 @@ func (r *Runner) checkTail(ctx context.Context, rec partition.Record, lb logBoun
 // recopy decides to copy the source again from the difference on (map
 // mode), records the decision, then applies it.
 func (r *Runner) recopy(ctx context.Context, rep writer.ResumeReport, lb logBounds, diff *difference) error {
-	rec := r.p.Record()
+	rec := r.state.Record()
 	from := diff.At
 	// Transactions still open from before are aborted and copied again too.
 	for _, rw := range rep.Resumed {
@@ -259,7 +259,7 @@ func (r *Runner) recopy(ctx context.Context, rep writer.ResumeReport, lb logBoun
 		return err
 	}
 	lost := lostIDs(rep.Lost)
-	err := r.p.Update(ctx, func(d *partition.Data) error {
+	err := r.state.Update(ctx, func(d *partition.Data) error {
 		d.Mode = partition.ModeMap
 		dropWriterRecords(d, lost)
 		d.Recopy = &rc
@@ -333,7 +333,7 @@ func (r *Runner) dropLost(ctx context.Context, lost []writer.LostWriter) error {
 		return nil
 	}
 	ids := lostIDs(lost)
-	if err := r.p.Update(ctx, func(d *partition.Data) error { dropWriterRecords(d, ids); return nil }); err != nil {
+	if err := r.state.Update(ctx, func(d *partition.Data) error { dropWriterRecords(d, ids); return nil }); err != nil {
 		return r.errorf("forgetting lost destination transactional writers: %w", err)
 	}
 	return nil

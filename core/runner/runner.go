@@ -27,7 +27,8 @@ type Runner struct {
 	topicID   [16]byte
 	partition int32
 	log       hclog.Logger
-	p         *partition.Partition
+	// state is the partition's state machine handle (its persisted record).
+	state *partition.Partition
 
 	// Only the runner goroutine touches these.
 	mode     partition.Mode
@@ -78,7 +79,7 @@ type Runner struct {
 // run until Run.
 func New(d Deps) *Runner {
 	p := d.Partition.Record().Partition
-	return &Runner{d: d, topic: d.Topic, topicID: d.TopicID, partition: p, p: d.Partition, next: -1, srcHW: -1, srcLS: -1, dstEnd: -1,
+	return &Runner{d: d, topic: d.Topic, topicID: d.TopicID, partition: p, state: d.Partition, next: -1, srcHW: -1, srcLS: -1, dstEnd: -1,
 		log: d.Log.With("topic", d.Topic, "partition", p), stopReq: make(chan struct{}), recreateReq: make(chan struct{}), ctl: make(chan struct{}, 1), epoch: -1}
 }
 
@@ -174,7 +175,7 @@ func (r *Runner) handleRecreated(ctx context.Context, st partition.State) bool {
 	}
 	switch st {
 	case partition.Preparing, partition.Mirroring:
-		if err := r.p.Fail(ctx, r.recreateErr); err != nil {
+		if err := r.state.Fail(ctx, r.recreateErr); err != nil {
 			r.log.Error("cannot record the failure", "failure", r.recreateErr, "error", err)
 			r.backoff(ctx)
 			return true
@@ -182,7 +183,7 @@ func (r *Runner) handleRecreated(ctx context.Context, st partition.State) bool {
 		r.recreateDone = true
 		return true
 	case partition.Failed:
-		if r.p.Record().NeedsOperator() {
+		if r.state.Record().NeedsOperator() {
 			// Already failed for good (the fetcher saw the new topic id
 			// first, or another non-retryable cause): nothing to add.
 			r.recreateDone = true
@@ -190,7 +191,7 @@ func (r *Runner) handleRecreated(ctx context.Context, st partition.State) bool {
 		}
 		fallthrough
 	case partition.Stopped:
-		if err := r.p.Transition(ctx, partition.Preparing, "the source topic was recreated"); err != nil {
+		if err := r.state.Transition(ctx, partition.Preparing, "the source topic was recreated"); err != nil {
 			r.log.Error("cannot record the transition to PREPARING", "error", err)
 			r.backoff(ctx)
 		}
@@ -213,7 +214,7 @@ func (r *Runner) Run(ctx context.Context) {
 	last := partition.State(-1)
 	for ctx.Err() == nil {
 		var err error
-		st := r.p.State()
+		st := r.state.State()
 		if st != last && r.retry != nil {
 			r.retry.Reset() // progress: the next failed step waits from the start again
 		}
@@ -222,7 +223,7 @@ func (r *Runner) Run(ctx context.Context) {
 			continue
 		}
 		if r.stopRequested() && !r.recreateDone && (st == partition.Mirroring || st == partition.Paused || st == partition.Failed) {
-			if err := r.p.Transition(ctx, partition.Stopping, r.stopWhy()); err != nil {
+			if err := r.state.Transition(ctx, partition.Stopping, r.stopWhy()); err != nil {
 				r.log.Error("cannot record the transition to STOPPING", "error", err)
 				r.backoff(ctx)
 			}
@@ -249,7 +250,7 @@ func (r *Runner) Run(ctx context.Context) {
 				}
 			}
 			if err = r.prepare(ctx); err == nil {
-				err = r.p.TransitionWith(ctx, partition.Mirroring, fmt.Sprintf("prepared: %s mode from source offset %d", r.mode, r.Next()), func(d *partition.Data) error {
+				err = r.state.TransitionWith(ctx, partition.Mirroring, fmt.Sprintf("prepared: %s mode from source offset %d", r.mode, r.Next()), func(d *partition.Data) error {
 					d.Mode = r.mode
 					return nil
 				})
@@ -293,7 +294,7 @@ func (r *Runner) Run(ctx context.Context) {
 }
 
 func (r *Runner) fail(ctx context.Context, cause error) {
-	if err := r.p.Fail(ctx, cause); err != nil {
+	if err := r.state.Fail(ctx, cause); err != nil {
 		r.log.Error("cannot record the failure", "failure", cause, "error", err)
 		r.backoff(ctx)
 	}
@@ -302,7 +303,7 @@ func (r *Runner) fail(ctx context.Context, cause error) {
 // waitRetry waits until a FAILED partition's retry is due and retries it;
 // a partition that needs an operator waits for ctx.
 func (r *Runner) waitRetry(ctx context.Context) {
-	rec := r.p.Record()
+	rec := r.state.Record()
 	if rec.NeedsOperator() {
 		select {
 		case <-ctx.Done():
@@ -325,7 +326,7 @@ func (r *Runner) waitRetry(ctx context.Context) {
 		case <-t.C:
 		}
 	}
-	if err := r.p.Retry(ctx); err != nil {
+	if err := r.state.Retry(ctx); err != nil {
 		r.log.Error("retry failed", "error", err)
 		r.backoff(ctx)
 	}
@@ -339,7 +340,7 @@ func offsets(ctx context.Context, cl *kgo.Client, topic string, p int32) (start,
 // prepare decides the mode of a new partition (aligning its log start with
 // filler when needed), or restores the resume point of a known one.
 func (r *Runner) prepare(ctx context.Context) error {
-	rec := r.p.Record()
+	rec := r.state.Record()
 	srcStart, srcEnd, err := offsets(ctx, r.d.Source, r.topic, r.partition)
 	if err != nil {
 		return r.errorf("reading source offsets: %w", err)
@@ -386,7 +387,7 @@ func (r *Runner) prepare(ctx context.Context) error {
 		return r.saveMap(ctx)
 	}
 	align := partition.Alignment{FillTo: base, DeleteTo: srcStart}
-	if err := r.p.Update(ctx, func(d *partition.Data) error {
+	if err := r.state.Update(ctx, func(d *partition.Data) error {
 		d.Mode = partition.ModePreserve
 		d.Alignment = &align
 		return nil
@@ -453,7 +454,7 @@ func (r *Runner) resume(ctx context.Context) error {
 	if handled, err := r.proveDestination(ctx, rep, lb); handled || err != nil {
 		return err
 	}
-	rec := r.p.Record()
+	rec := r.state.Record()
 	r.mode = rec.Mode
 	r.epoch = -1
 	if rec.SourceEpoch != nil {
@@ -588,7 +589,7 @@ func (r *Runner) forward(ctx context.Context, b batch.Batch) error {
 		return partition.NonRetryable(r.errorf("source batch at offsets %d to %d straddles the resume offset %d: the source log changed under the mirror", b.BaseOffset(), b.LastOffset(), next))
 	}
 	if e := b.PartitionLeaderEpoch(); e != r.epoch {
-		if err := r.p.Update(ctx, func(d *partition.Data) error { d.SourceEpoch = &e; return nil }); err != nil {
+		if err := r.state.Update(ctx, func(d *partition.Data) error { d.SourceEpoch = &e; return nil }); err != nil {
 			return r.errorf("recording source leader epoch %d: %w", e, err)
 		}
 		r.epoch = e
@@ -617,7 +618,7 @@ func (r *Runner) maybeDeleteAligned(ctx context.Context) error {
 		return err
 	}
 	r.deleteTo = 0
-	return r.p.Update(ctx, func(d *partition.Data) error {
+	return r.state.Update(ctx, func(d *partition.Data) error {
 		d.Alignment = nil
 		return nil
 	})
@@ -638,7 +639,7 @@ func (r *Runner) switchToMap(ctx context.Context, next int64, b batch.Batch) err
 		return err
 	}
 	reason := fmt.Sprintf("map mode from source offset %d: the source batch at %d–%d has gaps (compaction), so offsets cannot be kept", next, b.BaseOffset(), b.LastOffset())
-	if err := r.p.Update(ctx, func(d *partition.Data) error { d.Mode = partition.ModeMap; return nil }); err != nil {
+	if err := r.state.Update(ctx, func(d *partition.Data) error { d.Mode = partition.ModeMap; return nil }); err != nil {
 		return r.errorf("recording map mode: %w", err)
 	}
 	r.note(reason)
@@ -758,7 +759,7 @@ func (r *Runner) stopPartition(ctx context.Context) error {
 	defer cancel()
 	srcStart, srcEnd, srcErr := offsets(sctx, r.d.Source, r.topic, r.partition)
 	lb.srcStart, lb.srcEnd = srcStart, srcEnd
-	rec := r.p.Record()
+	rec := r.state.Record()
 	// Where did mirroring stop? Below any difference from the source (a
 	// transaction the destination aborted on its own was not mirrored); the
 	// start that follows decides what to do about the difference.
@@ -810,7 +811,7 @@ func (r *Runner) stopPartition(ctx context.Context) error {
 	last := next - 1
 	// The checkpoint stays below the transactions just aborted: a start
 	// compares them with what the source did.
-	err = r.p.TransitionWith(ctx, partition.Stopped, fmt.Sprintf("stopped; last mirrored source offset %d, destination end %d", last, dstEnd), func(d *partition.Data) error {
+	err = r.state.TransitionWith(ctx, partition.Stopped, fmt.Sprintf("stopped; last mirrored source offset %d, destination end %d", last, dstEnd), func(d *partition.Data) error {
 		d.LastMirroredOffset = last
 		d.Verified = &partition.Checkpoint{Dest: stable}
 		return nil
@@ -867,7 +868,7 @@ func (r *Runner) note(s string) {
 
 // Status returns the partition's status for describe and the admin API.
 func (r *Runner) Status() Status {
-	rec := r.p.Record()
+	rec := r.state.Record()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	st := Status{
@@ -919,7 +920,7 @@ func (r *Runner) Topic() string { return r.topic }
 func (r *Runner) Partition() int32 { return r.partition }
 
 // Record returns the partition's state record as last persisted.
-func (r *Runner) Record() partition.Record { return r.p.Record() }
+func (r *Runner) Record() partition.Record { return r.state.Record() }
 
 // OffsetMap returns the offset map the runner loaded or wrote last (map
 // mode), nil when it has none in this process. A Map is safe for
