@@ -17,10 +17,12 @@ func TestDialerAppliesSocketBuffers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	go func() { // accepts the one connection of the test
+	done := make(chan struct{})
+	defer close(done)
+	go func() { // accepts the one connection of the test, held open until it ends
 		if c, err := ln.Accept(); err == nil {
 			defer c.Close()
-			time.Sleep(time.Second)
+			<-done
 		}
 	}()
 	const send, recv = 96 << 10, 192 << 10
