@@ -48,8 +48,7 @@ func listPackages(t *testing.T, patterns ...string) []goPackage {
 }
 
 // TestLayering enforces STYLE.md rule 1: sdk imports nothing of ours; plugins
-// import only sdk; core never imports plugins or cmd; only tests import the
-// shared kfake fixtures.
+// import only sdk; core never imports plugins or cmd.
 func TestLayering(t *testing.T) {
 	rules := []struct {
 		pattern string
@@ -63,7 +62,6 @@ func TestLayering(t *testing.T) {
 		{module + "/core/...", func(dep string) bool {
 			return !strings.HasPrefix(dep, module+"/plugins") && !strings.HasPrefix(dep, module+"/cmd")
 		}, "core must never import plugins or cmd"},
-		{module + "/...", func(dep string) bool { return dep != module+"/internal/kfaketest" }, "only tests may import internal/kfaketest"},
 	}
 	for _, r := range rules {
 		for _, p := range listPackages(t, r.pattern) {

@@ -3,9 +3,9 @@
 // bounded by the test, and WaitFor, which polls a condition instead of
 // sleeping for a guessed time.
 //
-// Only _test.go files import this package (core/layering_test.go checks
-// it). It lives at the module root, not under core, so that cmd's tests can
-// use it too.
+// Only _test.go files import this package (TestOnlyTestsImportThisPackage
+// checks it). It lives at the module root, not under core, so that cmd's
+// tests can use it too.
 //
 // Every helper takes the test's testing.TB and must be called from the
 // test's own goroutine: a failure ends the test with t.Fatalf.

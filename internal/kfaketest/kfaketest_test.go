@@ -1,9 +1,14 @@
 package kfaketest
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os/exec"
+	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -143,5 +148,46 @@ func TestClientIsClosedWhenTheTestEnds(t *testing.T) {
 	})
 	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(Context(t), cl); !errors.Is(err, kgo.ErrClientClosed) {
 		t.Fatalf("after the test ended the client answers %v, want ErrClientClosed", err)
+	}
+}
+
+// goPackage is the part of `go list -json` output the import rule needs.
+type goPackage struct {
+	ImportPath   string
+	Deps         []string // of the package itself, tests excluded
+	TestImports  []string
+	XTestImports []string
+}
+
+// TestOnlyTestsImportThisPackage: no package of the module depends on this
+// one outside its tests. To show the check can fail, the same check on the
+// packages' test imports must find the tests that use it.
+func TestOnlyTestsImportThisPackage(t *testing.T) {
+	t.Parallel()
+	const self = "github.com/kmirror/kmirror/internal/kfaketest"
+	_, file, _, _ := runtime.Caller(0)
+	cmd := exec.Command("go", "list", "-json", "github.com/kmirror/kmirror/...")
+	cmd.Dir = filepath.Join(filepath.Dir(file), "..", "..")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.String())
+	}
+	var testUsers []string
+	for dec := json.NewDecoder(bytes.NewReader(out)); dec.More(); {
+		var p goPackage
+		if err := dec.Decode(&p); err != nil {
+			t.Fatalf("decoding go list output: %v", err)
+		}
+		if slices.Contains(p.Deps, self) {
+			t.Errorf("%s depends on %s outside its tests: only _test.go files may import it", p.ImportPath, self)
+		}
+		if slices.Contains(p.TestImports, self) || slices.Contains(p.XTestImports, self) {
+			testUsers = append(testUsers, p.ImportPath)
+		}
+	}
+	if !slices.Contains(testUsers, "github.com/kmirror/kmirror/core/writer") {
+		t.Errorf("the tests importing %s are %v; core/writer's are among them, so the check reads the wrong data", self, testUsers)
 	}
 }
