@@ -210,9 +210,9 @@ func TestResumeReportsExpiredTransactionalIDs(t *testing.T) {
 	// Wait until the coordinator has forgotten the id, then Resume must
 	// report it expired.
 	id := rec.recorded()[0].TransactionalID
-	adm := kfaketest.NewAdmin(t, c)
+	adm, ctx := kfaketest.NewAdmin(t, c), kfaketest.Context(t)
 	kfaketest.WaitFor(t, "transactional id "+id+" to expire", func() (bool, string) {
-		d, err := adm.DescribeTransactions(context.Background(), id)
+		d, err := adm.DescribeTransactions(ctx, id)
 		if err != nil {
 			return false, err.Error()
 		}
