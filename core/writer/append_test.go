@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
@@ -261,16 +262,11 @@ func TestMarkerAppendWaitsUntilTheMarkerIsVisible(t *testing.T) {
 }
 
 // kversionPinned returns a client that sends EndTxn at most at v4.
-func kversionPinned(t *testing.T, c interface{ ListenAddrs() []string }) *kgo.Client {
+func kversionPinned(t *testing.T, c *kfake.Cluster) *kgo.Client {
 	t.Helper()
 	v := kversion.Stable()
 	v.SetMaxKeyVersion(int16(kmsg.EndTxn), endTxnVersion)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.MaxVersions(v))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
-	return cl
+	return kfaketest.NewClient(t, c, kgo.MaxVersions(v))
 }
 
 func TestOffsetMismatchWhenTheDestinationHoldsForeignRecords(t *testing.T) {

@@ -39,10 +39,7 @@ func TestResumeContinuesAnOpenTransactionAfterACrash(t *testing.T) {
 
 	// First daemon: half of producer 4001's transaction, then killed (its
 	// client and Writer dropped without ending anything).
-	cl1, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl1 := kfaketest.NewClient(t, c)
 	w1, err := New(cl1, MirrorName("test"))
 	if err != nil {
 		t.Fatal(err)

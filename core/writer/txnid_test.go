@@ -6,10 +6,10 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/core/batch"
+	"github.com/kmirror/kmirror/internal/kfaketest"
 )
 
 // Mirror and topic names may both hold '-' (and '.' and '_'): no two
@@ -91,10 +91,7 @@ func TestResumeContinuesATransactionOpenedUnderTheOldTransactionalID(t *testing.
 
 	// The older daemon: its writer of producer 4001 had the old id; it
 	// appended half a transaction and was killed.
-	cl1, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl1 := kfaketest.NewClient(t, c)
 	w1, err := New(cl1, MirrorName("test"))
 	if err != nil {
 		t.Fatal(err)

@@ -234,20 +234,41 @@ func TestNonRetriableProduceErrorNamesMirrorPartitionAndKafkaError(t *testing.T)
 	mustAppend(t, p, kvBatch(t, 0, -1, false, "a", "1"))
 }
 
+// expiring is a context whose deadline passes when expired is closed.
+type expiring struct {
+	context.Context
+	expired chan struct{}
+}
+
+func (e expiring) Done() <-chan struct{} { return e.expired }
+
+func (e expiring) Err() error {
+	select {
+	case <-e.expired:
+		return context.DeadlineExceeded
+	default:
+		return nil
+	}
+}
+
 // An append abandoned while its request is in flight leaves its outcome
 // unknown; the next append must not reuse the sequence.
 func TestAppendAfterAnAbandonedRequestUsesAFreshSequence(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t, kfake.NumBrokers(1))
 	release := make(chan struct{})
+	// The Append's deadline passes once its request is at the broker (a
+	// fixed timeout could pass before the request is sent, on a loaded
+	// machine).
+	ctx := expiring{Context: context.Background(), expired: make(chan struct{})}
+	var expire sync.Once
 	c.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		expire.Do(func() { close(ctx.expired) })
 		c.SleepControl(func() { <-release }) // the broker appends only later
 		return nil, nil, false
 	})
 	p := openPartition(t, newWriter(t, c), testTopic, 0, &recorder{})
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	_, err := p.Append(ctx, kvBatch(t, 0, -1, false, "a", "1"))
-	cancel()
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Append with an expiring context: %v", err)
 	}
