@@ -10,6 +10,7 @@ import (
 // TestDemoMirrorsAndVerifiesEveryPartition runs the embedded demo (the
 // README's first command) in-process and checks its verdict.
 func TestDemoMirrorsAndVerifiesEveryPartition(t *testing.T) {
+	t.Parallel()
 	var out, errOut strings.Builder
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmirror/kmirror/core/mirror"
+	"github.com/kmirror/kmirror/internal/kfaketest"
 )
 
 // TestOperatorDrillThroughTheCLI runs `kmirror run` against two in-process
@@ -21,25 +21,11 @@ import (
 // a refused call with a wrong token, and a planned failover whose printed
 // last mirrored offsets are the source's.
 func TestOperatorDrillThroughTheCLI(t *testing.T) {
-	src, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(src.Close)
-	dst, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(dst.Close)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(src.ListenAddrs()...), kgo.DefaultProduceTopic("orders"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
+	t.Parallel()
+	src, dst := kfaketest.NewCluster(t), kfaketest.NewCluster(t)
+	cl := kfaketest.NewClient(t, src, kgo.DefaultProduceTopic("orders"))
 	ctx := context.Background()
-	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 2, 1, nil, "orders"); err != nil {
-		t.Fatal(err)
-	}
+	kfaketest.CreateTopic(t, cl, "orders", 2, nil)
 	produce := func(n int) {
 		for i := 0; i < n; i++ {
 			if err := cl.ProduceSync(ctx, &kgo.Record{Key: fmt.Appendf(nil, "k%d", i), Value: []byte("v")}).FirstErr(); err != nil {
@@ -104,23 +90,19 @@ mirrors:
 	// caughtUp, has mirrored up to the source's end offset.
 	waitFor := func(state string, caughtUp bool) map[int32]mirror.PartitionStatus {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			ps, end := describe(), ends()
+		var ps map[int32]mirror.PartitionStatus
+		kfaketest.WaitFor(t, "partitions "+state, func() (bool, string) {
+			var end map[int32]int64
+			ps, end = describe(), ends()
 			ok := len(ps) == 2
 			for p, st := range ps {
 				if st.State != state || (caughtUp && st.LastMirroredOffset+1 != end[p]) {
 					ok = false
 				}
 			}
-			if ok {
-				return ps
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("partitions not %s within 30s: %+v (source ends %v)\n%s", state, ps, end, tail(d.log(), 40))
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+			return ok, fmt.Sprintf("%+v (source ends %v)\n%s", ps, end, tail(d.log(), 40))
+		})
+		return ps
 	}
 	waitFor("MIRRORING", true)
 
@@ -130,6 +112,9 @@ mirrors:
 	}
 	paused := waitFor("PAUSED", false)
 	produce(10) // written while paused: not mirrored until resume
+	// Gives the mirror the time it would need to copy them (two metadata
+	// refresh intervals), which must not happen: nothing happening has no
+	// event to wait for.
 	time.Sleep(time.Second)
 	for p, st := range describe() {
 		if st.State != "PAUSED" || st.LastMirroredOffset != paused[p].LastMirroredOffset {
@@ -143,6 +128,8 @@ mirrors:
 	if code != exitFailure || !strings.Contains(errOut, "401") {
 		t.Fatalf("resume with a wrong token: exit %d\n%s", code, errOut)
 	}
+	// Gives a resume wrongly accepted the time to take effect: nothing
+	// happening has no event to wait for.
 	time.Sleep(500 * time.Millisecond)
 	for p, st := range describe() {
 		if st.State != "PAUSED" {

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kmirror/kmirror/internal/kfaketest"
 )
 
 // binary is the kmirror binary built once for the process-level tests below.
@@ -68,6 +70,7 @@ func writeFile(t *testing.T, name, content string) string {
 }
 
 func TestVersionPrintsGoAndFranzGoVersions(t *testing.T) {
+	t.Parallel()
 	code, out, _ := kmirror(t, nil, "version")
 	if code != 0 {
 		t.Fatalf("exit %d", code)
@@ -85,6 +88,7 @@ func TestVersionPrintsGoAndFranzGoVersions(t *testing.T) {
 }
 
 func TestUnknownCommandIsAUsageError(t *testing.T) {
+	t.Parallel()
 	code, _, errOut := kmirror(t, nil, "mirrorz")
 	if code != exitUsage || !strings.Contains(errOut, `unknown command "mirrorz"`) {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
@@ -99,6 +103,7 @@ state:
 `
 
 func TestConfigValidateAcceptsAValidFile(t *testing.T) {
+	t.Parallel()
 	p := writeFile(t, "ok.yaml", validBase+`
 mirrors:
   - name: dc1-to-dc2
@@ -124,6 +129,7 @@ mirrors:
 // TestConfigValidateRejectsBadInput covers every kind of bad input issue #2
 // lists: each must exit non-zero and name the key and the reason.
 func TestConfigValidateRejectsBadInput(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, yaml string
 		want       []string
@@ -143,6 +149,7 @@ func TestConfigValidateRejectsBadInput(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			p := writeFile(t, "bad.yaml", tc.yaml)
 			code, out, errOut := kmirror(t, nil, "config", "validate", "--config", p)
 			if code != exitFailure {
@@ -158,6 +165,7 @@ func TestConfigValidateRejectsBadInput(t *testing.T) {
 }
 
 func TestConfigValidateNeverPrintsSecrets(t *testing.T) {
+	t.Parallel()
 	const secret = "s3cr3t-value-that-must-not-leak"
 	p := writeFile(t, "bad.yaml", validBase+`
 mirrors:
@@ -180,6 +188,7 @@ mirrors:
 }
 
 func TestConfigValidateRequiresConfigFlag(t *testing.T) {
+	t.Parallel()
 	code, _, errOut := kmirror(t, nil, "config", "validate")
 	if code != exitUsage || !strings.Contains(errOut, "--config") {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
@@ -187,6 +196,7 @@ func TestConfigValidateRequiresConfigFlag(t *testing.T) {
 }
 
 func TestConfigReferenceMatchesDocs(t *testing.T) {
+	t.Parallel()
 	code, out, _ := kmirror(t, nil, "config", "reference")
 	if code != 0 {
 		t.Fatalf("exit %d", code)
@@ -244,24 +254,27 @@ func startRun(t *testing.T, cfgPath string) *daemonProcess {
 // waitLog waits for a JSON log line whose message contains msg and returns it.
 func (d *daemonProcess) waitLog(t *testing.T, msg string) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
+	var line map[string]any
+	kfaketest.WaitFor(t, fmt.Sprintf("log line %q", msg), func() (bool, string) {
 		d.mu.Lock()
 		for _, l := range d.lines {
 			if m, _ := l["@message"].(string); strings.Contains(m, msg) {
-				d.mu.Unlock()
-				return l
+				line = l
+				break
 			}
 		}
 		d.mu.Unlock()
+		if line != nil {
+			return true, ""
+		}
 		select {
 		case <-d.exited:
 			t.Fatalf("kmirror exited before logging %q:\n%s", msg, d.log())
-		case <-time.After(20 * time.Millisecond):
+		default:
 		}
-	}
-	t.Fatalf("no log line %q within 20s:\n%s", msg, d.log())
-	return nil
+		return false, "log:\n" + d.log()
+	})
+	return line
 }
 
 func (d *daemonProcess) log() string {
@@ -285,6 +298,7 @@ func httpGet(t *testing.T, url string) (int, string) {
 // start, probe, reload with a bad file (kept), reload with a good one
 // (applied), SIGTERM (clean exit 0).
 func TestRunServesReloadsAndShutsDown(t *testing.T) {
+	t.Parallel()
 	stateDir := t.TempDir()
 	cfg := func(level string) string {
 		return fmt.Sprintf("log.format: json\nlog.level: %s\nhttp.address: 127.0.0.1:0\nadmin.address: 127.0.0.1:0\nshutdown.timeout.ms: 5000\n%s", level,
@@ -374,6 +388,7 @@ func TestRunServesReloadsAndShutsDown(t *testing.T) {
 }
 
 func TestRunRefusesAnInvalidFile(t *testing.T) {
+	t.Parallel()
 	p := writeFile(t, "bad.yaml", validBase+"log.level: loud\n")
 	code, _, errOut := kmirror(t, nil, "run", "--config", p)
 	if code != exitFailure || !strings.Contains(errOut, "log.level") {

@@ -124,6 +124,7 @@ func (d *adminDaemon) noSecret(t *testing.T, outputs ...string) {
 }
 
 func TestMirrorsListAndDescribeUseTheDaemonsConfig(t *testing.T) {
+	t.Parallel()
 	d := startAdmin(t, "")
 	// The default token in state.dir, created by the daemon, is found
 	// through the same file.
@@ -170,6 +171,7 @@ func TestMirrorsListAndDescribeUseTheDaemonsConfig(t *testing.T) {
 }
 
 func TestMirrorsActionsSendTheirTopics(t *testing.T) {
+	t.Parallel()
 	d := startAdmin(t, "")
 	d.ctl.Update(func(c *admintest.Controller) {
 		c.Result = mirror.OpResult{Message: "2 partition(s) paused", Partitions: c.StatusValue.Mirrors[0].Partitions[:2]}
@@ -236,6 +238,7 @@ func TestMirrorsActionsSendTheirTopics(t *testing.T) {
 }
 
 func TestFailoverPrintsLastMirroredOffsetsAndSyncedGroups(t *testing.T) {
+	t.Parallel()
 	d := startAdmin(t, "")
 	d.ctl.Update(func(c *admintest.Controller) {
 		c.FailoverResult = mirror.FailoverResult{
@@ -276,6 +279,7 @@ func TestFailoverPrintsLastMirroredOffsetsAndSyncedGroups(t *testing.T) {
 }
 
 func TestAdminCommandsWithoutOrWithAWrongTokenAreRefused(t *testing.T) {
+	t.Parallel()
 	d := startAdmin(t, "")
 	wrong := writeFile(t, "wrong.token", "not-the-token\n")
 	code, _, errOut := kmirror(t, nil, "mirrors", "pause", "--mirror", "dc1", "--config", d.cfgPath, "--token-file", wrong)
@@ -299,6 +303,7 @@ func TestAdminCommandsWithoutOrWithAWrongTokenAreRefused(t *testing.T) {
 }
 
 func TestAdminCommandsSayWhatToDoWhenTheDaemonIsAway(t *testing.T) {
+	t.Parallel()
 	stateDir := t.TempDir()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -328,6 +333,7 @@ func TestAdminCommandsSayWhatToDoWhenTheDaemonIsAway(t *testing.T) {
 }
 
 func TestAdminCommandsWithMutualTLS(t *testing.T) {
+	t.Parallel()
 	p := admintest.NewPKI(t, "operators CA")
 	d := startAdmin(t, fmt.Sprintf("admin.tls.cert.file: %s\nadmin.tls.key.file: %s\nadmin.tls.client.ca.file: %s\n", p.ServerCert, p.ServerKey, p.CAFile))
 	cert, key := p.ClientCert("carol-oncall")
@@ -356,6 +362,7 @@ func TestAdminCommandsWithMutualTLS(t *testing.T) {
 }
 
 func TestFailbackPrintsWhatItDidPerPartitionAndFailsWhenAPartitionNeedsAnOperator(t *testing.T) {
+	t.Parallel()
 	d := startAdmin(t, "")
 	d.ctl.Update(func(c *admintest.Controller) {
 		c.FailbackResult = mirror.FailbackResult{
@@ -401,6 +408,7 @@ func TestFailbackPrintsWhatItDidPerPartitionAndFailsWhenAPartitionNeedsAnOperato
 }
 
 func TestMirrorsCreateSendsTheFileAndDeleteTheName(t *testing.T) {
+	t.Parallel()
 	d := startAdmin(t, "")
 	settings := "bootstrap.servers: a:9092\nmirror.topics.include: \"orders.*\"\n"
 	file := writeFile(t, "dc9.yaml", settings)

@@ -14,10 +14,12 @@ import (
 	"github.com/kmirror/kmirror/core/aclrule"
 	"github.com/kmirror/kmirror/core/config"
 	"github.com/kmirror/kmirror/core/filters"
+	"github.com/kmirror/kmirror/internal/kfaketest"
 	"github.com/kmirror/kmirror/sdk/filter"
 )
 
 func TestSyncCopiesExactlyTheBindingsTheRulesMatch(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		rules string
 		want  []acl
@@ -31,6 +33,7 @@ func TestSyncCopiesExactlyTheBindingsTheRulesMatch(t *testing.T) {
 		{"*;*;*;*;User:alice", []acl{ordersEU, payments, clusterAlice, txnAlice}},
 	} {
 		t.Run(tc.rules, func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t, tc.rules, nil)
 			add(t, e.srcCl, sourceSet...)
 
@@ -45,6 +48,7 @@ func TestSyncCopiesExactlyTheBindingsTheRulesMatch(t *testing.T) {
 }
 
 func TestSyncPreservesPatternTypeAndHost(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "TRANSACTIONAL_ID", nil)
 	add(t, e.srcCl, txnAlice, txnDave)
 	e.sync(t)
@@ -58,6 +62,7 @@ func TestSyncPreservesPatternTypeAndHost(t *testing.T) {
 }
 
 func TestSyncDeletesWhatTheSourceNoLongerHasAndNothingElse(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "TOPIC;orders.*", nil)
 	add(t, e.srcCl, sourceSet...)
 	e.sync(t)
@@ -94,6 +99,7 @@ func TestSyncDeletesWhatTheSourceNoLongerHasAndNothingElse(t *testing.T) {
 }
 
 func TestSyncLeavesOutOfScopeAndManagedBindingsAlone(t *testing.T) {
+	t.Parallel()
 	// kmirror's own read-only ACL on its mirror topics.
 	managed := ReadOnlyManaged(func(topic string) bool { return topic == "orders-eu" || topic == "orders-us" })
 	readOnlyEU := bind(topic, "orders-eu", literal, "User:*", "*", write, deny)
@@ -115,6 +121,7 @@ func TestSyncLeavesOutOfScopeAndManagedBindingsAlone(t *testing.T) {
 }
 
 func TestSyncIsIdempotent(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "TOPIC;orders.*,GROUP;consumer-.*;READ;ALLOW;User:bob,*;*;*;*;User:alice", nil)
 	add(t, e.srcCl, sourceSet...)
 	obs := observe(e.dst, kmsg.CreateACLs, kmsg.DeleteACLs)
@@ -140,6 +147,7 @@ func TestSyncIsIdempotent(t *testing.T) {
 }
 
 func TestSyncReportsAndCountsFailedBindingsAndGoesOn(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "TOPIC;orders.*", nil)
 	add(t, e.srcCl, sourceSet...)
 	h := e.dst.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.CreateACLs}, Resource: "orders-us", Err: kerr.PolicyViolation, Count: -1})
@@ -173,12 +181,13 @@ func TestSyncReportsAndCountsFailedBindingsAndGoesOn(t *testing.T) {
 }
 
 func TestSyncChangesNothingWhenTheSourceCannotBeRead(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "TOPIC;orders.*", nil)
 	stale := bind(topic, "orders-old", literal, "User:erin", "*", read, allow)
 	add(t, e.dstCl, stale)
 	e.src.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.DescribeACLs}, TopLevel: true, Err: kerr.SecurityDisabled, Count: -1})
 
-	rep, err := e.syncer.Sync(testCtx(t))
+	rep, err := e.syncer.Sync(kfaketest.Context(t))
 	if !errors.Is(err, ErrNoAuthorizer) || !errors.Is(err, kerr.SecurityDisabled) {
 		t.Fatalf("Sync error %v, want ErrNoAuthorizer wrapping SECURITY_DISABLED", err)
 	}
@@ -192,6 +201,7 @@ func TestSyncChangesNothingWhenTheSourceCannotBeRead(t *testing.T) {
 }
 
 func TestSyncWithNoRulesContactsNoCluster(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "", nil)
 	add(t, e.srcCl, sourceSet...)
 	src, dst := observe(e.src, kmsg.DescribeACLs), observe(e.dst, kmsg.DescribeACLs, kmsg.CreateACLs, kmsg.DeleteACLs)
@@ -204,6 +214,7 @@ func TestSyncWithNoRulesContactsNoCluster(t *testing.T) {
 }
 
 func TestNewRejectsMissingClients(t *testing.T) {
+	t.Parallel()
 	_, err := New(Options{Mirror: "m1"})
 	if !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), "Source, Destination") {
 		t.Fatalf("New without clients: %v, want ErrInvalidOptions naming Source, Destination", err)
@@ -211,6 +222,7 @@ func TestNewRejectsMissingClients(t *testing.T) {
 }
 
 func TestReadOnlyManagedMatchesOnlyTheReadOnlyACLOfMirrorTopics(t *testing.T) {
+	t.Parallel()
 	managed := ReadOnlyManaged(func(topic string) bool { return topic == "orders" })
 	ro := bind(topic, "orders", literal, ReadOnlyPrincipal, "*", write, deny)
 	if !managed(ro.Binding()) {
@@ -238,6 +250,7 @@ func TestReadOnlyManagedMatchesOnlyTheReadOnlyACLOfMirrorTopics(t *testing.T) {
 // destination's, never sees kmirror's own read-only ACLs, and what it keeps
 // is the scope: a plugin chained after the built-in rules narrows it.
 func TestFilterDecidesTheScopeOncePerSide(t *testing.T) {
+	t.Parallel()
 	managed := ReadOnlyManaged(nil)
 	readOnly := bind(topic, "orders-eu", literal, ReadOnlyPrincipal, "*", write, deny)
 	var seen [][]filter.ACLBinding
@@ -284,6 +297,7 @@ func TestFilterDecidesTheScopeOncePerSide(t *testing.T) {
 // A filter that makes no decision for either side aborts the cycle before
 // any change, and the failure is counted.
 func TestFilterErrorChangesNothing(t *testing.T) {
+	t.Parallel()
 	calls := 0
 	failSecond := filter.Funcs{Name: "flaky", ACLs: func(_ context.Context, _ string, in []filter.ACLBinding) ([]filter.ACLBinding, error) {
 		calls++
@@ -302,7 +316,7 @@ func TestFilterErrorChangesNothing(t *testing.T) {
 	stale := bind(topic, "stale", literal, "User:erin", "*", read, allow)
 	add(t, e.dstCl, stale)
 	obs := observe(e.dst, kmsg.CreateACLs, kmsg.DeleteACLs)
-	_, err = e.syncer.Sync(testCtx(t))
+	_, err = e.syncer.Sync(kfaketest.Context(t))
 	if !errors.Is(err, filter.ErrUnavailable) || !strings.Contains(err.Error(), "destination ACLs made no decision") {
 		t.Fatalf("Sync = %v, want the destination filter's ErrUnavailable", err)
 	}

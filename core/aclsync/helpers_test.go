@@ -1,12 +1,10 @@
 package aclsync
 
 import (
-	"context"
 	"sort"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -16,6 +14,7 @@ import (
 	"github.com/kmirror/kmirror/core/config"
 	"github.com/kmirror/kmirror/core/filters"
 	"github.com/kmirror/kmirror/core/metrics"
+	"github.com/kmirror/kmirror/internal/kfaketest"
 	"github.com/kmirror/kmirror/sdk/filter"
 )
 
@@ -61,32 +60,6 @@ var sourceSet = []acl{
 	clusterAlice, txnAlice, txnDave,
 }
 
-func newCluster(t *testing.T) *kfake.Cluster {
-	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatalf("starting kfake cluster: %v", err)
-	}
-	t.Cleanup(c.Close)
-	return c
-}
-
-func newClient(t *testing.T, c *kfake.Cluster) *kgo.Client {
-	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
-	if err != nil {
-		t.Fatalf("creating client: %v", err)
-	}
-	t.Cleanup(cl.Close)
-	return cl
-}
-
-func testCtx(t *testing.T) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	t.Cleanup(cancel)
-	return c
-}
-
 type env struct {
 	src, dst     *kfake.Cluster
 	srcCl, dstCl *kgo.Client
@@ -97,8 +70,8 @@ type env struct {
 // newEnv starts a source and a destination cluster and a Syncer for rules.
 func newEnv(t *testing.T, rules string, managed func(aclrule.Binding) bool) *env {
 	t.Helper()
-	e := &env{src: newCluster(t), dst: newCluster(t)}
-	e.srcCl, e.dstCl = newClient(t, e.src), newClient(t, e.dst)
+	e := &env{src: kfaketest.NewCluster(t), dst: kfaketest.NewCluster(t)}
+	e.srcCl, e.dstCl = kfaketest.NewClient(t, e.src), kfaketest.NewClient(t, e.dst)
 	p, err := metrics.New()
 	if err != nil {
 		t.Fatal(err)
@@ -128,7 +101,7 @@ func (e *env) newSyncer(f filter.Filter, managed func(aclrule.Binding) bool) (*S
 
 func (e *env) sync(t *testing.T) Report {
 	t.Helper()
-	rep, err := e.syncer.Sync(testCtx(t))
+	rep, err := e.syncer.Sync(kfaketest.Context(t))
 	if err != nil {
 		t.Fatalf("Sync: %v", err)
 	}
@@ -145,7 +118,7 @@ func add(t *testing.T, cl *kgo.Client, acls ...acl) {
 		c.Principal, c.Host, c.Operation, c.PermissionType = a.Principal, a.Host, a.Operation, a.Permission
 		req.Creations = append(req.Creations, c)
 	}
-	resp, err := req.RequestWith(testCtx(t), cl)
+	resp, err := req.RequestWith(kfaketest.Context(t), cl)
 	if err != nil {
 		t.Fatalf("creating ACLs: %v", err)
 	}
@@ -164,7 +137,7 @@ func remove(t *testing.T, cl *kgo.Client, a acl) {
 	f.ResourceType, f.ResourceName, f.ResourcePatternType = a.ResourceType, &a.ResourceName, a.PatternType
 	f.Principal, f.Host, f.Operation, f.PermissionType = &a.Principal, &a.Host, a.Operation, a.Permission
 	req.Filters = append(req.Filters, f)
-	resp, err := req.RequestWith(testCtx(t), cl)
+	resp, err := req.RequestWith(kfaketest.Context(t), cl)
 	if err != nil || len(resp.Results) != 1 || len(resp.Results[0].MatchingACLs) != 1 {
 		t.Fatalf("deleting ACL %s: err %v, response %+v", a, err, resp)
 	}
@@ -173,7 +146,7 @@ func remove(t *testing.T, cl *kgo.Client, a acl) {
 // list returns every binding of a cluster, sorted.
 func list(t *testing.T, cl *kgo.Client) []acl {
 	t.Helper()
-	acls, err := describeAll(testCtx(t), cl)
+	acls, err := describeAll(kfaketest.Context(t), cl)
 	if err != nil {
 		t.Fatalf("describing ACLs: %v", err)
 	}

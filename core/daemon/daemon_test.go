@@ -16,6 +16,7 @@ import (
 	"github.com/kmirror/kmirror/core/config"
 	"github.com/kmirror/kmirror/core/logging"
 	"github.com/kmirror/kmirror/core/metrics"
+	"github.com/kmirror/kmirror/internal/kfaketest"
 )
 
 // recorder is a Component that records the calls it receives.
@@ -124,13 +125,9 @@ func startDaemon(t *testing.T, comps func(mu *sync.Mutex, calls *[]string) []Com
 	h.cancel = cancel
 	h.done = make(chan struct{})
 	go func() { h.runErr = h.d.Run(ctx, h.reload); close(h.done) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for h.d.Addr() == "" || !h.d.ready.Load() {
-		if time.Now().After(deadline) {
-			t.Fatalf("daemon did not become ready; logs:\n%s", h.logs)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	kfaketest.WaitFor(t, "the daemon to become ready", func() (bool, string) {
+		return h.d.Addr() != "" && h.d.ready.Load(), "logs:\n" + h.logs.String()
+	})
 	t.Cleanup(func() {
 		cancel()
 		select {
@@ -175,6 +172,7 @@ func twoComponents(mu *sync.Mutex, calls *[]string) []Component {
 }
 
 func TestEndpointsServeHealthReadinessAndMetrics(t *testing.T) {
+	t.Parallel()
 	h := startDaemon(t, twoComponents, 5000)
 	if code, body := h.get(t, "/healthz"); code != 200 || body != "ok\n" {
 		t.Fatalf("/healthz = %d %q", code, body)
@@ -194,6 +192,7 @@ func TestEndpointsServeHealthReadinessAndMetrics(t *testing.T) {
 }
 
 func TestComponentsStartInOrderAndStopInReverse(t *testing.T) {
+	t.Parallel()
 	h := startDaemon(t, twoComponents, 5000)
 	if err := h.stop(t); err != nil {
 		t.Fatalf("Run returned %v", err)
@@ -208,18 +207,23 @@ func TestComponentsStartInOrderAndStopInReverse(t *testing.T) {
 }
 
 func TestReloadAppliesValidConfigAndKeepsOldOnInvalid(t *testing.T) {
+	t.Parallel()
 	h := startDaemon(t, twoComponents, 5000)
 	// A valid change reaches the components and the logger.
 	*h.yaml = configYAML("debug", 5000)
 	h.reload <- struct{}{}
-	waitFor(t, func() bool { return h.d.Config().LogLevel == "debug" }, "log level to become debug")
+	kfaketest.WaitFor(t, "log level to become debug", func() (bool, string) {
+		return h.d.Config().LogLevel == "debug", "log level " + h.d.Config().LogLevel
+	})
 	if got := strings.Join(h.callList(), " "); !strings.Contains(got, "a.reload:debug b.reload:debug") {
 		t.Fatalf("components did not get the reload: %q", got)
 	}
 	// An invalid file is rejected; the running config stays.
 	*h.yaml = configYAML("debug", 5000) + "mirror.num.replica.fetchers: -3\n"
 	h.reload <- struct{}{}
-	waitFor(t, func() bool { return strings.Contains(h.logs.String(), "configuration reload rejected") }, "rejection to be logged")
+	kfaketest.WaitFor(t, "rejection to be logged", func() (bool, string) {
+		return strings.Contains(h.logs.String(), "configuration reload rejected"), "logs:\n" + h.logs.String()
+	})
 	if !strings.Contains(h.logs.String(), "mirror.num.replica.fetchers") {
 		t.Fatalf("rejection log does not name the key:\n%s", h.logs)
 	}
@@ -235,18 +239,22 @@ func TestReloadAppliesValidConfigAndKeepsOldOnInvalid(t *testing.T) {
 }
 
 func TestReloadRejectedByComponentKeepsOldConfig(t *testing.T) {
+	t.Parallel()
 	h := startDaemon(t, func(mu *sync.Mutex, calls *[]string) []Component {
 		return []Component{&recorder{name: "a", mu: mu, calls: calls, reloadErr: errors.New("cannot change that at run time")}}
 	}, 5000)
 	*h.yaml = configYAML("debug", 5000)
 	h.reload <- struct{}{}
-	waitFor(t, func() bool { return strings.Contains(h.logs.String(), "cannot change that at run time") }, "component rejection to be logged")
+	kfaketest.WaitFor(t, "component rejection to be logged", func() (bool, string) {
+		return strings.Contains(h.logs.String(), "cannot change that at run time"), "logs:\n" + h.logs.String()
+	})
 	if h.d.Config().LogLevel != "info" {
 		t.Fatalf("log level = %q after a rejected reload, want info", h.d.Config().LogLevel)
 	}
 }
 
 func TestShutdownDeadlineIsEnforced(t *testing.T) {
+	t.Parallel()
 	h := startDaemon(t, func(mu *sync.Mutex, calls *[]string) []Component {
 		return []Component{&recorder{name: "slow", mu: mu, calls: calls, stopDelay: time.Hour}}
 	}, 200)
@@ -261,21 +269,11 @@ func TestShutdownDeadlineIsEnforced(t *testing.T) {
 }
 
 func TestReadyzReportsNotReadyWhileShuttingDown(t *testing.T) {
+	t.Parallel()
 	h := startDaemon(t, twoComponents, 5000)
 	h.d.ready.Store(false)
 	if code, body := h.get(t, "/readyz"); code != http.StatusServiceUnavailable || body != "not ready\n" {
 		t.Fatalf("/readyz = %d %q, want 503", code, body)
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool, what string) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -285,6 +283,7 @@ type describing struct{ recorder }
 func (describing) Describe() any { return map[string]int{"partitions": 3} }
 
 func TestDescribeCollectsComponentStatus(t *testing.T) {
+	t.Parallel()
 	h := startDaemon(t, func(mu *sync.Mutex, calls *[]string) []Component {
 		return []Component{&describing{recorder{name: "mirrors", mu: mu, calls: calls}}, &recorder{name: "plain", mu: mu, calls: calls}}
 	}, 5000)

@@ -20,15 +20,17 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/kmirror/kmirror/core/batch"
+	"github.com/kmirror/kmirror/internal/kfaketest"
 )
 
 // Many partitions over three brokers, fetched by one Manager: every batch
 // arrives once, in order, byte-identical to the source, and each broker gets
 // one request for all of its partitions rather than one per partition.
 func TestManyPartitionsOverBrokersDeliveredOnceInOrder(t *testing.T) {
-	ctx := testCtx(t)
+	t.Parallel()
+	ctx := kfaketest.Context(t)
 	topics := []string{"alpha", "beta"}
-	c := newCluster(t, kfake.NumBrokers(3), kfake.SeedTopics(8, topics...))
+	c := kfaketest.NewCluster(t, kfake.NumBrokers(3), kfake.SeedTopics(8, topics...))
 	prod := newProducer(t, c)
 	var keys []tp
 	for _, topic := range topics {
@@ -42,7 +44,7 @@ func TestManyPartitionsOverBrokersDeliveredOnceInOrder(t *testing.T) {
 		}
 	}
 
-	src := newClient(t, c)
+	src := kfaketest.NewClient(t, c)
 	log := observeFetches(t, ctx, c, src, topics...)
 	m := newManager(t, src)
 	col := newCollector(t, m)
@@ -59,7 +61,7 @@ func TestManyPartitionsOverBrokersDeliveredOnceInOrder(t *testing.T) {
 	}
 	const end = 3*3 + 3*2
 	for _, k := range keys {
-		waitFor(t, fmt.Sprintf("%s delivered to %d", k, end), func() bool { return col.nextOffset(k) == end })
+		col.waitDelivered(fmt.Sprintf("%s delivered to %d", k, end), k, end)
 	}
 	for _, k := range keys {
 		bs := col.batches(k)
@@ -134,13 +136,14 @@ func sameSet(a, b []tp) bool {
 // session id and only the partitions whose fetch position changed; a
 // removed partition is sent as forgotten.
 func TestIncrementalSessionSendsOnlyChangedPartitions(t *testing.T) {
-	ctx := testCtx(t)
-	c := newCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(8, "inc"))
+	t.Parallel()
+	ctx := kfaketest.Context(t)
+	c := kfaketest.NewCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(8, "inc"))
 	prod := newProducer(t, c)
 	for p := range int32(8) {
 		produce(t, ctx, prod, "inc", p, 1, 10)
 	}
-	src := newClient(t, c)
+	src := kfaketest.NewClient(t, c)
 	log := observeFetches(t, ctx, c, src, "inc")
 	m := newManager(t, src)
 	col := newCollector(t, m)
@@ -149,26 +152,26 @@ func TestIncrementalSessionSendsOnlyChangedPartitions(t *testing.T) {
 	}
 	runManager(t, m)
 	for p := range int32(8) {
-		waitFor(t, "initial data", func() bool { return col.nextOffset(tp{"inc", p}) == 1 })
+		col.waitDelivered("initial data", tp{"inc", p}, 1)
 	}
 	// Let the session settle: the request after the data carries the 8
 	// new offsets; the ones after it carry nothing.
-	waitFor(t, "an empty incremental request", func() bool {
+	kfaketest.WaitFor(t, "an empty incremental request", func() (bool, string) {
 		rs := log.all()
-		return len(rs) > 0 && rs[len(rs)-1].epoch > 0 && len(rs[len(rs)-1].parts) == 0
+		return len(rs) > 0 && rs[len(rs)-1].epoch > 0 && len(rs[len(rs)-1].parts) == 0, log.summary(0)
 	})
 	mark := log.len()
 
 	k3 := tp{"inc", 3}
 	produce(t, ctx, prod, "inc", 3, 2, 10) // one batch at offsets 1 and 2
-	waitFor(t, "partition 3 delivered", func() bool { return col.nextOffset(k3) == 3 })
-	waitFor(t, "partition 3's new offset sent", func() bool {
+	col.waitDelivered("partition 3 delivered", k3, 3)
+	kfaketest.WaitFor(t, "partition 3's new offset sent", func() (bool, string) {
 		for _, r := range log.all()[mark:] {
 			if p, ok := r.has(k3); ok && p.offset == 3 {
-				return true
+				return true, ""
 			}
 		}
-		return false
+		return false, log.summary(mark)
 	})
 	rs := log.all()
 	first := rs[0]
@@ -198,13 +201,13 @@ func TestIncrementalSessionSendsOnlyChangedPartitions(t *testing.T) {
 	if !m.Remove("inc", 5) {
 		t.Fatalf("Remove(inc, 5) reported the partition unknown")
 	}
-	waitFor(t, "partition 5 forgotten", func() bool {
+	kfaketest.WaitFor(t, "partition 5 forgotten", func() (bool, string) {
 		for _, r := range log.all()[mark:] {
 			if r.forgets(tp{"inc", 5}) {
-				return r.sessionID == sessionID
+				return r.sessionID == sessionID, fmt.Sprintf("forgotten in session %d, want %d", r.sessionID, sessionID)
 			}
 		}
-		return false
+		return false, log.summary(mark)
 	})
 	if _, ok := m.Status("inc", 5); ok {
 		t.Errorf("removed partition still has a status")
@@ -214,21 +217,22 @@ func TestIncrementalSessionSendsOnlyChangedPartitions(t *testing.T) {
 // A partition whose leader moves keeps being fetched from the new leader,
 // with no gap and no duplicate, and with the new leader epoch.
 func TestLeaderMoveContinuesWithoutGapOrDuplicate(t *testing.T) {
-	ctx := testCtx(t)
-	c := newCluster(t, kfake.NumBrokers(3), kfake.SeedTopics(2, "mv"))
+	t.Parallel()
+	ctx := kfaketest.Context(t)
+	c := kfaketest.NewCluster(t, kfake.NumBrokers(3), kfake.SeedTopics(2, "mv"))
 	prod := newProducer(t, c)
 	k := tp{"mv", 0}
 	for range 5 {
 		produce(t, ctx, prod, k.topic, k.partition, 2, 20)
 	}
-	src := newClient(t, c)
+	src := kfaketest.NewClient(t, c)
 	log := observeFetches(t, ctx, c, src, "mv")
 	m := newManager(t, src)
 	col := newCollector(t, m)
 	col.add(PartitionSpec{Topic: "mv", Partition: 0, LeaderEpoch: -1}, true)
 	col.add(PartitionSpec{Topic: "mv", Partition: 1, LeaderEpoch: -1}, true)
 	runManager(t, m)
-	waitFor(t, "first 10 records", func() bool { return col.nextOffset(k) == 10 })
+	col.waitDelivered("first 10 records", k, 10)
 
 	oldLeader := c.LeaderFor(k.topic, k.partition)
 	newLeader := (oldLeader + 1) % 3
@@ -238,7 +242,7 @@ func TestLeaderMoveContinuesWithoutGapOrDuplicate(t *testing.T) {
 	for range 5 {
 		produce(t, ctx, prod, k.topic, k.partition, 2, 20)
 	}
-	waitFor(t, "all 20 records", func() bool { return col.nextOffset(k) == 20 })
+	col.waitDelivered("all 20 records", k, 20)
 	bs := col.batches(k)
 	checkContiguous(t, k, bs, 0, 20)
 	checkSameAsSource(t, ctx, src, c, k, bs)
@@ -267,10 +271,11 @@ func TestLeaderMoveContinuesWithoutGapOrDuplicate(t *testing.T) {
 // A fetch that dies with the connection moves the session's partitions
 // through fresh metadata back to fetching, with no gap and no duplicate.
 func TestConnectionLossResumesWithoutGap(t *testing.T) {
-	ctx := testCtx(t)
-	c := newCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(2, "cut"))
+	t.Parallel()
+	ctx := kfaketest.Context(t)
+	c := kfaketest.NewCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(2, "cut"))
 	prod := newProducer(t, c)
-	src := newClient(t, c)
+	src := kfaketest.NewClient(t, c)
 	m := newManager(t, src)
 	col := newCollector(t, m)
 	for p := range int32(2) {
@@ -280,7 +285,8 @@ func TestConnectionLossResumesWithoutGap(t *testing.T) {
 	for p := range int32(2) {
 		produce(t, ctx, prod, "cut", p, 1, 10)
 	}
-	waitFor(t, "first records", func() bool { return col.nextOffset(tp{"cut", 0}) == 1 && col.nextOffset(tp{"cut", 1}) == 1 })
+	col.waitDelivered("first records of partition 0", tp{"cut", 0}, 1)
+	col.waitDelivered("first records of partition 1", tp{"cut", 1}, 1)
 
 	var cut atomic.Int32
 	c.ControlKey(int16(kmsg.Fetch), func(kr kmsg.Request) (kmsg.Response, error, bool) {
@@ -296,7 +302,7 @@ func TestConnectionLossResumesWithoutGap(t *testing.T) {
 	}
 	for p := range int32(2) {
 		k := tp{"cut", p}
-		waitFor(t, fmt.Sprintf("%s after the connection loss", k), func() bool { return col.nextOffset(k) == 3 })
+		col.waitDelivered(fmt.Sprintf("%s after the connection loss", k), k, 3)
 		checkContiguous(t, k, col.batches(k), 0, 3)
 		if errs := col.errs(k); len(errs) > 0 {
 			t.Errorf("%s: errors delivered for a connection loss: %v", k, errs)
@@ -310,15 +316,16 @@ func TestConnectionLossResumesWithoutGap(t *testing.T) {
 // Out of range, below the log start (DeleteRecords) or beyond the end,
 // fails only that partition, with the source's bounds; the others go on.
 func TestOffsetOutOfRangeIsDeliveredAndOthersContinue(t *testing.T) {
-	ctx := testCtx(t)
-	c := newCluster(t, kfake.NumBrokers(3), kfake.SeedTopics(3, "oor"))
+	t.Parallel()
+	ctx := kfaketest.Context(t)
+	c := kfaketest.NewCluster(t, kfake.NumBrokers(3), kfake.SeedTopics(3, "oor"))
 	prod := newProducer(t, c)
 	for p := range int32(3) {
 		for range 5 {
 			produce(t, ctx, prod, "oor", p, 1, 10)
 		}
 	}
-	src := newClient(t, c)
+	src := kfaketest.NewClient(t, c)
 	adm := kadm.NewClient(src)
 	var del kadm.Offsets
 	del.Add(kadm.Offset{Topic: "oor", Partition: 1, At: 3})
@@ -339,7 +346,7 @@ func TestOffsetOutOfRangeIsDeliveredAndOthersContinue(t *testing.T) {
 		belowOrAbove string
 	}{{1, 3, 5, "below the log start"}, {2, 0, 5, "beyond the log end"}} {
 		k := tp{"oor", tc.p}
-		waitFor(t, fmt.Sprintf("%s: out of range error", k), func() bool { return len(col.errs(k)) > 0 })
+		col.waitError(fmt.Sprintf("%s: out of range error", k), k)
 		errs := col.errs(k)
 		var oe *OffsetOutOfRangeError
 		if len(errs) != 1 || !errors.Is(errs[0], ErrOffsetOutOfRange) || !errors.As(errs[0], &oe) {
@@ -358,7 +365,7 @@ func TestOffsetOutOfRangeIsDeliveredAndOthersContinue(t *testing.T) {
 
 	k0 := tp{"oor", 0}
 	produce(t, ctx, prod, "oor", 0, 1, 10)
-	waitFor(t, "partition 0 keeps going", func() bool { return col.nextOffset(k0) == 6 })
+	col.waitDelivered("partition 0 keeps going", k0, 6)
 	checkContiguous(t, k0, col.batches(k0), 0, 6)
 
 	// A failed partition is fetched again only once re-added.
@@ -367,16 +374,17 @@ func TestOffsetOutOfRangeIsDeliveredAndOthersContinue(t *testing.T) {
 	}
 	m.Remove("oor", 1)
 	col.add(PartitionSpec{Topic: "oor", Partition: 1, FetchOffset: 3, LeaderEpoch: -1}, true)
-	waitFor(t, "partition 1 re-added at the log start", func() bool { return col.nextOffset(tp{"oor", 1}) == 5 })
+	col.waitDelivered("partition 1 re-added at the log start", tp{"oor", 1}, 5)
 }
 
 // Remove stops deliveries at once; a later Add at an offset inside a batch
 // starts with the batch holding it.
 func TestRemoveDuringFetchingThenAddAtOffset(t *testing.T) {
-	ctx := testCtx(t)
-	c := newCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(1, "ra"))
+	t.Parallel()
+	ctx := kfaketest.Context(t)
+	c := kfaketest.NewCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(1, "ra"))
 	prod := newProducer(t, c)
-	src := newClient(t, c)
+	src := kfaketest.NewClient(t, c)
 	m := newManager(t, src)
 	runManager(t, m)
 
@@ -409,14 +417,21 @@ func TestRemoveDuringFetchingThenAddAtOffset(t *testing.T) {
 				t.Errorf("producing: %v", err)
 				return
 			}
-			time.Sleep(2 * time.Millisecond)
+			time.Sleep(2 * time.Millisecond) // paces the producer; not a wait
 		}
 	}()
-	waitFor(t, "some data", func() bool { mu.Lock(); defer mu.Unlock(); return len(first) >= 5 })
+	kfaketest.WaitFor(t, "some data", func() (bool, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(first) >= 5, fmt.Sprintf("%d batches delivered, want 5", len(first))
+	})
 	if !m.Remove("ra", 0) {
 		t.Fatal("Remove reported the partition unknown")
 	}
 	removed.Store(true)
+	// Gives a fetch in flight at Remove (answered within MaxWait) the time
+	// to be delivered, which must not happen: nothing happening has no
+	// event to wait for.
 	time.Sleep(3 * testMaxWait)
 	stopProducing()
 	pwg.Wait()
@@ -437,7 +452,7 @@ func TestRemoveDuringFetchingThenAddAtOffset(t *testing.T) {
 	col := newCollector(t, m)
 	col.add(PartitionSpec{Topic: "ra", FetchOffset: from, LeaderEpoch: -1}, true)
 	k := tp{"ra", 0}
-	waitFor(t, "re-added partition caught up", func() bool { return col.nextOffset(k) == hw })
+	col.waitDelivered("re-added partition caught up", k, hw)
 	ds := col.deliveries(k)
 	if ds[0].FetchOffset != from {
 		t.Errorf("first delivery fetched from %d, want %d", ds[0].FetchOffset, from)
@@ -453,14 +468,15 @@ func TestRemoveDuringFetchingThenAddAtOffset(t *testing.T) {
 // session) without stalling another partition of the same session, and
 // resumes once acknowledged.
 func TestBackpressurePausesOnlyTheSlowPartition(t *testing.T) {
-	ctx := testCtx(t)
-	c := newCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(2, "bp"))
+	t.Parallel()
+	ctx := kfaketest.Context(t)
+	c := kfaketest.NewCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(2, "bp"))
 	prod := newProducer(t, c, kgo.ProducerBatchCompression(kgo.NoCompression()))
 	for range 40 {
 		produce(t, ctx, prod, "bp", 0, 1, 500)
 		produce(t, ctx, prod, "bp", 1, 1, 500)
 	}
-	src := newClient(t, c)
+	src := kfaketest.NewClient(t, c)
 	log := observeFetches(t, ctx, c, src, "bp")
 	const partMax, maxBuf = 2048, 4096
 	m := newManager(t, src, WithPartitionMaxBytes(partMax), WithMaxBufferedBytes(maxBuf))
@@ -470,7 +486,7 @@ func TestBackpressurePausesOnlyTheSlowPartition(t *testing.T) {
 	col.add(PartitionSpec{Topic: "bp", Partition: 1, LeaderEpoch: -1}, true)
 	runManager(t, m)
 
-	waitFor(t, "the fast partition complete", func() bool { return col.nextOffset(fast) == 40 })
+	col.waitDelivered("the fast partition complete", fast, 40)
 	checkContiguous(t, fast, col.batches(fast), 0, 40)
 	st, _ := m.Status(slow.topic, slow.partition)
 	if st.State != StatePaused {
@@ -499,20 +515,21 @@ func TestBackpressurePausesOnlyTheSlowPartition(t *testing.T) {
 
 	col.setAck(slow, true)
 	m.Done(slow.topic, slow.partition, buffered)
-	waitFor(t, "the slow partition complete once acknowledged", func() bool { return col.nextOffset(slow) == 40 })
+	col.waitDelivered("the slow partition complete once acknowledged", slow, 40)
 	checkContiguous(t, slow, col.batches(slow), 0, 40)
 }
 
 // The source reports divergence from LastFetchedEpoch: delivered as
 // ErrDiverged, never as a silent reset.
 func TestDivergingEpochIsDelivered(t *testing.T) {
-	ctx := testCtx(t)
-	c := newCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(1, "dv"))
+	t.Parallel()
+	ctx := kfaketest.Context(t)
+	c := kfaketest.NewCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(1, "dv"))
 	prod := newProducer(t, c)
 	for range 3 {
 		produce(t, ctx, prod, "dv", 0, 1, 10)
 	}
-	src := newClient(t, c)
+	src := kfaketest.NewClient(t, c)
 	id := topicID(t, ctx, src, "dv")
 	log := observeFetches(t, ctx, c, src, "dv")
 	m := newManager(t, src)
@@ -520,16 +537,16 @@ func TestDivergingEpochIsDelivered(t *testing.T) {
 	k := tp{"dv", 0}
 	col.add(PartitionSpec{Topic: "dv", LeaderEpoch: -1}, true)
 	runManager(t, m)
-	waitFor(t, "first data", func() bool { return col.nextOffset(k) == 3 })
+	col.waitDelivered("first data", k, 3)
 	lastEpoch := col.batches(k)[2].PartitionLeaderEpoch()
 
-	waitFor(t, "fetch at 3 with the last epoch", func() bool {
+	kfaketest.WaitFor(t, "fetch at 3 with the last epoch", func() (bool, string) {
 		for _, r := range log.all() {
 			if p, ok := r.has(k); ok && p.offset == 3 {
-				return p.lastFetchedEpoch == lastEpoch
+				return p.lastFetchedEpoch == lastEpoch, fmt.Sprintf("fetch at 3 with last fetched epoch %d, want %d", p.lastFetchedEpoch, lastEpoch)
 			}
 		}
-		return false
+		return false, log.summary(0)
 	})
 	c.ControlKey(int16(kmsg.Fetch), func(kr kmsg.Request) (kmsg.Response, error, bool) {
 		req := kr.(*kmsg.FetchRequest)
@@ -546,7 +563,7 @@ func TestDivergingEpochIsDelivered(t *testing.T) {
 		resp.Topics = append(resp.Topics, rt)
 		return resp, nil, true
 	})
-	waitFor(t, "divergence delivered", func() bool { return len(col.errs(k)) > 0 })
+	col.waitError("divergence delivered", k)
 	var de *DivergedError
 	if err := col.errs(k)[0]; !errors.Is(err, ErrDiverged) || !errors.As(err, &de) {
 		t.Fatalf("error %v, want *DivergedError", err)
@@ -561,15 +578,16 @@ func TestDivergingEpochIsDelivered(t *testing.T) {
 
 // TOPIC_AUTHORIZATION_FAILED fails the partitions of that topic only.
 func TestTopicAuthorizationFailsOnlyThatTopic(t *testing.T) {
-	ctx := testCtx(t)
-	c := newCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(2, "open", "secret"))
+	t.Parallel()
+	ctx := kfaketest.Context(t)
+	c := kfaketest.NewCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(2, "open", "secret"))
 	prod := newProducer(t, c)
 	for p := range int32(2) {
 		produce(t, ctx, prod, "open", p, 1, 10)
 		produce(t, ctx, prod, "secret", p, 1, 10)
 	}
 	c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Fetch}, Topic: "secret", Err: kerr.TopicAuthorizationFailed, Count: -1})
-	src := newClient(t, c)
+	src := kfaketest.NewClient(t, c)
 	m := newManager(t, src)
 	col := newCollector(t, m)
 	for _, topic := range []string{"open", "secret"} {
@@ -580,7 +598,7 @@ func TestTopicAuthorizationFailsOnlyThatTopic(t *testing.T) {
 	runManager(t, m)
 	for p := range int32(2) {
 		k := tp{"secret", p}
-		waitFor(t, fmt.Sprintf("%s: authorization error", k), func() bool { return len(col.errs(k)) > 0 })
+		col.waitError(fmt.Sprintf("%s: authorization error", k), k)
 		if err := col.errs(k)[0]; !errors.Is(err, ErrAuthorization) || !errors.Is(err, kerr.TopicAuthorizationFailed) {
 			t.Errorf("%s: %v, want ErrAuthorization wrapping TOPIC_AUTHORIZATION_FAILED", k, err)
 		}
@@ -590,7 +608,7 @@ func TestTopicAuthorizationFailsOnlyThatTopic(t *testing.T) {
 	}
 	for p := range int32(2) {
 		k := tp{"open", p}
-		waitFor(t, fmt.Sprintf("%s keeps going", k), func() bool { return col.nextOffset(k) == 2 })
+		col.waitDelivered(fmt.Sprintf("%s keeps going", k), k, 2)
 		if errs := col.errs(k); len(errs) > 0 {
 			t.Errorf("%s: %v", k, errs)
 		}
@@ -603,8 +621,9 @@ func TestTopicAuthorizationFailsOnlyThatTopic(t *testing.T) {
 // closing the connection, so the refusal here is the broker's
 // UNSUPPORTED_SASL_MECHANISM for a mechanism the credentials now name).
 func TestSASLFailureFailsTheSessionsPartitions(t *testing.T) {
-	ctx := testCtx(t)
-	c := newCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(2, "auth"),
+	// Not parallel: it counts the process's fetcher goroutines.
+	ctx := kfaketest.Context(t)
+	c := kfaketest.NewCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(2, "auth"),
 		kfake.EnableSASL(), kfake.Superuser("SCRAM-SHA-256", "admin", "admin"),
 		kfake.User("SCRAM-SHA-256", "mirror", "password"))
 	prod := newProducer(t, c, kgo.SASL(scram.Auth{User: "admin", Pass: "admin"}.AsSha256Mechanism()))
@@ -612,7 +631,7 @@ func TestSASLFailureFailsTheSessionsPartitions(t *testing.T) {
 		produce(t, ctx, prod, "auth", p, 1, 10)
 	}
 	mech := &switchableMechanism{Mechanism: scram.Auth{User: "mirror", Pass: "password"}.AsSha256Mechanism()}
-	src := newClient(t, c, kgo.SASL(mech))
+	src := kfaketest.NewClient(t, c, kgo.SASL(mech))
 	m := newManager(t, src)
 	col := newCollector(t, m)
 	for p := range int32(2) {
@@ -620,7 +639,7 @@ func TestSASLFailureFailsTheSessionsPartitions(t *testing.T) {
 	}
 	stop := runManager(t, m)
 	for p := range int32(2) {
-		waitFor(t, "data before the credentials change", func() bool { return col.nextOffset(tp{"auth", p}) == 1 })
+		col.waitDelivered("data before the credentials change", tp{"auth", p}, 1)
 	}
 
 	mech.broken.Store(true)
@@ -634,7 +653,7 @@ func TestSASLFailureFailsTheSessionsPartitions(t *testing.T) {
 	})
 	for p := range int32(2) {
 		k := tp{"auth", p}
-		waitFor(t, fmt.Sprintf("%s: authentication error", k), func() bool { return len(col.errs(k)) > 0 })
+		col.waitError(fmt.Sprintf("%s: authentication error", k), k)
 		if err := col.errs(k)[0]; !errors.Is(err, ErrAuthentication) || !errors.Is(err, kerr.UnsupportedSaslMechanism) {
 			t.Errorf("%s: %v, want ErrAuthentication wrapping the broker's SASL error", k, err)
 		}
@@ -668,18 +687,19 @@ func (m *switchableMechanism) Name() string {
 // A source topic deleted and recreated under its name is a different log:
 // ErrTopicIDChanged, not a retry and not a reset.
 func TestRecreatedTopicFailsWithTopicIDChanged(t *testing.T) {
-	ctx := testCtx(t)
-	c := newCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(1, "re"))
+	t.Parallel()
+	ctx := kfaketest.Context(t)
+	c := kfaketest.NewCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(1, "re"))
 	prod := newProducer(t, c)
 	produce(t, ctx, prod, "re", 0, 1, 10)
-	src := newClient(t, c)
+	src := kfaketest.NewClient(t, c)
 	oldID := topicID(t, ctx, src, "re")
 	m := newManager(t, src)
 	col := newCollector(t, m)
 	k := tp{"re", 0}
 	col.add(PartitionSpec{Topic: "re", TopicID: oldID, LeaderEpoch: -1}, true)
 	runManager(t, m)
-	waitFor(t, "data from the first incarnation", func() bool { return col.nextOffset(k) == 1 })
+	col.waitDelivered("data from the first incarnation", k, 1)
 
 	adm := kadm.NewClient(src)
 	if _, err := adm.DeleteTopics(ctx, "re"); err != nil {
@@ -689,7 +709,7 @@ func TestRecreatedTopicFailsWithTopicIDChanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	produce(t, ctx, newProducer(t, c), "re", 0, 1, 10) // a producer that never saw the old id
-	waitFor(t, "topic id change delivered", func() bool { return len(col.errs(k)) > 0 })
+	col.waitError("topic id change delivered", k)
 	if err := col.errs(k)[0]; !errors.Is(err, ErrTopicIDChanged) {
 		t.Fatalf("error %v, want ErrTopicIDChanged", err)
 	}
@@ -701,19 +721,21 @@ func TestRecreatedTopicFailsWithTopicIDChanged(t *testing.T) {
 // A batch that fails its CRC check is refetched; data arrives once, intact.
 // A batch that stays corrupt fails the partition.
 func TestCorruptBatchIsRefetchedThenFails(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		corrupt int // responses to corrupt
 		wantErr bool
 	}{{"transient", 1, false}, {"persistent", maxCorruptRefetches + 1, true}} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := testCtx(t)
-			c := newCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(1, "crc"))
+			t.Parallel()
+			ctx := kfaketest.Context(t)
+			c := kfaketest.NewCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(1, "crc"))
 			prod := newProducer(t, c)
 			for range 3 {
 				produce(t, ctx, prod, "crc", 0, 2, 30)
 			}
-			src := newClient(t, c)
+			src := kfaketest.NewClient(t, c)
 			k := tp{"crc", 0}
 			good := rawLog(t, ctx, src, c, k, 0)
 			id := topicID(t, ctx, src, "crc")
@@ -742,7 +764,7 @@ func TestCorruptBatchIsRefetchedThenFails(t *testing.T) {
 			col.add(PartitionSpec{Topic: "crc", LeaderEpoch: -1}, true)
 			runManager(t, m)
 			if tc.wantErr {
-				waitFor(t, "corrupt batch error", func() bool { return len(col.errs(k)) > 0 })
+				col.waitError("corrupt batch error", k)
 				if err := col.errs(k)[0]; !errors.Is(err, batch.ErrCorruptBatch) {
 					t.Fatalf("error %v, want batch.ErrCorruptBatch", err)
 				}
@@ -750,7 +772,7 @@ func TestCorruptBatchIsRefetchedThenFails(t *testing.T) {
 				checkContiguous(t, k, col.batches(k), 0, 4)
 				return
 			}
-			waitFor(t, "all data after the refetch", func() bool { return col.nextOffset(k) == 6 })
+			col.waitDelivered("all data after the refetch", k, 6)
 			bs := col.batches(k)
 			checkContiguous(t, k, bs, 0, 6)
 			checkSameAsSource(t, ctx, src, c, k, bs)
@@ -764,11 +786,12 @@ func TestCorruptBatchIsRefetchedThenFails(t *testing.T) {
 // A response holding only part of a batch larger than the partition limit
 // makes the next fetch ask for the whole batch.
 func TestOversizedPartialBatchIsFetchedWhole(t *testing.T) {
-	ctx := testCtx(t)
-	c := newCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(1, "big"))
+	t.Parallel()
+	ctx := kfaketest.Context(t)
+	c := kfaketest.NewCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(1, "big"))
 	prod := newProducer(t, c, kgo.ProducerBatchCompression(kgo.NoCompression()))
 	produce(t, ctx, prod, "big", 0, 1, 3000)
-	src := newClient(t, c)
+	src := kfaketest.NewClient(t, c)
 	k := tp{"big", 0}
 	whole := rawLog(t, ctx, src, c, k, 0)
 	id := topicID(t, ctx, src, "big")
@@ -795,7 +818,7 @@ func TestOversizedPartialBatchIsFetchedWhole(t *testing.T) {
 	col := newCollector(t, m)
 	col.add(PartitionSpec{Topic: "big", LeaderEpoch: -1}, true)
 	runManager(t, m)
-	waitFor(t, "the big batch", func() bool { return col.nextOffset(k) == 1 })
+	col.waitDelivered("the big batch", k, 1)
 	if !partialServed.Load() {
 		t.Fatal("the partial response was never served")
 	}
@@ -813,7 +836,7 @@ func TestOversizedPartialBatchIsFetchedWhole(t *testing.T) {
 	}
 	// Back to the configured limit afterwards.
 	produce(t, ctx, prod, "big", 0, 1, 10)
-	waitFor(t, "next record", func() bool { return col.nextOffset(k) == 2 })
+	col.waitDelivered("next record", k, 2)
 	rs := log.all()
 	for _, r := range rs {
 		if p, ok := r.has(k); ok && p.offset == 1 && p.maxBytes != partMax {
@@ -824,11 +847,12 @@ func TestOversizedPartialBatchIsFetchedWhole(t *testing.T) {
 
 // The throttle hook sees every response's bytes before they are delivered.
 func TestThrottleRunsBeforeDelivery(t *testing.T) {
-	ctx := testCtx(t)
-	c := newCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(1, "thr"))
+	t.Parallel()
+	ctx := kfaketest.Context(t)
+	c := kfaketest.NewCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(1, "thr"))
 	prod := newProducer(t, c)
 	produce(t, ctx, prod, "thr", 0, 4, 100)
-	src := newClient(t, c)
+	src := kfaketest.NewClient(t, c)
 	release := make(chan struct{})
 	var throttled atomic.Int64
 	m := newManager(t, src, WithThrottle(func(ctx context.Context, n int) error {
@@ -844,13 +868,15 @@ func TestThrottleRunsBeforeDelivery(t *testing.T) {
 	k := tp{"thr", 0}
 	col.add(PartitionSpec{Topic: "thr", LeaderEpoch: -1}, true)
 	runManager(t, m)
-	waitFor(t, "throttle called", func() bool { return throttled.Load() > 0 })
+	kfaketest.WaitFor(t, "throttle called", func() (bool, string) { return throttled.Load() > 0, "" })
+	// Gives a delivery that wrongly skips the held throttle the time to
+	// happen: nothing happening has no event to wait for.
 	time.Sleep(2 * testMaxWait)
 	if n := len(col.batches(k)); n != 0 {
 		t.Fatalf("%d batches delivered while the throttle held the response", n)
 	}
 	close(release)
-	waitFor(t, "delivery after the throttle", func() bool { return col.nextOffset(k) == 4 })
+	col.waitDelivered("delivery after the throttle", k, 4)
 	if got, want := throttled.Load(), int64(len(col.batches(k)[0])); got < want {
 		t.Errorf("throttle saw %d bytes, delivered %d", got, want)
 	}
@@ -859,13 +885,14 @@ func TestThrottleRunsBeforeDelivery(t *testing.T) {
 // Watermarks arrive without data: an empty partition's high watermark and
 // log start are delivered and visible in the status.
 func TestWatermarksWithoutData(t *testing.T) {
-	ctx := testCtx(t)
-	c := newCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(1, "wm"))
+	t.Parallel()
+	ctx := kfaketest.Context(t)
+	c := kfaketest.NewCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(1, "wm"))
 	prod := newProducer(t, c)
 	for range 4 {
 		produce(t, ctx, prod, "wm", 0, 1, 10)
 	}
-	src := newClient(t, c)
+	src := kfaketest.NewClient(t, c)
 	var del kadm.Offsets
 	del.Add(kadm.Offset{Topic: "wm", Partition: 0, At: 2})
 	if _, err := kadm.NewClient(src).DeleteRecords(ctx, del); err != nil {
@@ -876,7 +903,7 @@ func TestWatermarksWithoutData(t *testing.T) {
 	k := tp{"wm", 0}
 	col.add(PartitionSpec{Topic: "wm", FetchOffset: 4, LeaderEpoch: 0}, true)
 	runManager(t, m)
-	waitFor(t, "watermarks", func() bool { return len(col.deliveries(k)) > 0 })
+	kfaketest.WaitFor(t, "watermarks", func() (bool, string) { return len(col.deliveries(k)) > 0, "no delivery" })
 	f := col.deliveries(k)[0]
 	if len(f.Batches) != 0 || f.Err != nil || f.HighWatermark != 4 || f.LogStartOffset != 2 || f.LastStableOffset != 4 {
 		t.Errorf("delivery %+v, want no batch with high watermark 4, log start 2", f)
@@ -895,13 +922,14 @@ func TestWatermarksWithoutData(t *testing.T) {
 // separate sessions (separate connections); Run leaves no goroutine and
 // closes the clients it opened.
 func TestFetchersPerBrokerAndCleanStop(t *testing.T) {
-	ctx := testCtx(t)
-	c := newCluster(t, kfake.NumBrokers(3), kfake.SeedTopics(8, "fan"))
+	// Not parallel: it counts the process's fetcher goroutines.
+	ctx := kfaketest.Context(t)
+	c := kfaketest.NewCluster(t, kfake.NumBrokers(3), kfake.SeedTopics(8, "fan"))
 	prod := newProducer(t, c)
 	for p := range int32(8) {
 		produce(t, ctx, prod, "fan", p, 1, 10)
 	}
-	src := newClient(t, c)
+	src := kfaketest.NewClient(t, c)
 	log := observeFetches(t, ctx, c, src, "fan")
 	m := newManager(t, src, WithFetchersPerBroker(2))
 	col := newCollector(t, m)
@@ -910,7 +938,7 @@ func TestFetchersPerBrokerAndCleanStop(t *testing.T) {
 	}
 	stop := runManager(t, m)
 	for p := range int32(8) {
-		waitFor(t, "data", func() bool { return col.nextOffset(tp{"fan", p}) == 1 })
+		col.waitDelivered("data", tp{"fan", p}, 1)
 	}
 	if gs := fetcherGoroutines(); len(gs) == 0 {
 		t.Fatal("no session goroutine found while running: the leak check below would prove nothing")
@@ -976,10 +1004,11 @@ func TestFetchersPerBrokerAndCleanStop(t *testing.T) {
 // FETCH_SESSION_ID_NOT_FOUND and INVALID_FETCH_SESSION_EPOCH start a new
 // session with a full fetch; no data is lost or repeated.
 func TestSessionErrorsStartANewSession(t *testing.T) {
-	ctx := testCtx(t)
-	c := newCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(2, "se"))
+	t.Parallel()
+	ctx := kfaketest.Context(t)
+	c := kfaketest.NewCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(2, "se"))
 	prod := newProducer(t, c)
-	src := newClient(t, c)
+	src := kfaketest.NewClient(t, c)
 	log := observeFetches(t, ctx, c, src, "se")
 	m := newManager(t, src)
 	col := newCollector(t, m)
@@ -995,23 +1024,25 @@ func TestSessionErrorsStartANewSession(t *testing.T) {
 	for i, code := range []*kerr.Error{kerr.FetchSessionIDNotFound, kerr.InvalidFetchSessionEpoch} {
 		produce(t, ctx, prod, "se", 0, 1, 10)
 		next++
-		waitFor(t, "data", func() bool { return col.nextOffset(tp{"se", 0}) == next })
-		waitFor(t, "an incremental fetch", func() bool {
+		col.waitDelivered("data", tp{"se", 0}, next)
+		kfaketest.WaitFor(t, "an incremental fetch", func() (bool, string) {
 			rs := log.all()
-			return len(rs) > 0 && rs[len(rs)-1].epoch > 0
+			return len(rs) > 0 && rs[len(rs)-1].epoch > 0, log.summary(0)
 		})
+		// The mark is taken before the fault: the full fetch that follows
+		// it can be logged before h.Wait returns.
+		mark := log.len()
 		h := c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Fetch}, TopLevel: true, Err: code, When: incremental})
 		if err := h.Wait(ctx, 1); err != nil {
 			t.Fatalf("%v never injected: %v", code, err)
 		}
-		mark := log.len()
-		waitFor(t, "a full fetch after "+code.Message, func() bool {
+		kfaketest.WaitFor(t, "a full fetch after "+code.Message, func() (bool, string) {
 			for _, r := range log.all()[mark:] {
 				if r.epoch == 0 {
-					return len(r.parts) == 2
+					return len(r.parts) == 2, fmt.Sprintf("a full fetch of %d partitions, want 2", len(r.parts))
 				}
 			}
-			return false
+			return false, log.summary(mark)
 		})
 		for _, r := range log.all()[mark:] {
 			if r.epoch == 0 {
@@ -1026,7 +1057,7 @@ func TestSessionErrorsStartANewSession(t *testing.T) {
 		}
 		produce(t, ctx, prod, "se", 0, 1, 10)
 		next++
-		waitFor(t, fmt.Sprintf("data after error %d", i), func() bool { return col.nextOffset(tp{"se", 0}) == next })
+		col.waitDelivered(fmt.Sprintf("data after error %d", i), tp{"se", 0}, next)
 	}
 	checkContiguous(t, tp{"se", 0}, col.batches(tp{"se", 0}), 0, next)
 	if errs := col.errs(tp{"se", 0}); len(errs) > 0 {
@@ -1038,6 +1069,7 @@ func TestSessionErrorsStartANewSession(t *testing.T) {
 // fetcher addresses topics by name; without fetch sessions (Kafka 1.0:
 // Fetch v6) every request is a full fetch.
 func TestOlderBrokers(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name       string
 		versions   *kversion.Versions
@@ -1048,13 +1080,14 @@ func TestOlderBrokers(t *testing.T) {
 		{"kafka-1.0-no-sessions", kversion.V1_0_0(), 6, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := testCtx(t)
-			c := newCluster(t, kfake.NumBrokers(2), kfake.SeedTopics(4, "old"), kfake.MaxVersions(tc.versions))
+			t.Parallel()
+			ctx := kfaketest.Context(t)
+			c := kfaketest.NewCluster(t, kfake.NumBrokers(2), kfake.SeedTopics(4, "old"), kfake.MaxVersions(tc.versions))
 			prod := newProducer(t, c, kgo.MaxVersions(tc.versions))
 			for p := range int32(4) {
 				produce(t, ctx, prod, "old", p, 2, 10)
 			}
-			src := newClient(t, c, kgo.MaxVersions(tc.versions))
+			src := kfaketest.NewClient(t, c, kgo.MaxVersions(tc.versions))
 			log := &fetchLog{ids: map[[16]byte]string{}}
 			c.ControlKey(int16(kmsg.Fetch), func(kr kmsg.Request) (kmsg.Response, error, bool) {
 				req := kr.(*kmsg.FetchRequest)
@@ -1076,7 +1109,7 @@ func TestOlderBrokers(t *testing.T) {
 			}
 			for p := range int32(4) {
 				k := tp{"old", p}
-				waitFor(t, fmt.Sprintf("%s delivered", k), func() bool { return col.nextOffset(k) == 3 })
+				col.waitDelivered(fmt.Sprintf("%s delivered", k), k, 3)
 				checkContiguous(t, k, col.batches(k), 0, 3)
 				if errs := col.errs(k); len(errs) > 0 {
 					t.Errorf("%s: %v", k, errs)
@@ -1105,13 +1138,14 @@ func TestOlderBrokers(t *testing.T) {
 // batches): batches that end before it are dropped, the one holding it is
 // delivered first.
 func TestBatchesEndingBeforeTheFetchOffsetAreDropped(t *testing.T) {
-	ctx := testCtx(t)
-	c := newCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(1, "early"))
+	t.Parallel()
+	ctx := kfaketest.Context(t)
+	c := kfaketest.NewCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(1, "early"))
 	prod := newProducer(t, c)
 	for range 3 {
 		produce(t, ctx, prod, "early", 0, 2, 10) // batches 0-1, 2-3, 4-5
 	}
-	src := newClient(t, c)
+	src := kfaketest.NewClient(t, c)
 	k := tp{"early", 0}
 	whole := rawLog(t, ctx, src, c, k, 0)
 	id := topicID(t, ctx, src, "early")
@@ -1134,7 +1168,7 @@ func TestBatchesEndingBeforeTheFetchOffsetAreDropped(t *testing.T) {
 	col := newCollector(t, m)
 	col.add(PartitionSpec{Topic: "early", FetchOffset: 3, LeaderEpoch: -1}, true)
 	runManager(t, m)
-	waitFor(t, "delivery", func() bool { return col.nextOffset(k) == 6 })
+	col.waitDelivered("delivery", k, 6)
 	bs := col.batches(k)
 	if len(bs) != 2 || bs[0].BaseOffset() != 2 {
 		t.Fatalf("delivered %d batches from %d, want the batches at 2 and 4", len(bs), bs[0].BaseOffset())

@@ -18,22 +18,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/core/batch"
+	"github.com/kmirror/kmirror/internal/kfaketest"
 )
 
 // testMaxWait marks the fetch requests of the Manager under test: kgo
 // consumers and producers in the tests use other values.
 const (
-	testMaxWait   = 97 * time.Millisecond
-	testBackoff   = 50 * time.Millisecond
-	testTimeout   = 30 * time.Second
-	testWaitSlice = 10 * time.Millisecond
+	testMaxWait = 97 * time.Millisecond
+	testBackoff = 50 * time.Millisecond
 )
-
-func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	t.Cleanup(cancel)
-	return ctx
-}
 
 type tWriter struct{ t *testing.T }
 
@@ -46,28 +39,8 @@ func testLogger(t *testing.T) hclog.Logger {
 	return hclog.New(&hclog.LoggerOptions{Name: "fetcher", Level: hclog.Warn, Output: tWriter{t}})
 }
 
-func newCluster(t *testing.T, opts ...kfake.Opt) *kfake.Cluster {
-	t.Helper()
-	c, err := kfake.NewCluster(opts...)
-	if err != nil {
-		t.Fatalf("starting kfake: %v", err)
-	}
-	t.Cleanup(c.Close)
-	return c
-}
-
-func newClient(t *testing.T, c *kfake.Cluster, opts ...kgo.Opt) *kgo.Client {
-	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)}, opts...)...)
-	if err != nil {
-		t.Fatalf("new client: %v", err)
-	}
-	t.Cleanup(cl.Close)
-	return cl
-}
-
 func newProducer(t *testing.T, c *kfake.Cluster, opts ...kgo.Opt) *kgo.Client {
-	return newClient(t, c, append([]kgo.Opt{
+	return kfaketest.NewClient(t, c, append([]kgo.Opt{
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ProducerLinger(0),
 	}, opts...)...)
@@ -221,15 +194,22 @@ func (c *collector) errs(key tp) []error {
 	return out
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(testTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(testWaitSlice)
-	}
+// waitDelivered waits until key's deliveries reach end (the NextOffset of
+// the last batch delivered).
+func (c *collector) waitDelivered(what string, key tp, end int64) {
+	c.t.Helper()
+	kfaketest.WaitFor(c.t, what, func() (bool, string) {
+		next := c.nextOffset(key)
+		return next == end, fmt.Sprintf("%s delivered up to %d, want %d", key, next, end)
+	})
+}
+
+// waitError waits until a delivery of key carries an error.
+func (c *collector) waitError(what string, key tp) {
+	c.t.Helper()
+	kfaketest.WaitFor(c.t, what, func() (bool, string) {
+		return len(c.errs(key)) > 0, fmt.Sprintf("%s: no error in %d deliveries", key, len(c.deliveries(key)))
+	})
 }
 
 // checkContiguous checks that bs are in offset order with no gap and no
@@ -317,7 +297,7 @@ func checkSameAsSource(t *testing.T, ctx context.Context, cl *kgo.Client, c *kfa
 		}
 		recs = append(recs, r...)
 	}
-	consumer := newClient(t, c,
+	consumer := kfaketest.NewClient(t, c,
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{key.topic: {key.partition: kgo.NewOffset().At(bs[0].BaseOffset())}}),
 		kgo.FetchMaxWait(200*time.Millisecond))
 	var consumed []*kgo.Record
@@ -425,6 +405,19 @@ func (l *fetchLog) all() []seenFetch {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return slices.Clone(l.reqs)
+}
+
+// summary describes the requests logged from index from on, for a timeout
+// message.
+func (l *fetchLog) summary(from int) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.reqs) <= from {
+		return fmt.Sprintf("no fetch request after the first %d", from)
+	}
+	r := l.reqs[len(l.reqs)-1]
+	return fmt.Sprintf("%d fetch requests after the first %d; the last: session %d epoch %d, partitions %v, forgotten %v",
+		len(l.reqs)-from, from, r.sessionID, r.epoch, r.parts, r.forgotten)
 }
 
 func (l *fetchLog) len() int {

@@ -14,6 +14,7 @@ import (
 )
 
 func TestNewValidatesOptionsOnce(t *testing.T) {
+	t.Parallel()
 	cl, err := kgo.NewClient(kgo.SeedBrokers("127.0.0.1:1"))
 	if err != nil {
 		t.Fatal(err)
@@ -66,6 +67,7 @@ func TestNewValidatesOptionsOnce(t *testing.T) {
 }
 
 func TestAddRejectsBadSpecs(t *testing.T) {
+	t.Parallel()
 	cl, err := kgo.NewClient(kgo.SeedBrokers("127.0.0.1:1"))
 	if err != nil {
 		t.Fatal(err)
@@ -105,6 +107,7 @@ func TestAddRejectsBadSpecs(t *testing.T) {
 // fetcherID must agree with Kafka's AbstractFetcherManager.getFetcherId:
 // Utils.abs(31 * topic.hashCode() + partition) % n.
 func TestFetcherIDMatchesKafka(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		topic     string
 		partition int32
@@ -131,6 +134,7 @@ func TestFetcherIDMatchesKafka(t *testing.T) {
 }
 
 func TestQueueOrderAndCoalescing(t *testing.T) {
+	t.Parallel()
 	q := NewQueue()
 	b, err := batch.Encode(batch.EncodeOptions{BaseOffset: 5}, []batch.Record{{Offset: 5, Value: []byte("v")}})
 	if err != nil {
@@ -172,6 +176,7 @@ func TestQueueOrderAndCoalescing(t *testing.T) {
 }
 
 func TestErrorsNameThePartitionAndTheWayOut(t *testing.T) {
+	t.Parallel()
 	oor := &OffsetOutOfRangeError{Topic: "t", Partition: 3, FetchOffset: 5, LogStartOffset: 10, LogEndOffset: 20}
 	if !errors.Is(oor, ErrOffsetOutOfRange) || !strings.Contains(oor.Error(), "t-3") || !strings.Contains(oor.Error(), "deleted") {
 		t.Errorf("out of range below the start: %v", oor)

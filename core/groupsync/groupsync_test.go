@@ -3,6 +3,7 @@ package groupsync
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -17,12 +18,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/kmirror/kmirror/core/metrics"
+	"github.com/kmirror/kmirror/internal/kfaketest"
 	"github.com/kmirror/kmirror/sdk/filter"
 	"github.com/kmirror/kmirror/sdk/statestore"
 	"github.com/kmirror/kmirror/sdk/statestore/memstore"
 )
 
 func TestNewRejectsMissingOptions(t *testing.T) {
+	t.Parallel()
 	_, err := New(Options{Mirror: "m1"})
 	if !errors.Is(err, ErrInvalidOptions) {
 		t.Fatalf("New without clients: got %v, want ErrInvalidOptions", err)
@@ -35,17 +38,18 @@ func TestNewRejectsMissingOptions(t *testing.T) {
 }
 
 func TestPreserveCopiesOffsetsAndMetadataAndConsumerStartsAtNextRecord(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	// The destination holds the mirrored records at the source's offsets.
-	prod := newClient(t, e.dst, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	prod := kfaketest.NewClient(t, e.dst, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	for i := range 10 {
 		r := &kgo.Record{Topic: topic, Partition: 0, Value: []byte{byte(i)}}
-		if err := prod.ProduceSync(ctx(t), r).FirstErr(); err != nil {
+		if err := prod.ProduceSync(kfaketest.Context(t), r).FirstErr(); err != nil {
 			t.Fatalf("producing: %v", err)
 		}
 	}
 	commit(t, e.srcAdm, "app", "meta-1", map[int32]int64{0: 4, 1: 0})
-	if err := e.srcAdm.CommitAllOffsets(ctx(t), "app", kadm.Offsets{unmirror: {0: {Topic: unmirror, Partition: 0, At: 7, LeaderEpoch: -1}}}); err != nil {
+	if err := e.srcAdm.CommitAllOffsets(kfaketest.Context(t), "app", kadm.Offsets{unmirror: {0: {Topic: unmirror, Partition: 0, At: 7, LeaderEpoch: -1}}}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -57,7 +61,7 @@ func TestPreserveCopiesOffsetsAndMetadataAndConsumerStartsAtNextRecord(t *testin
 	if at, meta := committed(t, e.dstAdm, "app", 0); at != 4 || meta != "meta-1" {
 		t.Fatalf("destination offset of %s/0 = %d %q, want 4 %q", topic, at, meta, "meta-1")
 	}
-	resp, err := e.dstAdm.FetchOffsets(ctx(t), "app")
+	resp, err := e.dstAdm.FetchOffsets(kfaketest.Context(t), "app")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,9 +74,9 @@ func TestPreserveCopiesOffsetsAndMetadataAndConsumerStartsAtNextRecord(t *testin
 		t.Fatalf("second cycle report = %+v, want nothing written", g)
 	}
 
-	cons := newClient(t, e.dst, kgo.ConsumerGroup("app"), kgo.ConsumeTopics(topic), kgo.FetchMaxWait(100*time.Millisecond))
+	cons := kfaketest.NewClient(t, e.dst, kgo.ConsumerGroup("app"), kgo.ConsumeTopics(topic), kgo.FetchMaxWait(100*time.Millisecond))
 	for {
-		fs := cons.PollFetches(ctx(t))
+		fs := cons.PollFetches(kfaketest.Context(t))
 		if err := fs.Err0(); err != nil {
 			t.Fatalf("consuming on the destination: %v", err)
 		}
@@ -86,6 +90,7 @@ func TestPreserveCopiesOffsetsAndMetadataAndConsumerStartsAtNextRecord(t *testin
 }
 
 func TestIncludeDecidesWhichGroupsAreSynced(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(g string) bool { return strings.HasPrefix(g, "keep-") })
 	commit(t, e.srcAdm, "keep-a", "", map[int32]int64{0: 3})
 	commit(t, e.srcAdm, "drop-b", "", map[int32]int64{0: 3})
@@ -94,7 +99,7 @@ func TestIncludeDecidesWhichGroupsAreSynced(t *testing.T) {
 	if len(rep.Groups) != 1 || rep.Groups[0].Group != "keep-a" {
 		t.Fatalf("report groups = %+v, want only keep-a", rep.Groups)
 	}
-	listed, err := e.dstAdm.ListGroups(ctx(t))
+	listed, err := e.dstAdm.ListGroups(kfaketest.Context(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,11 +112,12 @@ func TestIncludeDecidesWhichGroupsAreSynced(t *testing.T) {
 }
 
 func TestGroupActiveOnDestinationIsSkippedUntilItLeaves(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	commit(t, e.srcAdm, "busy", "", map[int32]int64{0: 6})
 
-	cons := newClient(t, e.dst, kgo.ConsumerGroup("busy"), kgo.ConsumeTopics(topic), kgo.FetchMaxWait(100*time.Millisecond))
-	pollCtx, cancel := context.WithCancel(ctx(t))
+	cons := kfaketest.NewClient(t, e.dst, kgo.ConsumerGroup("busy"), kgo.ConsumeTopics(topic), kgo.FetchMaxWait(100*time.Millisecond))
+	pollCtx, cancel := context.WithCancel(kfaketest.Context(t))
 	done := make(chan struct{})
 	go func() { // owned by this test: cancelled and waited for below
 		defer close(done)
@@ -155,22 +161,19 @@ func TestGroupActiveOnDestinationIsSkippedUntilItLeaves(t *testing.T) {
 
 func waitState(t *testing.T, adm *kadm.Client, group string, ok func(string) bool) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		listed, err := adm.ListGroups(ctx(t))
-		if err == nil {
-			if g, found := listed[group]; found && ok(g.State) {
-				return
-			}
+	ctx := kfaketest.Context(t)
+	kfaketest.WaitFor(t, "group "+group+" to reach the expected state", func() (bool, string) {
+		listed, err := adm.ListGroups(ctx)
+		if err != nil {
+			return false, err.Error()
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("group %s never reached the expected state (last listing %+v, err %v)", group, listed, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		g, found := listed[group]
+		return found && ok(g.State), fmt.Sprintf("listing %+v", listed)
+	})
 }
 
 func TestOffsetBeyondMirroredEndIsClampedThenResynced(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	e.mirrored.setEnd(5)
 	commit(t, e.srcAdm, "lagging", "", map[int32]int64{0: 8})
@@ -194,6 +197,7 @@ func TestOffsetBeyondMirroredEndIsClampedThenResynced(t *testing.T) {
 }
 
 func TestDestinationOffsetNeverMovesBackwardsUnlessTheSourceDid(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	commit(t, e.srcAdm, "g", "", map[int32]int64{0: 5})
 	e.sync(t)
@@ -210,7 +214,7 @@ func TestDestinationOffsetNeverMovesBackwardsUnlessTheSourceDid(t *testing.T) {
 
 	// A restarted process has no history: it keeps the destination too.
 	fresh := e.newSyncer(t, nil)
-	if _, err := fresh.Sync(ctx(t)); err != nil {
+	if _, err := fresh.Sync(kfaketest.Context(t)); err != nil {
 		t.Fatal(err)
 	}
 	if at, _ := committed(t, e.dstAdm, "g", 0); at != 9 {
@@ -234,6 +238,7 @@ func TestDestinationOffsetNeverMovesBackwardsUnlessTheSourceDid(t *testing.T) {
 // destination follows — where an in-memory history would keep the
 // destination ahead.
 func TestNeverBackwardsHistorySurvivesARestartThroughTheStore(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	store := memstore.New()
 	withStore := func() *Syncer {
@@ -244,10 +249,10 @@ func TestNeverBackwardsHistorySurvivesARestartThroughTheStore(t *testing.T) {
 		return s
 	}
 	commit(t, e.srcAdm, "g", "", map[int32]int64{0: 6})
-	if _, err := withStore().Sync(ctx(t)); err != nil {
+	if _, err := withStore().Sync(kfaketest.Context(t)); err != nil {
 		t.Fatal(err)
 	}
-	ent, err := store.Get(ctx(t), statestore.GroupHistoryKey("m1"))
+	ent, err := store.Get(kfaketest.Context(t), statestore.GroupHistoryKey("m1"))
 	if err != nil || !strings.Contains(string(ent.Value), `"offset":6`) {
 		t.Fatalf("stored history %s (%v), want offset 6", ent.Value, err)
 	}
@@ -255,7 +260,7 @@ func TestNeverBackwardsHistorySurvivesARestartThroughTheStore(t *testing.T) {
 	// there), and the source group is rewound below what was seen.
 	commit(t, e.dstAdm, "g", "", map[int32]int64{0: 9})
 	commit(t, e.srcAdm, "g", "", map[int32]int64{0: 2})
-	rep, err := withStore().Sync(ctx(t))
+	rep, err := withStore().Sync(kfaketest.Context(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,6 +273,7 @@ func TestNeverBackwardsHistorySurvivesARestartThroughTheStore(t *testing.T) {
 }
 
 func TestMapModeTranslatesOffsets(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	e.mirrored.shift = 100
 	commit(t, e.srcAdm, "mapped", "x", map[int32]int64{0: 7, 1: 2})
@@ -280,6 +286,7 @@ func TestMapModeTranslatesOffsets(t *testing.T) {
 }
 
 func TestFailedTranslationIsReportedAndCountedOtherPartitionsSynced(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	e.mirrored.failPart = 1
 	commit(t, e.srcAdm, "half", "", map[int32]int64{0: 4, 1: 4})
@@ -302,11 +309,12 @@ func TestFailedTranslationIsReportedAndCountedOtherPartitionsSynced(t *testing.T
 }
 
 func TestShareGroupStartOffsetsAreSynced(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	os := kadm.Offsets{}
 	addOffset(os, kadm.Offset{Topic: topic, Partition: 0, At: 3})
 	addOffset(os, kadm.Offset{Topic: unmirror, Partition: 0, At: 2})
-	if _, err := e.srcAdm.AlterShareGroupOffsets(ctx(t), "sg", os); err != nil {
+	if _, err := e.srcAdm.AlterShareGroupOffsets(kfaketest.Context(t), "sg", os); err != nil {
 		t.Fatalf("creating the source share group: %v", err)
 	}
 	commit(t, e.srcAdm, "cg", "", map[int32]int64{0: 1})
@@ -322,7 +330,7 @@ func TestShareGroupStartOffsetsAreSynced(t *testing.T) {
 	if _, ok := find(rep.Groups, "sg"); ok {
 		t.Fatal("the share group was also treated as a consumer group")
 	}
-	desc, err := e.dstAdm.DescribeShareGroupOffsets(ctx(t), "sg")
+	desc, err := e.dstAdm.DescribeShareGroupOffsets(kfaketest.Context(t), "sg")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -339,10 +347,11 @@ func TestShareGroupStartOffsetsAreSynced(t *testing.T) {
 }
 
 func TestShareGroupsUnsupportedOnDestinationConsumerGroupsStillSynced(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil, kfake.MaxVersions(kversion.V3_9_0()))
 	os := kadm.Offsets{}
 	addOffset(os, kadm.Offset{Topic: topic, Partition: 0, At: 3})
-	if _, err := e.srcAdm.AlterShareGroupOffsets(ctx(t), "sg", os); err != nil {
+	if _, err := e.srcAdm.AlterShareGroupOffsets(kfaketest.Context(t), "sg", os); err != nil {
 		t.Fatalf("creating the source share group: %v", err)
 	}
 	commit(t, e.srcAdm, "cg", "", map[int32]int64{0: 2})
@@ -366,14 +375,15 @@ func TestShareGroupsUnsupportedOnDestinationConsumerGroupsStillSynced(t *testing
 }
 
 func TestShareGroupActiveOnDestinationIsSkipped(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	os := kadm.Offsets{}
 	addOffset(os, kadm.Offset{Topic: topic, Partition: 0, At: 3})
-	if _, err := e.srcAdm.AlterShareGroupOffsets(ctx(t), "sg", os); err != nil {
+	if _, err := e.srcAdm.AlterShareGroupOffsets(kfaketest.Context(t), "sg", os); err != nil {
 		t.Fatalf("creating the source share group: %v", err)
 	}
-	cons := newClient(t, e.dst, kgo.ShareGroup("sg"), kgo.ConsumeTopics(topic), kgo.FetchMaxWait(100*time.Millisecond))
-	pollCtx, cancel := context.WithCancel(ctx(t))
+	cons := kfaketest.NewClient(t, e.dst, kgo.ShareGroup("sg"), kgo.ConsumeTopics(topic), kgo.FetchMaxWait(100*time.Millisecond))
+	pollCtx, cancel := context.WithCancel(kfaketest.Context(t))
 	done := make(chan struct{})
 	go func() { // owned by this test: cancelled and waited for below
 		defer close(done)
@@ -388,7 +398,7 @@ func TestShareGroupActiveOnDestinationIsSkipped(t *testing.T) {
 	if !g.SkippedActive || g.Synced != 0 {
 		t.Fatalf("report for an active share group = %+v, want SkippedActive", g)
 	}
-	desc, err := e.dstAdm.DescribeShareGroupOffsets(ctx(t), "sg")
+	desc, err := e.dstAdm.DescribeShareGroupOffsets(kfaketest.Context(t), "sg")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -398,13 +408,14 @@ func TestShareGroupActiveOnDestinationIsSkipped(t *testing.T) {
 }
 
 func TestSyncFailsWhenSourceGroupsCannotBeListed(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	e.src.ControlKey(int16(kmsg.ListGroups), func(req kmsg.Request) (kmsg.Response, error, bool) {
 		resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
 		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
 		return resp, nil, true
 	})
-	_, err := e.syncer.Sync(ctx(t))
+	_, err := e.syncer.Sync(kfaketest.Context(t))
 	if !errors.Is(err, kerr.GroupAuthorizationFailed) || !strings.Contains(err.Error(), "source") {
 		t.Fatalf("Sync error = %v, want the source's GROUP_AUTHORIZATION_FAILED", err)
 	}
@@ -415,6 +426,7 @@ func TestSyncFailsWhenSourceGroupsCannotBeListed(t *testing.T) {
 }
 
 func TestStatusForgetsGroupsGoneFromTheSource(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	commit(t, e.srcAdm, "old", "", map[int32]int64{0: 1})
 	commit(t, e.srcAdm, "stays", "", map[int32]int64{0: 1})
@@ -422,7 +434,7 @@ func TestStatusForgetsGroupsGoneFromTheSource(t *testing.T) {
 	if len(e.syncer.Status()) != 2 {
 		t.Fatalf("Status = %+v, want 2 groups", e.syncer.Status())
 	}
-	if _, err := e.srcAdm.DeleteGroup(ctx(t), "old"); err != nil {
+	if _, err := e.srcAdm.DeleteGroup(kfaketest.Context(t), "old"); err != nil {
 		t.Fatal(err)
 	}
 	e.sync(t)
@@ -433,6 +445,7 @@ func TestStatusForgetsGroupsGoneFromTheSource(t *testing.T) {
 }
 
 func TestLastSyncedIsKeptWhenALaterCycleFails(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	clock := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	s, err := New(Options{Mirror: "m1", Source: e.srcAdm, Destination: e.dstAdm, Mirrored: e.mirrored, Now: func() time.Time { return clock }})
@@ -441,7 +454,7 @@ func TestLastSyncedIsKeptWhenALaterCycleFails(t *testing.T) {
 	}
 	commit(t, e.srcAdm, "g", "", map[int32]int64{0: 1})
 	first := clock
-	if _, err := s.Sync(ctx(t)); err != nil {
+	if _, err := s.Sync(kfaketest.Context(t)); err != nil {
 		t.Fatal(err)
 	}
 	clock = clock.Add(time.Minute)
@@ -449,7 +462,7 @@ func TestLastSyncedIsKeptWhenALaterCycleFails(t *testing.T) {
 	e.mirrored.failPart = 0
 	e.mirrored.mu.Unlock()
 	commit(t, e.srcAdm, "g", "", map[int32]int64{0: 2})
-	rep, err := s.Sync(ctx(t))
+	rep, err := s.Sync(kfaketest.Context(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -463,8 +476,9 @@ func TestLastSyncedIsKeptWhenALaterCycleFails(t *testing.T) {
 }
 
 func TestShareGroupsUnsupportedOnSourceConsumerGroupsStillSynced(t *testing.T) {
-	e := &env{src: newCluster(t, kfake.MaxVersions(kversion.V3_9_0())), dst: newCluster(t), mirrored: &fakeMirrored{end: 1000, failPart: -1}}
-	e.srcAdm, e.dstAdm = newAdmin(t, e.src), newAdmin(t, e.dst)
+	t.Parallel()
+	e := &env{src: seededCluster(t, kfake.MaxVersions(kversion.V3_9_0())), dst: seededCluster(t), mirrored: &fakeMirrored{end: 1000, failPart: -1}}
+	e.srcAdm, e.dstAdm = kfaketest.NewAdmin(t, e.src), kfaketest.NewAdmin(t, e.dst)
 	p, err := metrics.New()
 	if err != nil {
 		t.Fatal(err)
@@ -485,13 +499,14 @@ func TestShareGroupsUnsupportedOnSourceConsumerGroupsStillSynced(t *testing.T) {
 // The filter is called once per cycle with every source group, its kind and
 // state; what it keeps is synced, whatever order it returns.
 func TestFilterSeesEveryGroupOnceAndDecides(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	commit(t, e.srcAdm, "cg-keep", "", map[int32]int64{0: 2})
 	commit(t, e.srcAdm, "cg-drop", "", map[int32]int64{0: 2})
 	os := kadm.Offsets{}
 	addOffset(os, kadm.Offset{Topic: topic, Partition: 0, At: 3})
 	for _, g := range []string{"sg-keep", "sg-drop"} {
-		if _, err := e.srcAdm.AlterShareGroupOffsets(ctx(t), g, os); err != nil {
+		if _, err := e.srcAdm.AlterShareGroupOffsets(kfaketest.Context(t), g, os); err != nil {
 			t.Fatalf("creating the source share group %s: %v", g, err)
 		}
 	}
@@ -524,7 +539,7 @@ func TestFilterSeesEveryGroupOnceAndDecides(t *testing.T) {
 	if len(rep.Groups) != 1 || rep.Groups[0].Group != "cg-keep" || len(rep.ShareGroups) != 1 || rep.ShareGroups[0].Group != "sg-keep" {
 		t.Fatalf("report groups %+v share groups %+v, want only cg-keep and sg-keep", rep.Groups, rep.ShareGroups)
 	}
-	listed, err := e.dstAdm.ListGroups(ctx(t))
+	listed, err := e.dstAdm.ListGroups(kfaketest.Context(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -536,6 +551,7 @@ func TestFilterSeesEveryGroupOnceAndDecides(t *testing.T) {
 // A filter that fails, or returns a group it was not given, makes no
 // decision: the cycle fails, is counted, and writes nothing.
 func TestFilterErrorOrInventedGroupSyncsNothing(t *testing.T) {
+	t.Parallel()
 	for name, f := range map[string]filter.Filter{
 		"error": filter.Funcs{Name: "down", Groups: func(context.Context, string, []filter.Group) ([]filter.Group, error) {
 			return nil, filter.ErrUnavailable
@@ -545,10 +561,11 @@ func TestFilterErrorOrInventedGroupSyncsNothing(t *testing.T) {
 		}},
 	} {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t, nil)
 			commit(t, e.srcAdm, "app", "", map[int32]int64{0: 2})
 			e.syncer = e.newSyncerWith(t, f)
-			_, err := e.syncer.Sync(ctx(t))
+			_, err := e.syncer.Sync(kfaketest.Context(t))
 			if err == nil || !strings.Contains(err.Error(), "no group is synced") {
 				t.Fatalf("Sync = %v, want a failed cycle", err)
 			}
@@ -558,7 +575,7 @@ func TestFilterErrorOrInventedGroupSyncsNothing(t *testing.T) {
 			if name == "invented" && !errors.Is(err, filter.ErrInvalidOutput) {
 				t.Fatalf("Sync = %v, want ErrInvalidOutput", err)
 			}
-			listed, err := e.dstAdm.ListGroups(ctx(t))
+			listed, err := e.dstAdm.ListGroups(kfaketest.Context(t))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -6,14 +6,13 @@ import (
 	"fmt"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmirror/kmirror/core/metrics"
+	"github.com/kmirror/kmirror/internal/kfaketest"
 	"github.com/kmirror/kmirror/sdk/filter"
 )
 
@@ -22,31 +21,11 @@ const (
 	unmirror = "other"
 )
 
-// newCluster starts an in-process cluster seeded with the mirrored topic and
-// one topic that is not mirrored.
-func newCluster(t *testing.T, opts ...kfake.Opt) *kfake.Cluster {
+// seededCluster starts an in-process cluster seeded with the mirrored topic
+// and one topic that is not mirrored.
+func seededCluster(t *testing.T, opts ...kfake.Opt) *kfake.Cluster {
 	t.Helper()
-	opts = append([]kfake.Opt{kfake.NumBrokers(1), kfake.SeedTopics(2, topic, unmirror)}, opts...)
-	c, err := kfake.NewCluster(opts...)
-	if err != nil {
-		t.Fatalf("starting kfake cluster: %v", err)
-	}
-	t.Cleanup(c.Close)
-	return c
-}
-
-func newClient(t *testing.T, c *kfake.Cluster, opts ...kgo.Opt) *kgo.Client {
-	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)}, opts...)...)
-	if err != nil {
-		t.Fatalf("creating client: %v", err)
-	}
-	t.Cleanup(cl.Close)
-	return cl
-}
-
-func newAdmin(t *testing.T, c *kfake.Cluster) *kadm.Client {
-	return kadm.NewClient(newClient(t, c))
+	return kfaketest.NewCluster(t, append([]kfake.Opt{kfake.SeedTopics(2, topic, unmirror)}, opts...)...)
 }
 
 // fakeMirrored mirrors every partition of topic up to end, translating by
@@ -89,8 +68,8 @@ type env struct {
 
 func newEnv(t *testing.T, include func(string) bool, dstOpts ...kfake.Opt) *env {
 	t.Helper()
-	e := &env{src: newCluster(t), dst: newCluster(t, dstOpts...), mirrored: &fakeMirrored{end: 1000, failPart: -1}}
-	e.srcAdm, e.dstAdm = newAdmin(t, e.src), newAdmin(t, e.dst)
+	e := &env{src: seededCluster(t), dst: seededCluster(t, dstOpts...), mirrored: &fakeMirrored{end: 1000, failPart: -1}}
+	e.srcAdm, e.dstAdm = kfaketest.NewAdmin(t, e.src), kfaketest.NewAdmin(t, e.dst)
 	p, err := metrics.New()
 	if err != nil {
 		t.Fatal(err)
@@ -134,12 +113,6 @@ func includeFilter(include func(string) bool) filter.Filter {
 	}}
 }
 
-func ctx(t *testing.T) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	t.Cleanup(cancel)
-	return c
-}
-
 // commit commits offsets (partition → offset) of topic for group on a cluster.
 func commit(t *testing.T, adm *kadm.Client, group, meta string, offs map[int32]int64) {
 	t.Helper()
@@ -147,7 +120,7 @@ func commit(t *testing.T, adm *kadm.Client, group, meta string, offs map[int32]i
 	for p, o := range offs {
 		addOffset(os, kadm.Offset{Topic: topic, Partition: p, At: o, LeaderEpoch: -1, Metadata: meta})
 	}
-	if err := adm.CommitAllOffsets(ctx(t), group, os); err != nil {
+	if err := adm.CommitAllOffsets(kfaketest.Context(t), group, os); err != nil {
 		t.Fatalf("committing %v for group %s: %v", offs, group, err)
 	}
 }
@@ -155,7 +128,7 @@ func commit(t *testing.T, adm *kadm.Client, group, meta string, offs map[int32]i
 // committed returns the committed offset of topic/p for group, -1 if none.
 func committed(t *testing.T, adm *kadm.Client, group string, p int32) (int64, string) {
 	t.Helper()
-	resp, err := adm.FetchOffsets(ctx(t), group)
+	resp, err := adm.FetchOffsets(kfaketest.Context(t), group)
 	if errors.Is(err, kerr.GroupIDNotFound) {
 		return -1, ""
 	}
@@ -171,7 +144,7 @@ func committed(t *testing.T, adm *kadm.Client, group string, p int32) (int64, st
 
 func (e *env) sync(t *testing.T) Report {
 	t.Helper()
-	rep, err := e.syncer.Sync(ctx(t))
+	rep, err := e.syncer.Sync(kfaketest.Context(t))
 	if err != nil {
 		t.Fatalf("Sync: %v", err)
 	}

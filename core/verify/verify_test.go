@@ -8,22 +8,17 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmirror/kmirror/internal/kfaketest"
 )
 
-func newCluster(t *testing.T) *kgo.Client {
+// newProducer returns a transactional producer to topic "t" of a cluster
+// of its own.
+func newProducer(t *testing.T) *kgo.Client {
 	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "t"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.DefaultProduceTopic("t"),
+	c := kfaketest.NewCluster(t, kfake.SeedTopics(1, "t"))
+	return kfaketest.NewClient(t, c, kgo.DefaultProduceTopic("t"),
 		kgo.TransactionalID("tx-"+t.Name()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
-	return cl
 }
 
 var ts = time.UnixMilli(1_700_000_000_000)
@@ -56,7 +51,8 @@ func write(t *testing.T, cl *kgo.Client, v string) {
 }
 
 func TestIdenticalLogsHaveNoDiffAndVisibilityIsComputed(t *testing.T) {
-	a, b := newCluster(t), newCluster(t)
+	t.Parallel()
+	a, b := newProducer(t), newProducer(t)
 	write(t, a, "same")
 	write(t, b, "same")
 	la, diff, err := Partition(context.Background(), a, b, "t", 0)
@@ -79,7 +75,8 @@ func TestIdenticalLogsHaveNoDiffAndVisibilityIsComputed(t *testing.T) {
 }
 
 func TestDifferentValueIsReportedWithItsOffset(t *testing.T) {
-	a, b := newCluster(t), newCluster(t)
+	t.Parallel()
+	a, b := newProducer(t), newProducer(t)
 	write(t, a, "one")
 	write(t, b, "two")
 	_, diff, err := Partition(context.Background(), a, b, "t", 0)
@@ -92,6 +89,7 @@ func TestDifferentValueIsReportedWithItsOffset(t *testing.T) {
 }
 
 func TestDiffMappedFollowsTheOffsetMap(t *testing.T) {
+	t.Parallel()
 	src := &Log{Entries: []Entry{{Offset: 0, Key: []byte("a"), Visible: true}, {Offset: 5, Key: []byte("b"), Visible: true}}}
 	dst := &Log{Entries: []Entry{{Offset: 0, Key: []byte("a"), Visible: true}, {Offset: 1, Key: []byte("b"), Visible: true}}}
 	compact := func(o int64) (int64, bool) {

@@ -10,12 +10,14 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/kmirror/kmirror/core/batch"
 	"github.com/kmirror/kmirror/core/verify"
+	"github.com/kmirror/kmirror/internal/kfaketest"
 )
 
 // kvBatch builds a source batch at base from key/value pairs.
@@ -38,6 +40,7 @@ func kvBatch(t *testing.T, base, srcPID int64, txn bool, kvs ...string) batch.Ba
 }
 
 func TestAppendPreservesOffsetsAndRecordsWithEveryCodec(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	p := openPartition(t, newWriter(t, c), testTopic, 0, &recorder{})
 
@@ -81,7 +84,7 @@ func TestAppendPreservesOffsetsAndRecordsWithEveryCodec(t *testing.T) {
 			}
 		}
 	}
-	if hw := listOffset(t, newClient(t, c), testTopic, 0, false); hw != off {
+	if hw := listOffset(t, kfaketest.NewClient(t, c), testTopic, 0, false); hw != off {
 		t.Fatalf("destination high watermark %d, want %d", hw, off)
 	}
 }
@@ -118,6 +121,7 @@ func keysAt(rs []*kgo.Record) string {
 // The KIP's example: two interleaved source transactions, one committed and
 // one aborted, then a plain record.
 func TestKIPExampleTransactionsAndMarkersKeepTheirOffsets(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	rec := &recorder{}
 	p := openPartition(t, newWriter(t, c), testTopic, 0, rec)
@@ -137,7 +141,7 @@ func TestKIPExampleTransactionsAndMarkersKeepTheirOffsets(t *testing.T) {
 		t.Errorf("read_uncommitted sees %q, want %q", got, want)
 	}
 
-	log, err := verify.ReadLog(context.Background(), newClient(t, c), testTopic, 0)
+	log, err := verify.ReadLog(context.Background(), kfaketest.NewClient(t, c), testTopic, 0)
 	if err != nil {
 		t.Fatalf("ReadLog: %v", err)
 	}
@@ -169,6 +173,7 @@ func TestKIPExampleTransactionsAndMarkersKeepTheirOffsets(t *testing.T) {
 }
 
 func TestMarkerWithoutDataLandsAtItsOffset(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	p := openPartition(t, newWriter(t, c), testTopic, 0, &recorder{})
 
@@ -178,7 +183,7 @@ func TestMarkerWithoutDataLandsAtItsOffset(t *testing.T) {
 	mustAppend(t, p, markerBatch(t, 4, 5001, batch.ControlAbort))
 	mustAppend(t, p, kvBatch(t, 5, -1, false, "d", "4"))
 
-	log, err := verify.ReadLog(context.Background(), newClient(t, c), testTopic, 0)
+	log, err := verify.ReadLog(context.Background(), kfaketest.NewClient(t, c), testTopic, 0)
 	if err != nil {
 		t.Fatalf("ReadLog: %v", err)
 	}
@@ -198,6 +203,7 @@ func TestMarkerWithoutDataLandsAtItsOffset(t *testing.T) {
 // Real brokers write markers after EndTxn returns. The writer must not
 // append the next batch before the marker is in the log.
 func TestMarkerAppendWaitsUntilTheMarkerIsVisible(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	const delay = 400 * time.Millisecond
 	// A side client that sends the real EndTxn late, at v4 like the writer.
@@ -246,7 +252,7 @@ func TestMarkerAppendWaitsUntilTheMarkerIsVisible(t *testing.T) {
 	}
 	t.Logf("marker Append took %v", returned.Sub(start))
 
-	if end := listOffset(t, newClient(t, c), testTopic, 0, false); end != 2 {
+	if end := listOffset(t, kfaketest.NewClient(t, c), testTopic, 0, false); end != 2 {
 		t.Fatalf("end offset after the marker Append returned: %d, want 2", end)
 	}
 	mustAppend(t, p, kvBatch(t, 2, -1, false, "B", "2"))
@@ -256,25 +262,21 @@ func TestMarkerAppendWaitsUntilTheMarkerIsVisible(t *testing.T) {
 }
 
 // kversionPinned returns a client that sends EndTxn at most at v4.
-func kversionPinned(t *testing.T, c interface{ ListenAddrs() []string }) *kgo.Client {
+func kversionPinned(t *testing.T, c *kfake.Cluster) *kgo.Client {
 	t.Helper()
 	v := kversion.Stable()
 	v.SetMaxKeyVersion(int16(kmsg.EndTxn), endTxnVersion)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.MaxVersions(v))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
-	return cl
+	return kfaketest.NewClient(t, c, kgo.MaxVersions(v))
 }
 
 func TestOffsetMismatchWhenTheDestinationHoldsForeignRecords(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
-	foreign := newClient(t, c, kgo.DefaultProduceTopic(testTopic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	foreign := kfaketest.NewClient(t, c, kgo.DefaultProduceTopic(testTopic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err := foreign.ProduceSync(context.Background(), &kgo.Record{Value: []byte("foreign")}).FirstErr(); err != nil {
 		t.Fatalf("foreign produce: %v", err)
 	}
-	cl := newClient(t, c)
+	cl := kfaketest.NewClient(t, c)
 	p := openPartition(t, newWriter(t, c), testTopic, 0, &recorder{})
 
 	_, err := p.Append(context.Background(), kvBatch(t, 0, -1, false, "a", "1"))
@@ -308,6 +310,7 @@ func TestOffsetMismatchWhenTheDestinationHoldsForeignRecords(t *testing.T) {
 }
 
 func TestGappedBatchIsRefused(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	p := openPartition(t, newWriter(t, c), testTopic, 0, &recorder{})
 	b, err := batch.Encode(batch.EncodeOptions{ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1},
@@ -318,14 +321,15 @@ func TestGappedBatchIsRefused(t *testing.T) {
 	if _, err := p.Append(context.Background(), b); !errors.Is(err, ErrNotDense) {
 		t.Fatalf("Append of a compacted batch: %v, want ErrNotDense", err)
 	}
-	if hw := listOffset(t, newClient(t, c), testTopic, 0, false); hw != 0 {
+	if hw := listOffset(t, kfaketest.NewClient(t, c), testTopic, 0, false); hw != 0 {
 		t.Fatalf("high watermark %d after a refused batch", hw)
 	}
 }
 
 func TestAbortAllEndsOpenTransactionsSoReadCommittedIsNotBlocked(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
-	cl := newClient(t, c)
+	cl := kfaketest.NewClient(t, c)
 	p := openPartition(t, newWriter(t, c), testTopic, 0, &recorder{})
 
 	mustAppend(t, p, kvBatch(t, 0, 4001, true, "a", "1"))

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/kmirror/kmirror/core/batch"
+	"github.com/kmirror/kmirror/internal/kfaketest"
 )
 
 // BenchmarkAppendKfake measures appends of 100-record (about 12 KiB) source
@@ -29,7 +30,7 @@ func BenchmarkAppendKfake(b *testing.B) {
 
 	b.Run("partitions=1", func(b *testing.B) {
 		c := newCluster(b, kfake.NumBrokers(1), kfake.SeedTopics(1, "bench"))
-		w, err := New(newClient(b, c))
+		w, err := New(kfaketest.NewClient(b, c))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -55,7 +56,7 @@ func BenchmarkAppendKfake(b *testing.B) {
 	b.Run("partitions=8", func(b *testing.B) {
 		const parts = 8
 		c := newCluster(b, kfake.NumBrokers(1), kfake.SeedTopics(parts, "bench"))
-		w, err := New(newClient(b, c))
+		w, err := New(kfaketest.NewClient(b, c))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -11,36 +11,22 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/core/batch"
+	"github.com/kmirror/kmirror/internal/kfaketest"
 )
 
 const testTopic = "mirrored"
 
-// newCluster starts an in-process kfake cluster, closed with the test.
+// newCluster starts the package's default cluster, closed with the test:
+// three brokers and testTopic with one partition; opts apply after these.
 func newCluster(t testing.TB, opts ...kfake.Opt) *kfake.Cluster {
 	t.Helper()
-	c, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(3), kfake.SeedTopics(1, testTopic)}, opts...)...)
-	if err != nil {
-		t.Fatalf("kfake: %v", err)
-	}
-	t.Cleanup(c.Close)
-	return c
-}
-
-// newClient returns a client of c, closed with the test.
-func newClient(t testing.TB, c *kfake.Cluster, opts ...kgo.Opt) *kgo.Client {
-	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)}, opts...)...)
-	if err != nil {
-		t.Fatalf("kgo client: %v", err)
-	}
-	t.Cleanup(cl.Close)
-	return cl
+	return kfaketest.NewCluster(t, append([]kfake.Opt{kfake.NumBrokers(3), kfake.SeedTopics(1, testTopic)}, opts...)...)
 }
 
 // newWriter returns a Writer over a new client of c, closed with the test.
 func newWriter(t *testing.T, c *kfake.Cluster, opts ...Option) *Writer {
 	t.Helper()
-	w, err := New(newClient(t, c), append([]Option{MirrorName("test"), RetryTimeout(10 * time.Second)}, opts...)...)
+	w, err := New(kfaketest.NewClient(t, c), append([]Option{MirrorName("test"), RetryTimeout(10 * time.Second)}, opts...)...)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -131,7 +117,7 @@ func consume(t *testing.T, c *kfake.Cluster, topic string, partition int32, comm
 	if committed {
 		iso = kgo.ReadCommitted()
 	}
-	cl := newClient(t, c,
+	cl := kfaketest.NewClient(t, c,
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {partition: kgo.NewOffset().AtStart()}}),
 		kgo.FetchIsolationLevel(iso), kgo.FetchMaxWait(100*time.Millisecond))
 	defer cl.Close()

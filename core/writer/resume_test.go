@@ -3,6 +3,7 @@ package writer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"sync/atomic"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/core/batch"
+	"github.com/kmirror/kmirror/internal/kfaketest"
 )
 
 // initsFor counts the InitProducerId requests kfake saw for txid.
@@ -30,16 +32,14 @@ func initsFor(l *requestLog, txid string) int {
 // A daemon killed in the middle of a transaction: the next one resumes the
 // open destination transaction instead of aborting it.
 func TestResumeContinuesAnOpenTransactionAfterACrash(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	obs := observe(c, int16(kmsg.InitProducerID))
 	rec := &recorder{}
 
 	// First daemon: half of producer 4001's transaction, then killed (its
 	// client and Writer dropped without ending anything).
-	cl1, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl1 := kfaketest.NewClient(t, c)
 	w1, err := New(cl1, MirrorName("test"))
 	if err != nil {
 		t.Fatal(err)
@@ -98,6 +98,7 @@ func TestResumeContinuesAnOpenTransactionAfterACrash(t *testing.T) {
 }
 
 func TestResumeReportsIdleLostAndForeignWriters(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	rec := &recorder{}
 	w1 := newWriter(t, c)
@@ -109,14 +110,16 @@ func TestResumeReportsIdleLostAndForeignWriters(t *testing.T) {
 	p1.Close()
 
 	// 4002: a transaction the destination times out while the daemon is
-	// down, through a writer with a short transaction timeout.
-	w2 := newWriter(t, c, TransactionTimeout(200*time.Millisecond))
+	// down, through a writer with a short transaction timeout (long enough
+	// for the foreign transaction below to start before it on a loaded
+	// machine).
+	w2 := newWriter(t, c, TransactionTimeout(time.Second))
 	p2 := openPartition(t, w2, testTopic, 0, rec)
 	mustAppend(t, p2, kvBatch(t, 2, 4002, true, "b", "1"))
 	p2.Close()
 
 	// Someone else's open transaction on the mirrored partition.
-	other := newClient(t, c, kgo.TransactionalID("not-kmirror"), kgo.DefaultProduceTopic(testTopic),
+	other := kfaketest.NewClient(t, c, kgo.TransactionalID("not-kmirror"), kgo.DefaultProduceTopic(testTopic),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err := other.BeginTransaction(); err != nil {
 		t.Fatal(err)
@@ -125,7 +128,13 @@ func TestResumeReportsIdleLostAndForeignWriters(t *testing.T) {
 		t.Fatalf("foreign transactional produce: %v", err)
 	}
 
-	time.Sleep(500 * time.Millisecond) // 4002's transaction times out on the destination
+	// 4002's transaction (from offset 2) times out on the destination: the
+	// broker aborts it and the last stable offset moves past 2.
+	cl := kfaketest.NewClient(t, c)
+	kfaketest.WaitFor(t, "4002's transaction to time out on the destination", func() (bool, string) {
+		lso := listOffset(t, cl, testTopic, 0, true)
+		return lso > 2, fmt.Sprintf("last stable offset %d, want past 2", lso)
+	})
 	recorded := rec.recorded()
 	var rec4002 TxnWriterInfo
 	for _, r := range recorded {
@@ -188,6 +197,7 @@ func TestResumeReportsIdleLostAndForeignWriters(t *testing.T) {
 }
 
 func TestResumeReportsExpiredTransactionalIDs(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, kfake.BrokerConfigs(map[string]string{"transactional.id.expiration.ms": "100"}))
 	rec := &recorder{}
 	p1 := openPartition(t, newWriter(t, c), testTopic, 0, rec)
@@ -195,27 +205,32 @@ func TestResumeReportsExpiredTransactionalIDs(t *testing.T) {
 	mustAppend(t, p1, markerBatch(t, 1, 4001, batch.ControlAbort))
 	p1.Close()
 
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		p := openPartition(t, newWriter(t, c), testTopic, 0, rec)
-		report, err := p.Resume(context.Background(), rec.recorded())
+	// Wait until the coordinator has forgotten the id, then Resume must
+	// report it expired.
+	id := rec.recorded()[0].TransactionalID
+	adm, ctx := kfaketest.NewAdmin(t, c), kfaketest.Context(t)
+	kfaketest.WaitFor(t, "transactional id "+id+" to expire", func() (bool, string) {
+		d, err := adm.DescribeTransactions(ctx, id)
 		if err != nil {
-			t.Fatalf("Resume: %v", err)
+			return false, err.Error()
 		}
-		if len(report.Expired) == 1 {
-			mustAppend(t, p, kvBatch(t, 2, 4001, true, "b", "1")) // a new writer for the same source producer
-			mustAppend(t, p, markerBatch(t, 3, 4001, batch.ControlCommit))
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the transactional id never expired: %+v", report)
-		}
-		p.Close()
-		time.Sleep(100 * time.Millisecond)
+		dt := d[id]
+		return errors.Is(dt.Err, kerr.TransactionalIDNotFound), fmt.Sprintf("state %q, error %v", dt.State, dt.Err)
+	})
+	p := openPartition(t, newWriter(t, c), testTopic, 0, rec)
+	report, err := p.Resume(context.Background(), rec.recorded())
+	if err != nil {
+		t.Fatalf("Resume: %v", err)
 	}
+	if len(report.Expired) != 1 {
+		t.Fatalf("the transactional id never expired: %+v", report)
+	}
+	mustAppend(t, p, kvBatch(t, 2, 4001, true, "b", "1")) // a new writer for the same source producer
+	mustAppend(t, p, markerBatch(t, 3, 4001, batch.ControlCommit))
 }
 
 func TestResumeRefusesForeignRecordsAndMisuse(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	rec := &recorder{}
 	p := openPartition(t, newWriter(t, c), testTopic, 0, rec)
@@ -231,8 +246,9 @@ func TestResumeRefusesForeignRecordsAndMisuse(t *testing.T) {
 // Without Resume, a writer for a transactional id with an open transaction
 // refuses to initialise it (that would abort the transaction).
 func TestUnresumedOpenTransactionIsNotAborted(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
-	cl := newClient(t, c)
+	cl := kfaketest.NewClient(t, c)
 	rec := &recorder{}
 	p1 := openPartition(t, newWriter(t, c), testTopic, 0, rec)
 	mustAppend(t, p1, kvBatch(t, 0, 4001, true, "a", "1"))
@@ -266,6 +282,7 @@ func failEndTxn(c *kfake.Cluster, failing *atomic.Bool) {
 // retries the marker later: the writer re-reads its transaction's state and
 // ends it, without re-initialising (which would abort it).
 func TestMarkerRetriedAfterAFailedEndTxn(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	var failing atomic.Bool
 	failEndTxn(c, &failing)
@@ -292,6 +309,7 @@ func TestMarkerRetriedAfterAFailedEndTxn(t *testing.T) {
 // transaction. The next one resumes it (no data on the partition) and the
 // marker lands where the source has it.
 func TestResumeAfterACrashInsideAMarkerOnlyTransaction(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	var failing atomic.Bool
 	failEndTxn(c, &failing)
@@ -321,7 +339,7 @@ func TestResumeAfterACrashInsideAMarkerOnlyTransaction(t *testing.T) {
 	if got, want := keysAt(consume(t, c, testTopic, 0, true, 2)), "0:a=1 2:b=1"; got != want {
 		t.Fatalf("read_committed %q, want %q", got, want)
 	}
-	if hw := listOffset(t, newClient(t, c), testTopic, 0, false); hw != 3 {
+	if hw := listOffset(t, kfaketest.NewClient(t, c), testTopic, 0, false); hw != 3 {
 		t.Fatalf("high watermark %d, want 3 (one marker)", hw)
 	}
 }
@@ -329,6 +347,7 @@ func TestResumeAfterACrashInsideAMarkerOnlyTransaction(t *testing.T) {
 // classify as a real broker would answer: a producer without an open
 // transaction is listed by DescribeProducers (kfake lists only open ones).
 func TestClassifyRecordedWriters(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	p := openPartition(t, newWriter(t, c), testTopic, 0, &recorder{})
 	w := TxnWriterInfo{SourceProducerID: 7, TransactionalID: p.TransactionalID(7), ProducerID: 1000, Epoch: 4}

@@ -6,15 +6,16 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/core/batch"
+	"github.com/kmirror/kmirror/internal/kfaketest"
 )
 
 // Mirror and topic names may both hold '-' (and '.' and '_'): no two
 // (mirror, topic, partition, producer) share a transactional id.
 func TestTransactionalIDsAreUnambiguous(t *testing.T) {
+	t.Parallel()
 	if a, b := TransactionalID("dc1", "eu-orders", 0, 4001), TransactionalID("dc1-eu", "orders", 0, 4001); a == b {
 		t.Fatalf("mirror dc1 topic eu-orders and mirror dc1-eu topic orders share transactional id %q", a)
 	}
@@ -44,6 +45,7 @@ func TestTransactionalIDsAreUnambiguous(t *testing.T) {
 // keep their transactions apart: neither fences the other or refuses the
 // other's open transaction.
 func TestWritersOfCollidingNamesDoNotFenceEachOther(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, kfake.SeedTopics(1, "eu-orders", "orders"))
 	obs := observe(c, int16(kmsg.InitProducerID))
 	recA, recB := &recorder{}, &recorder{}
@@ -81,6 +83,7 @@ func TestWritersOfCollidingNamesDoNotFenceEachOther(t *testing.T) {
 // old id; the source producer's next transaction takes a writer with the
 // current id.
 func TestResumeContinuesATransactionOpenedUnderTheOldTransactionalID(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	obs := observe(c, int16(kmsg.InitProducerID), int16(kmsg.EndTxn))
 	rec := &recorder{}
@@ -88,10 +91,7 @@ func TestResumeContinuesATransactionOpenedUnderTheOldTransactionalID(t *testing.
 
 	// The older daemon: its writer of producer 4001 had the old id; it
 	// appended half a transaction and was killed.
-	cl1, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl1 := kfaketest.NewClient(t, c)
 	w1, err := New(cl1, MirrorName("test"))
 	if err != nil {
 		t.Fatal(err)
@@ -162,6 +162,7 @@ func TestResumeContinuesATransactionOpenedUnderTheOldTransactionalID(t *testing.
 // takes the current id; a writer recorded for another partition or mirror
 // under the old format is refused like one of the current format.
 func TestResumeRetiresAnIdleOldFormatWriter(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, kfake.SeedTopics(2, "other"))
 	ctx := context.Background()
 	rec := &recorder{}

@@ -15,9 +15,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/core/batch"
+	"github.com/kmirror/kmirror/internal/kfaketest"
 )
 
 func TestManyPartitionsShareProduceRequestsAndKeepOrder(t *testing.T) {
+	t.Parallel()
 	const (
 		parts   = 8
 		batches = 25
@@ -52,7 +54,7 @@ func TestManyPartitionsShareProduceRequestsAndKeepOrder(t *testing.T) {
 		}
 		partsSeen += n
 		maxParts = max(maxParts, n)
-		time.Sleep(2 * time.Millisecond) // a broker that takes its time, so appends queue up
+		time.Sleep(2 * time.Millisecond) // a slow broker, so appends queue up: the condition under test, not a wait
 		return nil, nil, false
 	})
 
@@ -107,6 +109,7 @@ func TestManyPartitionsShareProduceRequestsAndKeepOrder(t *testing.T) {
 }
 
 func TestRequestVersionsArePinnedToTransactionProtocolV1(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, kfake.BrokerConfigs(map[string]string{"transaction.max.timeout.ms": "123000"}))
 	obs := observe(c, int16(kmsg.Produce), int16(kmsg.InitProducerID), int16(kmsg.AddPartitionsToTxn), int16(kmsg.EndTxn))
 	p := openPartition(t, newWriter(t, c), testTopic, 0, &recorder{})
@@ -159,6 +162,7 @@ func TestRequestVersionsArePinnedToTransactionProtocolV1(t *testing.T) {
 }
 
 func TestTransactionTimeoutOption(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	obs := observe(c, int16(kmsg.InitProducerID))
 	p := openPartition(t, newWriter(t, c, TransactionTimeout(42*time.Second)), testTopic, 0, &recorder{})
@@ -189,6 +193,7 @@ func produceAnswer(req kmsg.Request, errCode int16) kmsg.Response {
 }
 
 func TestRetriableProduceErrorsAreRetried(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	for _, code := range []int16{kerr.NotLeaderForPartition.Code, kerr.NotEnoughReplicas.Code} {
 		c.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
@@ -203,12 +208,13 @@ func TestRetriableProduceErrorsAreRetried(t *testing.T) {
 		// the observer runs after the two one-shot failures were handled
 		t.Fatalf("observer saw %d ProduceRequests after the failures, want 2", n)
 	}
-	if hw := listOffset(t, newClient(t, c), testTopic, 0, false); hw != 2 {
+	if hw := listOffset(t, kfaketest.NewClient(t, c), testTopic, 0, false); hw != 2 {
 		t.Fatalf("high watermark %d, want 2", hw)
 	}
 }
 
 func TestNonRetriableProduceErrorNamesMirrorPartitionAndKafkaError(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	c.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
 		return produceAnswer(req, kerr.TopicAuthorizationFailed.Code), nil, true
@@ -228,31 +234,50 @@ func TestNonRetriableProduceErrorNamesMirrorPartitionAndKafkaError(t *testing.T)
 	mustAppend(t, p, kvBatch(t, 0, -1, false, "a", "1"))
 }
 
+// expiring is a context whose deadline passes when expired is closed.
+type expiring struct {
+	context.Context
+	expired chan struct{}
+}
+
+func (e expiring) Done() <-chan struct{} { return e.expired }
+
+func (e expiring) Err() error {
+	select {
+	case <-e.expired:
+		return context.DeadlineExceeded
+	default:
+		return nil
+	}
+}
+
 // An append abandoned while its request is in flight leaves its outcome
 // unknown; the next append must not reuse the sequence.
 func TestAppendAfterAnAbandonedRequestUsesAFreshSequence(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, kfake.NumBrokers(1))
 	release := make(chan struct{})
+	// The Append's deadline passes once its request is at the broker (a
+	// fixed timeout could pass before the request is sent, on a loaded
+	// machine).
+	ctx := expiring{Context: context.Background(), expired: make(chan struct{})}
+	var expire sync.Once
 	c.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		expire.Do(func() { close(ctx.expired) })
 		c.SleepControl(func() { <-release }) // the broker appends only later
 		return nil, nil, false
 	})
 	p := openPartition(t, newWriter(t, c), testTopic, 0, &recorder{})
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	_, err := p.Append(ctx, kvBatch(t, 0, -1, false, "a", "1"))
-	cancel()
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Append with an expiring context: %v", err)
 	}
 	close(release)
-	cl := newClient(t, c)
-	deadline := time.Now().Add(5 * time.Second)
-	for listOffset(t, cl, testTopic, 0, false) != 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("the abandoned append never landed")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	cl := kfaketest.NewClient(t, c)
+	kfaketest.WaitFor(t, "the abandoned append to land", func() (bool, string) {
+		hw := listOffset(t, cl, testTopic, 0, false)
+		return hw == 1, fmt.Sprintf("high watermark %d, want 1", hw)
+	})
 	// The runner re-reads the resume point (1) and goes on.
 	mustAppend(t, p, kvBatch(t, 1, -1, false, "b", "1"))
 	mustAppend(t, p, kvBatch(t, 2, -1, false, "c", "1"))
@@ -262,6 +287,7 @@ func TestAppendAfterAnAbandonedRequestUsesAFreshSequence(t *testing.T) {
 }
 
 func TestOnTxnWriterErrorStopsTheAppend(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	obs := observe(c)
 	rec := &recorder{fail: errors.New("state store unavailable")}
@@ -283,6 +309,7 @@ func TestOnTxnWriterErrorStopsTheAppend(t *testing.T) {
 }
 
 func TestIdleTransactionalWritersAreForgottenAndComeBack(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	rec := &recorder{}
 	p := openPartition(t, newWriter(t, c, IdleWriterTimeout(50*time.Millisecond)), testTopic, 0, rec)
@@ -290,6 +317,8 @@ func TestIdleTransactionalWritersAreForgottenAndComeBack(t *testing.T) {
 	mustAppend(t, p, markerBatch(t, 1, 4001, batch.ControlCommit))
 	mustAppend(t, p, kvBatch(t, 2, 4002, true, "open", "1")) // stays open: never forgotten
 	first := rec.recorded()[0]
+	// Lets IdleWriterTimeout pass: the timeout is what is tested, and the
+	// sweep runs on the next append, so there is no state to wait for.
 	time.Sleep(120 * time.Millisecond)
 	mustAppend(t, p, kvBatch(t, 3, -1, false, "b", "1"))
 	ws := p.TxnWriters()
@@ -309,8 +338,9 @@ func TestIdleTransactionalWritersAreForgottenAndComeBack(t *testing.T) {
 }
 
 func TestWriterAndPartitionLifecycle(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
-	cl := newClient(t, c)
+	cl := kfaketest.NewClient(t, c)
 	if _, err := New(nil); err == nil {
 		t.Error("New(nil) succeeded")
 	}
@@ -320,7 +350,7 @@ func TestWriterAndPartitionLifecycle(t *testing.T) {
 			t.Errorf("New accepted an invalid option")
 		}
 	}
-	noAck := newClient(t, c, kgo.RequiredAcks(kgo.NoAck()), kgo.DisableIdempotentWrite())
+	noAck := kfaketest.NewClient(t, c, kgo.RequiredAcks(kgo.NoAck()), kgo.DisableIdempotentWrite())
 	if _, err := New(noAck); err == nil {
 		t.Error("New accepted an acks=0 client")
 	}
@@ -365,6 +395,7 @@ func TestWriterAndPartitionLifecycle(t *testing.T) {
 // OpenTransactions, TxnWriters and EndOffset may be called while appends
 // run (a describe endpoint does); run with -race.
 func TestIntrospectionDuringAppends(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	p := openPartition(t, newWriter(t, c), testTopic, 0, &recorder{})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -403,6 +434,7 @@ func TestIntrospectionDuringAppends(t *testing.T) {
 // concurrent transactional appends of several partitions must never share a
 // request, and each request must name its id.
 func TestProduceRequestsCarryTheirOneTransactionalID(t *testing.T) {
+	t.Parallel()
 	const parts = 4
 	c := newCluster(t, kfake.NumBrokers(1), kfake.SeedTopics(parts, "txns"))
 	var (
@@ -432,7 +464,7 @@ func TestProduceRequestsCarryTheirOneTransactionalID(t *testing.T) {
 		if txnal > 0 {
 			txnReqs++
 		}
-		time.Sleep(2 * time.Millisecond) // let appends queue up together
+		time.Sleep(2 * time.Millisecond) // a slow broker, so appends queue up together: the condition under test, not a wait
 		return nil, nil, false
 	})
 	w := newWriter(t, c, MaxInflightPerBroker(1))

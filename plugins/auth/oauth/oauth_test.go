@@ -265,7 +265,7 @@ func TestRefreshAt(t *testing.T) {
 func TestConcurrentCallersShareOneRequest(t *testing.T) {
 	e := newEndpoint(t)
 	e.set(func(w http.ResponseWriter, r *http.Request, n int64) {
-		time.Sleep(150 * time.Millisecond)
+		time.Sleep(150 * time.Millisecond) // a slow endpoint, so the callers overlap: the condition under test, not a wait
 		issue(3600)(w, r, n)
 	})
 	p := mustNew(t, config(e))
@@ -292,7 +292,7 @@ func TestConcurrentCallersShareOneRequest(t *testing.T) {
 func TestConcurrentCallersShareAFailure(t *testing.T) {
 	e := newEndpoint(t)
 	e.set(func(w http.ResponseWriter, r *http.Request, n int64) {
-		time.Sleep(300 * time.Millisecond)
+		time.Sleep(300 * time.Millisecond) // a slow endpoint, so the callers overlap: the condition under test, not a wait
 		reply(http.StatusInternalServerError, `{"error":"server_error"}`)(w, r, n)
 	})
 	p := mustNew(t, config(e))
