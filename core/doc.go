@@ -6,6 +6,7 @@
 //   - batch:     zero-copy views over Kafka v2 record batches (re-stamp, CRC)
 //   - backoff:   the one retry policy (doubling waits, cap, full jitter, deadline)
 //   - partition: the per-partition state machine and its persistence
+//   - topicsync: the topic sync of one mirror (create, expand, configs, deleted/recreated topics, read-only ACLs)
 //   - daemon:    process life cycle (HTTP endpoints, reload, ordered shutdown)
 //   - metrics:   the OpenTelemetry meter provider exported to Prometheus
 //   - logging:   hclog construction from configuration
