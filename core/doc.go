@@ -26,6 +26,7 @@
 //   - runner:           one mirrored partition: prepare, prove the destination, forward, map mode, stop
 //   - syncloop:         the sync-loop template and the metadata-sync lease of a mirror
 //   - throttle:         the daemon-wide replication throttle (mirror.replication.throttled.rate)
+//   - topicsync:        the topic sync of one mirror (create, expand, configs, deleted/recreated topics, read-only ACLs)
 //   - verify:           record-by-record comparison of a destination log with its source log
 //   - version:          build information
 //   - writer:           the destination side of the data path: ordered appends that keep offsets

@@ -11,7 +11,8 @@
 //     core/filters); the filter is called once for the source's bindings and
 //     once for the destination's. Nothing outside the scope is ever
 //     created or deleted on the destination; in particular the read-only
-//     DENY WRITE ACLs kmirror itself puts on mirror topics are left alone.
+//     DENY WRITE ACLs kmirror itself puts on mirror topics
+//     (topicsync.ReadOnlyManaged) are left alone.
 //   - Bindings are compared exactly: resource type, resource name, pattern
 //     type, principal, host, operation and permission. Pattern types
 //     (LITERAL, PREFIXED) and hosts are copied as they are.
@@ -80,7 +81,8 @@ type Options struct {
 	// mirror.acl.include is empty).
 	Filter filter.Filter
 	// Managed reports bindings kmirror itself manages on the destination
-	// (the read-only DENY WRITE ACLs of mirror topics); they are never
+	// (the read-only DENY WRITE ACLs of mirror topics, whose shape
+	// core/topicsync owns: topicsync.ReadOnlyManaged); they are never
 	// created or deleted by the sync, even when a rule matches them. Nil:
 	// none.
 	Managed func(aclrule.Binding) bool

@@ -14,6 +14,7 @@ import (
 	"github.com/kmirror/kmirror/core/aclrule"
 	"github.com/kmirror/kmirror/core/config"
 	"github.com/kmirror/kmirror/core/filters"
+	"github.com/kmirror/kmirror/core/topicsync"
 	"github.com/kmirror/kmirror/internal/kfaketest"
 	"github.com/kmirror/kmirror/sdk/filter"
 )
@@ -101,7 +102,7 @@ func TestSyncDeletesWhatTheSourceNoLongerHasAndNothingElse(t *testing.T) {
 func TestSyncLeavesOutOfScopeAndManagedBindingsAlone(t *testing.T) {
 	t.Parallel()
 	// kmirror's own read-only ACL on its mirror topics.
-	managed := ReadOnlyManaged(func(topic string) bool { return topic == "orders-eu" || topic == "orders-us" })
+	managed := topicsync.ReadOnlyManaged(func(topic string) bool { return topic == "orders-eu" || topic == "orders-us" })
 	readOnlyEU := bind(topic, "orders-eu", literal, "User:*", "*", write, deny)
 	readOnlyUS := bind(topic, "orders-us", literal, "User:*", "*", write, deny)
 	outside := bind(topic, "billing", literal, "User:erin", "*", read, allow)
@@ -221,27 +222,29 @@ func TestNewRejectsMissingClients(t *testing.T) {
 	}
 }
 
+// The read-only ACL's shape is core/topicsync's; this proves that the
+// bindings this package reads from a cluster meet it exactly.
 func TestReadOnlyManagedMatchesOnlyTheReadOnlyACLOfMirrorTopics(t *testing.T) {
 	t.Parallel()
-	managed := ReadOnlyManaged(func(topic string) bool { return topic == "orders" })
-	ro := bind(topic, "orders", literal, ReadOnlyPrincipal, "*", write, deny)
+	managed := topicsync.ReadOnlyManaged(func(topic string) bool { return topic == "orders" })
+	ro := bind(topic, "orders", literal, topicsync.ReadOnlyPrincipal, "*", write, deny)
 	if !managed(ro.Binding()) {
 		t.Fatalf("%s not reported managed", ro)
 	}
 	for _, a := range []acl{
-		bind(topic, "payments", literal, ReadOnlyPrincipal, "*", write, deny), // not a mirror topic
-		bind(topic, "orders", prefixed, ReadOnlyPrincipal, "*", write, deny),
+		bind(topic, "payments", literal, topicsync.ReadOnlyPrincipal, "*", write, deny), // not a mirror topic
+		bind(topic, "orders", prefixed, topicsync.ReadOnlyPrincipal, "*", write, deny),
 		bind(topic, "orders", literal, "User:bob", "*", write, deny),
-		bind(topic, "orders", literal, ReadOnlyPrincipal, "10.0.0.1", write, deny),
-		bind(topic, "orders", literal, ReadOnlyPrincipal, "*", read, deny),
-		bind(topic, "orders", literal, ReadOnlyPrincipal, "*", write, allow),
-		bind(group, "orders", literal, ReadOnlyPrincipal, "*", write, deny),
+		bind(topic, "orders", literal, topicsync.ReadOnlyPrincipal, "10.0.0.1", write, deny),
+		bind(topic, "orders", literal, topicsync.ReadOnlyPrincipal, "*", read, deny),
+		bind(topic, "orders", literal, topicsync.ReadOnlyPrincipal, "*", write, allow),
+		bind(group, "orders", literal, topicsync.ReadOnlyPrincipal, "*", write, deny),
 	} {
 		if managed(a.Binding()) {
 			t.Errorf("%s reported managed; only the exact read-only ACL of a mirror topic is", a)
 		}
 	}
-	if !ReadOnlyManaged(nil)(bind(topic, "any", literal, ReadOnlyPrincipal, "*", write, deny).Binding()) {
+	if !topicsync.ReadOnlyManaged(nil)(bind(topic, "any", literal, topicsync.ReadOnlyPrincipal, "*", write, deny).Binding()) {
 		t.Error("ReadOnlyManaged(nil) must match the read-only ACL of any topic")
 	}
 }
@@ -251,8 +254,8 @@ func TestReadOnlyManagedMatchesOnlyTheReadOnlyACLOfMirrorTopics(t *testing.T) {
 // is the scope: a plugin chained after the built-in rules narrows it.
 func TestFilterDecidesTheScopeOncePerSide(t *testing.T) {
 	t.Parallel()
-	managed := ReadOnlyManaged(nil)
-	readOnly := bind(topic, "orders-eu", literal, ReadOnlyPrincipal, "*", write, deny)
+	managed := topicsync.ReadOnlyManaged(nil)
+	readOnly := bind(topic, "orders-eu", literal, topicsync.ReadOnlyPrincipal, "*", write, deny)
 	var seen [][]filter.ACLBinding
 	noCarol := filter.Funcs{Name: "no-carol", ACLs: func(_ context.Context, _ string, in []filter.ACLBinding) ([]filter.ACLBinding, error) {
 		seen = append(seen, slices.Clone(in))
@@ -287,7 +290,7 @@ func TestFilterDecidesTheScopeOncePerSide(t *testing.T) {
 			if !strings.HasPrefix(b.ResourceName, "orders") || b.ResourceType != "TOPIC" {
 				t.Errorf("the chained filter saw %s, which the built-in rules drop", b)
 			}
-			if b.Principal == ReadOnlyPrincipal {
+			if b.Principal == topicsync.ReadOnlyPrincipal {
 				t.Errorf("a filter saw kmirror's read-only ACL %s", b)
 			}
 		}

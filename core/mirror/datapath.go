@@ -11,6 +11,7 @@ import (
 	"github.com/kmirror/kmirror/core/fetcher"
 	"github.com/kmirror/kmirror/core/partition"
 	"github.com/kmirror/kmirror/core/runner"
+	"github.com/kmirror/kmirror/core/topicsync"
 	"github.com/kmirror/kmirror/core/writer"
 )
 
@@ -22,11 +23,12 @@ type dataPath struct {
 	src *kgo.Client
 	f   *fetcher.Manager
 	w   *writer.Writer
-
-	limits limitCache // destination max.message.bytes per topic (limits.go)
+	// topics knows the destination topics' max.message.bytes (map-mode
+	// decoding bound, batches refused for their size).
+	topics *topicsync.Syncer
 }
 
-func newDataPath(m *mirrorRun, cfg *config.Config, src *kgo.Client) (*dataPath, error) {
+func newDataPath(m *mirrorRun, cfg *config.Config, src *kgo.Client, topics *topicsync.Syncer) (*dataPath, error) {
 	f, err := fetcher.New(src,
 		fetcher.WithFetchersPerBroker(cfg.NumReplicaFetchers),
 		fetcher.WithPartitionMaxBytes(int32(cfg.ReplicaFetchMaxBytes)),
@@ -44,7 +46,7 @@ func newDataPath(m *mirrorRun, cfg *config.Config, src *kgo.Client) (*dataPath, 
 	if err != nil {
 		return nil, err
 	}
-	return &dataPath{m: m, src: src, f: f, w: w}, nil
+	return &dataPath{m: m, src: src, f: f, w: w, topics: topics}, nil
 }
 
 // run runs the fetcher until ctx is done.
@@ -74,17 +76,11 @@ func (dp *dataPath) NewWriter(topic string, p int32, onTxnWriter func(context.Co
 	return dp.w.Partition(topic, p, onTxnWriter)
 }
 
-// Refused handles a batch the destination refused for its size: it raises
-// the destination topic's max.message.bytes to the source's limit when the
-// rule allows (the sync loops do too, but a partition may reach such a
-// batch first) and asks for one more try; otherwise it says why the batch
-// is refused, with both limits and the key to raise.
+// Refused handles a batch the destination refused for its size
+// (topicsync.Syncer.Refused): one more try once the destination topic's
+// max.message.bytes is raised to the source's, or why the batch is refused.
 func (dp *dataPath) Refused(ctx context.Context, topic string, b batch.Batch, expect int64, cause error) (bool, error) {
-	src, dst, raised, limitErr := dp.raiseDestLimit(ctx, topic)
-	if raised {
-		return true, nil
-	}
-	return false, dp.tooLarge(topic, b, expect, cause, src, dst, limitErr)
+	return dp.topics.Refused(ctx, topic, b, expect, cause)
 }
 
 // mirrorEvents reports a mirror's runners' events to the engine.

@@ -1,6 +1,7 @@
 // Package mirror owns the mirroring engine: for each configured mirror it
-// connects to the source cluster, selects the topics in scope, makes sure the
-// destination topics exist, and runs one runner per partition that drives the
+// connects to the source cluster, has its topic syncer (core/topicsync)
+// select the topics in scope and make sure the destination topics exist,
+// and runs one runner per partition that drives the
 // partition's state machine (core/partition) through PREPARING, MIRRORING and
 // STOPPING, moving record batches from the fetcher (core/fetcher) to the writer
 // (core/writer) with offsets preserved.

@@ -10,6 +10,7 @@ import (
 	"github.com/kmirror/kmirror/core/offsetmap"
 	"github.com/kmirror/kmirror/core/partition"
 	"github.com/kmirror/kmirror/core/runner"
+	"github.com/kmirror/kmirror/core/topicsync"
 	"github.com/kmirror/kmirror/sdk/filter"
 )
 
@@ -91,7 +92,7 @@ func (m *mirrorRun) newACLSync() (*aclsync.Syncer, error) {
 		Source:      m.src,
 		Destination: m.dst,
 		Filter:      f,
-		Managed:     aclsync.ReadOnlyManaged(m.isReadOnlyTopic),
+		Managed:     topicsync.ReadOnlyManaged(m.isReadOnlyTopic),
 		Logger:      m.log.Named("acls"),
 		Meter:       m.e.opts.Metrics.Meter("github.com/kmirror/kmirror/core/aclsync"),
 	})

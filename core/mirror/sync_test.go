@@ -33,11 +33,21 @@ func (f *fixture) createTopicWith(t *testing.T, topic string, partitions int32, 
 // dynamicConfigs returns the configs set on a topic (not defaults).
 func dynamicConfigs(t *testing.T, cl *kgo.Client, topic string) map[string]string {
 	t.Helper()
-	cfgs, err := topicConfigs(context.Background(), kadm.NewClient(cl), topic)
+	rcs, err := kadm.NewClient(cl).DescribeTopicConfigs(context.Background(), topic)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return cfgs[topic].Dynamic
+	rc, err := rcs.On(topic, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, c := range rc.Configs {
+		if c.Source == kmsg.ConfigSourceDynamicTopicConfig && c.Value != nil {
+			out[c.Key] = *c.Value
+		}
+	}
+	return out
 }
 
 // eventually retries cond every 20ms for up to 20s; it fails with the last
@@ -66,30 +76,6 @@ func partitionCount(t *testing.T, cl *kgo.Client, topic string) int32 {
 		return int32(len(td.Partitions))
 	}
 	return 0
-}
-
-func TestConfigChangesSetDifferencesAndDeleteExtrasButNeverTouchExcludedKeys(t *testing.T) {
-	excl, err := config.CompileRegexList([]string{"min.insync.replicas", ".*throttled.*"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := map[string]string{"retention.ms": "1000", "cleanup.policy": "compact", "min.insync.replicas": "2", "leader.replication.throttled.replicas": "*"}
-	dst := map[string]string{"retention.ms": "5000", "segment.bytes": "1024", "min.insync.replicas": "1"}
-	var got []string
-	for _, c := range configChanges(topicConfig{Dynamic: src}, topicConfig{Dynamic: dst}, excl) {
-		v := ""
-		if c.Value != nil {
-			v = "=" + *c.Value
-		}
-		got = append(got, opName(c.Op)+" "+c.Name+v)
-	}
-	want := []string{"SET cleanup.policy=compact", "SET retention.ms=1000", "DELETE segment.bytes"}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("changes = %q, want %q", got, want)
-	}
-	if ch := configChanges(topicConfig{Dynamic: map[string]string{"a": "1"}}, topicConfig{Dynamic: map[string]string{"a": "1"}}, excl); len(ch) != 0 {
-		t.Fatalf("equal configs give changes %v", ch)
-	}
 }
 
 // TestTopicSyncCreatesInScopeTopicsWithSourceConfigsMinusExcluded: matching

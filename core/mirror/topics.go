@@ -3,22 +3,23 @@ package mirror
 import (
 	"context"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kmirror/kmirror/core/backoff"
 	"github.com/kmirror/kmirror/core/config"
 	"github.com/kmirror/kmirror/core/filters"
+	"github.com/kmirror/kmirror/core/partition"
+	"github.com/kmirror/kmirror/core/topicsync"
 	"github.com/kmirror/kmirror/sdk/filter"
 )
+
+// ErrCannotWrite means kmirror's destination principal may not write to a
+// read-only mirror topic: it is not a super user of the destination
+// (topicsync.ErrCannotWrite).
+var ErrCannotWrite = topicsync.ErrCannotWrite
 
 // scopeFilter returns the filter that decides a mirror's scope (topics,
 // groups, ACL bindings): the built-in include/exclude rules of its
@@ -28,18 +29,14 @@ func scopeFilter(m *config.Mirror) filter.Filter { return filters.New(m) }
 // inScope reports whether a source topic is mirrored by the built-in rules:
 // it matches some mirror.topics.include pattern and no mirror.topics.exclude
 // pattern (exclude always wins), and it is not internal (internal topics
-// never mirror). It serves the checks of a single name; discovery filters
-// every source topic at once (listSourceTopics).
+// never mirror). It serves the checks of a single name; the topics round
+// filters every source topic at once (scopeFilter).
 func inScope(m *config.Mirror, topic string) bool {
 	return filters.New(m).Topic(filter.Topic{Name: topic})
 }
 
 // sourceTopic is what the mirror needs to know of a source topic.
-type sourceTopic struct {
-	Name       string
-	ID         [16]byte
-	Partitions int32
-}
+type sourceTopic = topicsync.Topic
 
 // topicIDString prints a topic id as a UUID, as the fetcher's errors do.
 func topicIDString(id [16]byte) string {
@@ -56,222 +53,254 @@ func parseTopicID(s string) ([16]byte, bool) {
 	return [16]byte(b), true
 }
 
-// listSourceTopics returns the in-scope topics of the source that can be
-// mirrored now, sorted by name, and the id of every topic the source has
-// (in scope or not, usable or not): a topic missing from present was
-// deleted, whereas one with a metadata error (no leader yet) merely waits.
-//
-// It asks a broker every time: kadm's Metadata answers from the client's
-// metadata cache, which can keep a deleted topic or miss a new one.
-func listSourceTopics(ctx context.Context, cl *kgo.Client, m *config.Mirror) (topics []sourceTopic, present map[string][16]byte, err error) {
-	req := kmsg.NewPtrMetadataRequest() // Topics nil: every topic
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		return nil, nil, fmt.Errorf("listing source topics: %w", err)
+// newTopicSync builds the mirror's topic syncer (topics, topic configs,
+// the destination's max.message.bytes, read-only ACLs).
+func (m *mirrorRun) newTopicSync(src *kgo.Client) (*topicsync.Syncer, error) {
+	dc := &m.dcfg.Destination
+	if m.dstCfg != nil {
+		dc = m.dstCfg
 	}
-	present = make(map[string][16]byte, len(resp.Topics))
-	usable := map[string]sourceTopic{}
-	var cands []filter.Topic
-	for _, t := range resp.Topics {
-		if t.Topic == nil {
-			continue
-		}
-		name := *t.Topic
-		err := kerr.ErrorForCode(t.ErrorCode)
-		if errors.Is(err, kerr.UnknownTopicOrPartition) {
-			continue
-		}
-		present[name] = t.TopicID
-		if err != nil {
-			continue
-		}
-		if _, dup := usable[name]; dup {
-			continue
-		}
-		st := sourceTopic{Name: name, ID: t.TopicID, Partitions: int32(len(t.Partitions))}
-		usable[name] = st
-		cands = append(cands, filter.Topic{Name: name, Partitions: st.Partitions, Internal: t.IsInternal})
+	var user string
+	if s, err := dc.SASL(); err == nil {
+		user = s.Username
 	}
-	// One call with every usable source topic. Configs are not read here:
-	// the built-in rules decide on names and the internal flag alone.
-	kept, err := scopeFilter(m).FilterTopics(ctx, m.Name, cands)
-	if err == nil {
-		err = filter.VerifyOutput(cands, kept)
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("filtering %d source topics made no decision; topics are not synced this round: %w", len(cands), err)
-	}
-	for _, t := range kept {
-		topics = append(topics, usable[t.Name])
-	}
-	sort.Slice(topics, func(i, j int) bool { return topics[i].Name < topics[j].Name })
-	return topics, present, nil
+	return topicsync.New(topicsync.Options{
+		Mirror:            m.name,
+		Source:            src,
+		Destination:       m.dst,
+		Filter:            scopeFilter(&m.cfg),
+		InScope:           func(topic string) bool { return inScope(&m.cfg, topic) },
+		PropertiesExclude: m.cfg.TopicPropertiesExclude,
+		Engine:            topicsEngine{m},
+		DestinationUser:   user,
+		LimitTTL:          m.dcfg.MetadataRefreshInterval,
+		Logger:            m.e.log,
+	})
 }
 
-// confirmDeleted asks the source for the named topics and returns those it
-// does not know (UNKNOWN_TOPIC_OR_PARTITION): deleted. A topic answered with
-// any other error (not authorized, no leader) is not taken as deleted.
-func confirmDeleted(ctx context.Context, cl *kgo.Client, names map[string]bool) (map[string]bool, error) {
-	gone := map[string]bool{}
-	if len(names) == 0 {
-		return gone, nil
-	}
-	req := kmsg.NewPtrMetadataRequest()
-	req.AllowAutoTopicCreation = false // asking about a deleted topic must never create it again
-	for name := range names {
-		rt := kmsg.NewMetadataRequestTopic()
-		rt.Topic = kmsg.StringPtr(name)
-		req.Topics = append(req.Topics, rt)
-	}
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		return nil, fmt.Errorf("checking whether source topics were deleted: %w", err)
-	}
-	for _, t := range resp.Topics {
-		if t.Topic != nil && errors.Is(kerr.ErrorForCode(t.ErrorCode), kerr.UnknownTopicOrPartition) {
-			gone[*t.Topic] = true
-		}
-	}
-	return gone, nil
+// topicSync returns the mirror's topic syncer; nil before it connected.
+func (m *mirrorRun) topicSync() *topicsync.Syncer {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.topics
 }
 
-// topicConfig is what the mirror reads of a topic's configs on one cluster.
-type topicConfig struct {
-	// Dynamic are the configs set on the topic itself (DescribeConfigs
-	// source DYNAMIC_TOPIC_CONFIG), not defaults or broker settings.
-	// Sensitive configs (no value returned) are left out: they cannot be
-	// copied.
-	Dynamic map[string]string
-	// Limit is the topic's effective max.message.bytes, wherever it comes
-	// from: the broker-level limit is not a topic config, yet it decides
-	// which batches the topic holds.
-	Limit messageLimit
+// syncTopics is the topics loop's round (topicsync.Syncer.Sync): it creates
+// and expands destination topics and starts, stops and fails the mirror's
+// partitions through topicsEngine.
+func (m *mirrorRun) syncTopics(ctx context.Context) error {
+	ts := m.topicSync()
+	if ts == nil {
+		return nil
+	}
+	_, err := ts.Sync(ctx)
+	return err
 }
 
-// topicConfigs returns the configs of the topics that exist on the cluster
-// behind adm.
-func topicConfigs(ctx context.Context, adm *kadm.Client, topics ...string) (map[string]topicConfig, error) {
-	out := map[string]topicConfig{}
-	if len(topics) == 0 {
-		return out, nil
+// syncTopicConfigs is the topic-configs loop's round
+// (topicsync.Syncer.SyncConfigs). Each key the destination rejects is
+// counted in kmirror_topic_config_metadata_sync_error_total and, with an
+// excluded destination max.message.bytes below the source's, listed in the
+// mirror's status until a round no longer finds it.
+func (m *mirrorRun) syncTopicConfigs(ctx context.Context) error {
+	ts := m.topicSync()
+	if ts == nil {
+		return nil
 	}
-	rcs, err := adm.DescribeTopicConfigs(ctx, topics...)
-	if err != nil {
-		return nil, err
+	rep, err := ts.SyncConfigs(ctx)
+	for range rep.Rejected {
+		m.e.inst.configSyncError(m.name)
 	}
-	for _, rc := range rcs {
-		if rc.Err != nil {
-			continue // the topic is missing (or was just deleted)
+	if err != nil || ctx.Err() != nil {
+		return err // stopping: the status keeps the last complete round's
+	}
+	errs := make([]TopicConfigError, len(rep.Errors))
+	for i, e := range rep.Errors {
+		errs[i] = TopicConfigError{Topic: e.Topic, Key: e.Key, Error: e.Error}
+	}
+	m.mu.Lock()
+	m.cfgErrs = errs
+	m.mu.Unlock()
+	return nil
+}
+
+// syncReadOnly is the read-only loop's round: the DENY WRITE ACL on every
+// topic some of whose partitions are not STOPPED, none on the others.
+func (m *mirrorRun) syncReadOnly(ctx context.Context) error {
+	ts := m.topicSync()
+	if ts == nil {
+		return nil
+	}
+	protect, release := m.readOnlyTopics()
+	return ts.SyncReadOnly(ctx, protect, release)
+}
+
+// readOnlyTopics returns the topics whose partitions the mirror runs, split
+// into those that must be read-only (some partition not STOPPED) and those
+// that must be writable (every partition STOPPED).
+func (m *mirrorRun) readOnlyTopics() (protect, release []string) {
+	m.mu.Lock()
+	running := map[string]bool{}
+	for tp, r := range m.runners {
+		st := r.Record().State
+		if _, seen := running[tp.topic]; !seen {
+			running[tp.topic] = false
 		}
-		cfg := map[string]string{}
-		for _, c := range rc.Configs {
-			if c.Source == kmsg.ConfigSourceDynamicTopicConfig && c.Value != nil {
-				cfg[c.Key] = *c.Value
-			}
+		if st != partition.Stopped {
+			running[tp.topic] = true
 		}
-		out[rc.Name] = topicConfig{Dynamic: cfg, Limit: readMessageLimit(rc.Configs)}
 	}
+	m.mu.Unlock()
+	for t, on := range running {
+		if on {
+			protect = append(protect, t)
+		} else {
+			release = append(release, t)
+		}
+	}
+	sort.Strings(protect)
+	sort.Strings(release)
+	return protect, release
+}
+
+// isReadOnlyTopic reports whether topic is one the mirror keeps read-only
+// (for ACL sync's Managed filter).
+func (m *mirrorRun) isReadOnlyTopic(topic string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for tp := range m.runners {
+		if tp.topic == topic {
+			return true
+		}
+	}
+	return false
+}
+
+// topicsEngine is the mirror as its topic syncer sees it
+// (topicsync.Engine): its runners, its partition records, the engine's
+// topic claims and the operator's rules.
+type topicsEngine struct{ m *mirrorRun }
+
+func (v topicsEngine) Running() []topicsync.Running {
+	v.m.mu.Lock()
+	defer v.m.mu.Unlock()
+	out := make([]topicsync.Running, 0, len(v.m.runners))
+	for tp, r := range v.m.runners {
+		out = append(out, topicsync.Running{Topic: tp.topic, Partition: tp.partition, TopicID: r.TopicID()})
+	}
+	return out
+}
+
+func (v topicsEngine) Known(ctx context.Context) ([]string, error) {
+	m := v.m
+	parts, err := m.e.machine.LoadMirror(ctx, m.name)
+	if err != nil && len(parts) == 0 {
+		return nil, fmt.Errorf("mirror %s: loading partition states: %w", m.name, err)
+	}
+	seen := map[string]bool{}
+	var out []string
+	add := func(t string) {
+		if !seen[t] {
+			seen[t] = true
+			out = append(out, t)
+		}
+	}
+	m.mu.Lock()
+	for tp := range m.runners {
+		add(tp.topic)
+	}
+	m.mu.Unlock()
+	for _, p := range parts {
+		add(p.Record().Topic)
+	}
+	sort.Strings(out)
 	return out, nil
 }
 
-// mirroredConfigs returns the source configs minus mirror.topic.properties.exclude.
-func mirroredConfigs(src map[string]string, exclude config.RegexList) map[string]*string {
-	out := map[string]*string{}
-	for k, v := range src {
-		if !exclude.Match(k) {
-			out[k] = &v
-		}
-	}
-	return out
+func (v topicsEngine) WithoutStopped(ctx context.Context, topics []topicsync.Topic) ([]topicsync.Topic, error) {
+	return v.m.withoutStopped(ctx, topics)
 }
 
-// configChanges returns the incremental changes that make the destination's
-// dynamic topic configs equal what wantedConfigs asks (the source's, with
-// max.message.bytes raised to the source's limit where the destination's
-// brokers allow less), ignoring excluded keys on both sides, sorted by key:
-// SET where the value differs or is missing, DELETE (back to the
-// destination's default) where the destination sets a key not wanted.
-func configChanges(src, dst topicConfig, exclude config.RegexList) []kadm.AlterConfig {
-	want := wantedConfigs(src, dst)
-	var out []kadm.AlterConfig
-	for k, v := range want {
-		if exclude.Match(k) {
+func (v topicsEngine) Claim(topics []string) map[string]string {
+	return v.m.e.claimTopics(v.m.dstID, v.m.name, topics)
+}
+
+func (v topicsEngine) Owns(topic string) bool {
+	return v.m.e.topicOwner(v.m.dstID, topic) == v.m.name
+}
+
+// Start starts a runner for each of the first n partitions of t that has
+// none. The topic is read-only before any of its partitions mirrors.
+func (v topicsEngine) Start(ctx context.Context, t topicsync.Topic, n int32) error {
+	m := v.m
+	for p := int32(0); p < n; p++ {
+		tp := topicPartition{t.Name, p}
+		m.mu.Lock()
+		_, running := m.runners[tp]
+		m.mu.Unlock()
+		if running {
 			continue
 		}
-		if d, ok := dst.Dynamic[k]; !ok || d != v {
-			out = append(out, kadm.AlterConfig{Op: kadm.SetConfig, Name: k, Value: &v})
-		}
-	}
-	for k := range dst.Dynamic {
-		if _, ok := want[k]; !ok && !exclude.Match(k) {
-			out = append(out, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: k})
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
-}
-
-// ensureDestinationTopic makes the destination topic exist with at least the
-// source's partition count and returns its partition count. dstParts is the
-// destination's current count (0: the topic is missing). A missing topic is
-// created with the source's partition count and dynamic configs minus the
-// excluded ones, and the destination's default replication factor; if the
-// destination rejects the configs, it is created without them and the config
-// sync reports each rejected key. Its max.message.bytes is then raised to the
-// source's limit if the destination's brokers allow less (ensureDestLimit);
-// a failure there is returned with the partition count, so that the
-// partitions still start. A destination with fewer partitions is expanded
-// (CreatePartitions) to the source's count.
-func ensureDestinationTopic(ctx context.Context, adm *kadm.Client, t sourceTopic, dstParts int32, src topicConfig, exclude config.RegexList) (int32, error) {
-	var limitErr error
-	switch {
-	case dstParts == 0:
-		configs := mirroredConfigs(src.Dynamic, exclude)
-		resp, err := adm.CreateTopic(ctx, t.Partitions, -1, configs, t.Name)
-		if err == nil {
-			err = resp.Err
-		}
-		if isConfigRejection(err) && len(configs) > 0 {
-			resp, err = adm.CreateTopic(ctx, t.Partitions, -1, nil, t.Name)
-			if err == nil {
-				err = resp.Err
-			}
-		}
-		if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
-			return 0, fmt.Errorf("creating destination topic %s with %d partitions: %w", t.Name, t.Partitions, err)
-		}
-		limitErr = ensureDestLimit(ctx, adm, t.Name, src, exclude)
-	case dstParts < t.Partitions:
-		resp, err := adm.UpdatePartitions(ctx, int(t.Partitions), t.Name)
-		if err == nil {
-			if r, ok := resp[t.Name]; ok && r.Err != nil {
-				err = fmt.Errorf("%w %s", r.Err, r.ErrMessage)
-			}
-		}
+		r, err := newRunner(ctx, m, t, p)
 		if err != nil {
-			return dstParts, fmt.Errorf("adding partitions to destination topic %s (from %d to the source's %d): %w", t.Name, dstParts, t.Partitions, err)
+			return err
 		}
-	default:
-		return dstParts, nil
+		if r.Record().State != partition.Stopped {
+			if err := m.topicSync().Protect(ctx, t.Name); err != nil {
+				return err
+			}
+		}
+		m.launch(tp, r)
 	}
-	// New partitions take a moment to get leaders; wait for them so that
-	// they do not start with a spurious failure.
-	for i := 0; i < 50; i++ {
-		ends, err := adm.ListEndOffsets(ctx, t.Name)
-		ready := err == nil
-		for p := int32(0); ready && p < t.Partitions; p++ {
-			o, ok := ends.Lookup(t.Name, p)
-			ready = ok && o.Err == nil
-		}
-		if ready || backoff.Sleep(ctx, 100*time.Millisecond) != nil {
-			break
-		}
-	}
-	return t.Partitions, limitErr
+	return nil
 }
 
-// isConfigRejection reports whether a CreateTopics error is about the
-// configs it carried.
-func isConfigRejection(err error) bool {
-	return errors.Is(err, kerr.InvalidConfig) || errors.Is(err, kerr.PolicyViolation) || errors.Is(err, kerr.InvalidRequest)
+func (v topicsEngine) Recreated(topic string, p int32, id [16]byte) {
+	v.m.mu.Lock()
+	r := v.m.runners[topicPartition{topic, p}]
+	v.m.mu.Unlock()
+	if r != nil {
+		r.RequestRecreated(id)
+	}
+}
+
+// Stop takes the partitions of each topic in reasons through STOPPING to
+// STOPPED: running ones, and ones a previous run (or configuration) left
+// MIRRORING, PAUSED, FAILED or STOPPING in the state store.
+func (v topicsEngine) Stop(ctx context.Context, reasons map[string]string) error {
+	m := v.m
+	m.mu.Lock()
+	for tp, r := range m.runners {
+		if reason := reasons[tp.topic]; reason != "" {
+			r.RequestStop(reason)
+		}
+	}
+	m.mu.Unlock()
+	parts, err := m.e.machine.LoadMirror(ctx, m.name)
+	if err != nil && len(parts) == 0 {
+		return fmt.Errorf("mirror %s: loading partition states: %w", m.name, err)
+	}
+	for _, p := range parts {
+		rec := p.Record()
+		reason := reasons[rec.Topic]
+		if reason == "" {
+			continue
+		}
+		switch rec.State {
+		case partition.Mirroring, partition.Paused, partition.Failed, partition.Stopping:
+		default:
+			continue
+		}
+		tp := topicPartition{rec.Topic, rec.Partition}
+		m.mu.Lock()
+		_, running := m.runners[tp]
+		m.mu.Unlock()
+		if running {
+			continue
+		}
+		r := runnerFor(m, sourceTopic{Name: rec.Topic}, p)
+		r.RequestStop(reason)
+		m.launch(tp, r)
+	}
+	return nil
 }
