@@ -17,7 +17,6 @@ import (
 	"github.com/kmirror/kmirror/core/verify"
 	"github.com/kmirror/kmirror/e2e/kafkatest"
 	"github.com/kmirror/kmirror/plugins/statestore/file"
-	"github.com/kmirror/kmirror/sdk/statestore"
 )
 
 // trimmedSource creates a one-partition source topic with configs, writes
@@ -163,13 +162,9 @@ func TestCompactTopicWithAMovedLogStartRunsInMapMode(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	entry, err := store.Get(ctx, statestore.OffsetMapKey(d.mirror, topic, 0))
+	m, err := offsetmap.Load(ctx, store, d.mirror, topic, 0)
 	if err != nil {
 		t.Fatalf("reading the offset map: %v", err)
-	}
-	var m offsetmap.Map
-	if err := m.UnmarshalBinary(entry.Value); err != nil {
-		t.Fatal(err)
 	}
 	if diff := verify.DiffMapped(srcLog, dstLog, m.Lookup); diff != "" {
 		t.Fatal(diff)
