@@ -13,10 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/kmirror/kmirror/core/offsetmap"
 	"github.com/kmirror/kmirror/core/verify"
 	"github.com/kmirror/kmirror/e2e/kafkatest"
-	"github.com/kmirror/kmirror/plugins/statestore/file"
 )
 
 // trimmedSource creates a one-partition source topic with configs, writes
@@ -157,15 +155,7 @@ func TestCompactTopicWithAMovedLogStartRunsInMapMode(t *testing.T) {
 		t.Fatalf("destination log starts at %d with %d records, want 0 and the source's %d (no filler, nothing below the source log start)",
 			dstLog.LogStart, len(dstLog.Entries), len(srcLog.Entries))
 	}
-	store, err := file.Open(d.stateDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	m, err := offsetmap.Load(ctx, store, d.mirror, topic, 0)
-	if err != nil {
-		t.Fatalf("reading the offset map: %v", err)
-	}
+	m := storedOffsetMap(t, ctx, d, topic)
 	if diff := verify.DiffMapped(srcLog, dstLog, m.Lookup); diff != "" {
 		t.Fatal(diff)
 	}

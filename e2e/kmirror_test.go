@@ -22,8 +22,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmirror/kmirror/core/mirror"
+	"github.com/kmirror/kmirror/core/offsetmap"
 	"github.com/kmirror/kmirror/core/verify"
 	"github.com/kmirror/kmirror/e2e/kafkatest"
+	"github.com/kmirror/kmirror/plugins/statestore/file"
 )
 
 // The kmirror binary the e2e tests run, built once per test process.
@@ -431,4 +433,20 @@ func destinationBlock(daemonKeys *[]string) string {
 		}
 	}
 	return "destination:\n  bootstrap.servers: " + destination.BootstrapServers(kafkatest.Plaintext)
+}
+
+// storedOffsetMap reads the offset map of topic/0 from the stopped daemon's
+// file state store (snapshot and journal).
+func storedOffsetMap(t testing.TB, ctx context.Context, d *daemon, topic string) *offsetmap.Map {
+	t.Helper()
+	store, err := file.Open(d.stateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	m, err := offsetmap.Load(ctx, store, d.mirror, topic, 0)
+	if err != nil {
+		t.Fatalf("reading the offset map: %v", err)
+	}
+	return m
 }

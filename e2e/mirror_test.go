@@ -16,10 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/kmirror/kmirror/core/offsetmap"
 	"github.com/kmirror/kmirror/core/verify"
 	"github.com/kmirror/kmirror/e2e/kafkatest"
-	"github.com/kmirror/kmirror/plugins/statestore/file"
 )
 
 var codecs = []struct {
@@ -503,15 +501,7 @@ func TestCompactedTopicRunsInMapMode(t *testing.T) {
 	if len(dstLog.Entries) != len(srcLog.Entries) {
 		t.Fatalf("destination holds %d records, the (compacted) source %d", len(dstLog.Entries), len(srcLog.Entries))
 	}
-	store, err := file.Open(d.stateDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	m, err := offsetmap.Load(ctx, store, d.mirror, topic, 0)
-	if err != nil {
-		t.Fatalf("reading the offset map: %v", err)
-	}
+	m := storedOffsetMap(t, ctx, d, topic)
 	for i, se := range srcLog.Entries {
 		de := dstLog.Entries[i]
 		if diff := verify.DiffEntry(se, de, false); diff != "" {

@@ -10,10 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/kmirror/kmirror/core/offsetmap"
 	"github.com/kmirror/kmirror/core/verify"
 	"github.com/kmirror/kmirror/e2e/kafkatest"
-	"github.com/kmirror/kmirror/plugins/statestore/file"
 )
 
 // TestMapModeDaemonKilledRepeatedlyKeepsAnExactOffsetMap: a compacted
@@ -66,15 +64,7 @@ func TestMapModeDaemonKilledRepeatedlyKeepsAnExactOffsetMap(t *testing.T) {
 	if len(dstLog.Entries) != len(srcLog.Entries) {
 		t.Fatalf("destination holds %d records, the source %d", len(dstLog.Entries), len(srcLog.Entries))
 	}
-	store, err := file.Open(d.stateDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	m, err := offsetmap.Load(ctx, store, d.mirror, topic, 0)
-	if err != nil {
-		t.Fatalf("reading the offset map: %v", err)
-	}
+	m := storedOffsetMap(t, ctx, d, topic)
 	if diff := verify.DiffMapped(srcLog, dstLog, m.Lookup); diff != "" {
 		t.Fatalf("%s (offset map %v)", diff, m.Ranges())
 	}

@@ -11,10 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmirror/kmirror/core/failpoint"
-	"github.com/kmirror/kmirror/core/offsetmap"
 	"github.com/kmirror/kmirror/core/verify"
 	"github.com/kmirror/kmirror/e2e/kafkatest"
-	"github.com/kmirror/kmirror/plugins/statestore/file"
 )
 
 // The tests in this file prove that every continuation of a partition
@@ -64,15 +62,7 @@ func mappedCopy(t testing.TB, ctx context.Context, d *daemon, topic string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := file.Open(d.stateDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	m, err := offsetmap.Load(ctx, store, d.mirror, topic, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := storedOffsetMap(t, ctx, d, topic)
 	if diff := verify.DiffMapped(srcLog, dstLog, m.Lookup); diff != "" {
 		t.Fatalf("%s (offset map %v)", diff, m.Ranges())
 	}

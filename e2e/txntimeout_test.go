@@ -9,10 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/kmirror/kmirror/core/offsetmap"
 	"github.com/kmirror/kmirror/core/verify"
 	"github.com/kmirror/kmirror/e2e/kafkatest"
-	"github.com/kmirror/kmirror/plugins/statestore/file"
 )
 
 // TestDestinationTimedOutTransactionIsCopiedAgainInMapMode: kmirror is
@@ -104,15 +102,7 @@ func TestDestinationTimedOutTransactionIsCopiedAgainInMapMode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := file.Open(d.stateDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	m, err := offsetmap.Load(ctx, store, d.mirror, topic, 0)
-	if err != nil {
-		t.Fatalf("reading the offset map: %v", err)
-	}
+	m := storedOffsetMap(t, ctx, d, topic)
 	if diff := verify.DiffMapped(srcLog, dstLog, m.Lookup); diff != "" {
 		t.Fatalf("%s (offset map %v)", diff, m.Ranges())
 	}
