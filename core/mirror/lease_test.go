@@ -1,81 +1,16 @@
 package mirror
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/kmirror/kmirror/core/syncloop"
-	"github.com/kmirror/kmirror/sdk/statestore"
+	"github.com/kmirror/kmirror/internal/faultstore"
 	"github.com/kmirror/kmirror/sdk/statestore/memstore"
 )
 
-// flakyStore wraps a store: while failing is set every call fails, and
-// beforePut (if set) runs before each Put.
-type flakyStore struct {
-	statestore.Store
-	mu        sync.Mutex
-	failing   bool
-	beforePut func()
-}
-
-var errStoreDown = errors.New("state store unreachable (test)")
-
-func (s *flakyStore) fail(on bool) {
-	s.mu.Lock()
-	s.failing = on
-	s.mu.Unlock()
-}
-
-func (s *flakyStore) check() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.failing {
-		return errStoreDown
-	}
-	return nil
-}
-
-func (s *flakyStore) Get(ctx context.Context, key string) (statestore.Entry, error) {
-	if err := s.check(); err != nil {
-		return statestore.Entry{}, err
-	}
-	return s.Store.Get(ctx, key)
-}
-
-func (s *flakyStore) Put(ctx context.Context, key string, value []byte, expect int64) (int64, error) {
-	if err := s.check(); err != nil {
-		return 0, err
-	}
-	s.mu.Lock()
-	hook := s.beforePut
-	s.mu.Unlock()
-	if hook != nil {
-		hook()
-	}
-	return s.Store.Put(ctx, key, value, expect)
-}
-
-func (s *flakyStore) Delete(ctx context.Context, key string, expect int64) error {
-	if err := s.check(); err != nil {
-		return err
-	}
-	return s.Store.Delete(ctx, key, expect)
-}
-
-func (s *flakyStore) List(ctx context.Context, prefix string) ([]statestore.Entry, error) {
-	if err := s.check(); err != nil {
-		return nil, err
-	}
-	return s.Store.List(ctx, prefix)
-}
-
-// testLease is a lease of mirror "m" with a 3 s TTL on clock, logging into
-// a buffer.
 func shortLeases(t *testing.T) {
 	old := syncloop.MinLeaseTTL
 	syncloop.MinLeaseTTL = 0
@@ -160,7 +95,7 @@ func TestSyncLeaseOfADaemonCutOffFromTheStoreIsTakenOverAfterTheTTL(t *testing.T
 	f.createTopic(t, "cut", 1)
 	f.produce(t, "cut", 10, "tx-c1")
 	mem := memstore.New()
-	aStore := &flakyStore{Store: mem}
+	aStore := faultstore.New(mem)
 	cfg := f.config(t, "cut.*")
 	ttl := syncloop.LeaseTTL(cfg.MetadataRefreshInterval)
 	a := startEngine(t, cfg, aStore)
@@ -170,7 +105,7 @@ func TestSyncLeaseOfADaemonCutOffFromTheStoreIsTakenOverAfterTheTTL(t *testing.T
 		st := mirrorStatus(b)
 		return st.SyncLeaseHolder != "" && !st.SyncLeaseHeld, fmt.Sprintf("%+v", st)
 	})
-	aStore.fail(true)
+	aStore.Fail(true)
 	cut := time.Now()
 	f.createTopic(t, "cut-2", 1)
 	f.produce(t, "cut-2", 5, "tx-c2")

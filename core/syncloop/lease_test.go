@@ -14,6 +14,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/kmirror/kmirror/internal/faultstore"
 	"github.com/kmirror/kmirror/sdk/statestore"
 	"github.com/kmirror/kmirror/sdk/statestore/memstore"
 )
@@ -35,66 +36,6 @@ func (c *fakeClock) advance(d time.Duration) {
 	c.mu.Lock()
 	c.t = c.t.Add(d)
 	c.mu.Unlock()
-}
-
-// flakyStore wraps a store: while failing is set every call fails, and
-// beforePut (if set) runs before each Put.
-type flakyStore struct {
-	statestore.Store
-	mu        sync.Mutex
-	failing   bool
-	beforePut func()
-}
-
-var errStoreDown = errors.New("state store unreachable (test)")
-
-func (s *flakyStore) fail(on bool) {
-	s.mu.Lock()
-	s.failing = on
-	s.mu.Unlock()
-}
-
-func (s *flakyStore) check() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.failing {
-		return errStoreDown
-	}
-	return nil
-}
-
-func (s *flakyStore) Get(ctx context.Context, key string) (statestore.Entry, error) {
-	if err := s.check(); err != nil {
-		return statestore.Entry{}, err
-	}
-	return s.Store.Get(ctx, key)
-}
-
-func (s *flakyStore) Put(ctx context.Context, key string, value []byte, expect int64) (int64, error) {
-	if err := s.check(); err != nil {
-		return 0, err
-	}
-	s.mu.Lock()
-	hook := s.beforePut
-	s.mu.Unlock()
-	if hook != nil {
-		hook()
-	}
-	return s.Store.Put(ctx, key, value, expect)
-}
-
-func (s *flakyStore) Delete(ctx context.Context, key string, expect int64) error {
-	if err := s.check(); err != nil {
-		return err
-	}
-	return s.Store.Delete(ctx, key, expect)
-}
-
-func (s *flakyStore) List(ctx context.Context, prefix string) ([]statestore.Entry, error) {
-	if err := s.check(); err != nil {
-		return nil, err
-	}
-	return s.Store.List(ctx, prefix)
 }
 
 // testLease is a lease of mirror "m" with a 3 s TTL on clock, logging into
@@ -214,18 +155,18 @@ func TestSyncLeaseOfAStoppedHolderIsTakenOnlyAfterItStayedUnchangedForTheTTL(t *
 func TestSyncLeaseIsLostOnAVersionMismatch(t *testing.T) {
 	ctx := context.Background()
 	mem := memstore.New()
-	store := &flakyStore{Store: mem}
+	store := faultstore.New(mem)
 	clock := &fakeClock{t: time.Now()}
 	a, aLog, _ := testLease(store, clock, "host-a/1/aa")
 	a.Attempt(ctx)
 	wantLease(t, a, true, "host-a/1/aa")
-	store.beforePut = func() {
-		store.beforePut = nil
+	store.BeforePut(func() {
+		store.BeforePut(nil)
 		v, _ := json.Marshal(leaseRecord{Holder: "host-c/3/cc"})
 		if _, err := mem.Put(ctx, statestore.LeaseKey("m", "metadata-sync"), v, statestore.AnyVersion); err != nil {
 			t.Error(err)
 		}
-	}
+	})
 	clock.advance(time.Second)
 	a.Attempt(ctx)
 	wantLease(t, a, false, "")
@@ -239,21 +180,21 @@ func TestSyncLeaseIsLostOnAVersionMismatch(t *testing.T) {
 // TestSyncLeaseHolderCutOffFromTheStoreKeepsItOnlyUntilTheTTL.
 func TestSyncLeaseHolderCutOffFromTheStoreKeepsItOnlyUntilTheTTL(t *testing.T) {
 	ctx := context.Background()
-	store := &flakyStore{Store: memstore.New()}
+	store := faultstore.New(memstore.New())
 	clock := &fakeClock{t: time.Now()}
 	a, aLog, _ := testLease(store, clock, "host-a/1/aa")
 	a.Attempt(ctx)
-	store.fail(true)
+	store.Fail(true)
 	clock.advance(2 * time.Second)
 	a.Attempt(ctx)
 	wantLease(t, a, true, "host-a/1/aa")
 	clock.advance(1100 * time.Millisecond)
 	a.Attempt(ctx)
 	wantLease(t, a, false, "")
-	if n := strings.Count(aLog.String(), errStoreDown.Error()); n != 1 {
+	if n := strings.Count(aLog.String(), faultstore.ErrDown.Error()); n != 1 {
 		t.Fatalf("the store error was logged %d times, want once:\n%s", n, aLog)
 	}
-	store.fail(false)
+	store.Fail(false)
 	a.Attempt(ctx) // its own record: renewed
 	wantLease(t, a, true, "host-a/1/aa")
 }
