@@ -11,6 +11,7 @@
 //   - config/gen:       the command that writes docs/config.md and the sample from the declarations
 //   - control:          the operators' run-time rules of a mirror (pause, stop, start), last matching rule wins
 //   - daemon:           process life cycle (HTTP endpoints, reload, ordered shutdown)
+//   - failback:         how a reverse mirror continues after a failover: at the last mirrored offset, after a side topic, or recreated
 //   - failpoint:        named crash points the end-to-end tests stop a process at
 //   - fetcher:          the source side of the data path: raw record batches fetched per source broker
 //   - filters:          the built-in include/exclude filter of a mirror, as an SDK filter

@@ -3,20 +3,16 @@ package mirror
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"regexp"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/kmirror/kmirror/core/batch"
 	"github.com/kmirror/kmirror/core/config"
-	"github.com/kmirror/kmirror/core/kafkalog"
+	"github.com/kmirror/kmirror/core/failback"
 	"github.com/kmirror/kmirror/core/partition"
 	"github.com/kmirror/kmirror/sdk/statestore"
 )
@@ -65,33 +61,6 @@ type FailbackResult struct {
 	Topics []TopicFailback `json:"topics"`
 }
 
-// TopicFailback is one topic of a failback.
-type TopicFailback struct {
-	Topic      string              `json:"topic"`
-	Recreated  bool                `json:"recreated,omitempty"`
-	Partitions []PartitionFailback `json:"partitions"`
-}
-
-// Failback actions of a partition.
-const (
-	FailbackContinue  = "continue"  // the old source ends at the last mirrored offset: copying resumes there
-	FailbackRecreated = "recreated" // the topic was recreated on the old source: copied from scratch
-	FailbackFailed    = "failed"    // needs --allow-recreate (see Reason)
-)
-
-// PartitionFailback is what failback did with one partition.
-type PartitionFailback struct {
-	Partition int32  `json:"partition"`
-	Action    string `json:"action"`
-	// From is the offset the reverse mirror continues from (continue).
-	From int64 `json:"from"`
-	// Diverged counts the committed records of the old source beyond the
-	// last mirrored offset, copied to SideTopic.
-	Diverged  int64  `json:"diverged"`
-	SideTopic string `json:"side_topic,omitempty"`
-	Reason    string `json:"reason,omitempty"`
-}
-
 // runtimeSpec is a mirror created at run time, kept in the state store:
 // either a failback mirror (FailbackOf, Topics) or one an operator created
 // (Config). It never holds a secret.
@@ -104,10 +73,6 @@ type runtimeSpec struct {
 	// of one entry of mirrors:, secrets only as file references).
 	Config string `json:"config,omitempty"`
 }
-
-// divergedState is the copy of the old source's diverged records to the
-// side topic, kept in a reverse mirror's partition record.
-type divergedState = partition.Diverged
 
 const defaultSideSuffix = ".kmirror-diverged"
 
@@ -220,7 +185,7 @@ func (e *Engine) Failback(ctx context.Context, req FailbackRequest) (FailbackRes
 		return out, fmt.Errorf("mirror %s: loading partition states: %w", m.name, err)
 	}
 	ctl := e.controlOf(m.name)
-	byTopic := map[string][]stoppedPart{}
+	byTopic := map[string][]failback.Stopped{}
 	var topics []string
 	for _, p := range parts {
 		rec := p.Record()
@@ -238,7 +203,7 @@ func (e *Engine) Failback(ctx context.Context, req FailbackRequest) (FailbackRes
 		if _, ok := byTopic[rec.Topic]; !ok {
 			topics = append(topics, rec.Topic)
 		}
-		byTopic[rec.Topic] = append(byTopic[rec.Topic], stoppedPart{rec.Partition, rec.LastMirroredOffset, rec.Mode})
+		byTopic[rec.Topic] = append(byTopic[rec.Topic], failback.Stopped{Partition: rec.Partition, Last: rec.LastMirroredOffset, Mode: rec.Mode})
 	}
 	if len(topics) == 0 {
 		return out, fmt.Errorf("%w: mirror %s has no failed-over topic: run kmirror failover --mirror %s first", ErrConflict, m.name, m.name)
@@ -268,7 +233,10 @@ func (e *Engine) Failback(ctx context.Context, req FailbackRequest) (FailbackRes
 	oldAdm := kadm.NewClient(old)
 
 	for _, t := range topics {
-		tf, err := e.failbackTopic(ctx, m, name, t, byTopic[t], old, oldAdm, suffix, req.AllowRecreate)
+		tf, err := failback.DecideTopic(ctx, failback.Params{
+			Machine: e.machine, Mirror: m.name, Reverse: name, NewPrimary: m.dst,
+			Old: old, OldAdmin: oldAdm, SideSuffix: suffix, AllowRecreate: req.AllowRecreate,
+		}, t, byTopic[t])
 		if err != nil {
 			return out, err
 		}
@@ -293,341 +261,15 @@ func (e *Engine) Failback(ctx context.Context, req FailbackRequest) (FailbackRes
 	return out, nil
 }
 
-// stoppedPart is a failed-over partition and where its mirror stopped.
-type stoppedPart struct {
-	p    int32
-	last int64
-	mode partition.Mode
-}
+// TopicFailback is one topic of a failback (core/failback's Topic).
+type TopicFailback = failback.Topic
 
-// failbackTopic decides (or completes) the reverse mirror's partitions of
-// one topic.
-func (e *Engine) failbackTopic(ctx context.Context, m *mirrorRun, name, topic string, parts []stoppedPart, old *kgo.Client, oldAdm *kadm.Client, suffix string, allowRecreate bool,
-) (TopicFailback, error) {
-	tf := TopicFailback{Topic: topic}
-	ends, err := oldAdm.ListEndOffsets(ctx, topic)
-	if err == nil {
-		err = ends.Error()
-	}
-	if err != nil && !errors.Is(err, kerr.UnknownTopicOrPartition) {
-		return tf, fmt.Errorf("mirror %s: reading the end offsets of %s on the old source: %w", m.name, topic, err)
-	}
-	recreate := false
-	decisions := make([]PartitionFailback, 0, len(parts))
-	records := make([]*partition.Partition, 0, len(parts))
-	for _, sp := range parts {
-		pf := PartitionFailback{Partition: sp.p, From: -1}
-		rp, created, err := e.machine.LoadOrCreate(ctx, name, topic, sp.p, "failback of mirror "+m.name)
-		if err != nil {
-			return tf, fmt.Errorf("mirror %s: topic %s partition %d: %w", name, topic, sp.p, err)
-		}
-		records = append(records, rp)
-		rec := rp.Record()
-		if rec.Recreated && rec.State != partition.Failed {
-			pf.Action = FailbackRecreated
-			decisions = append(decisions, pf)
-			continue
-		}
-		if !created && rec.State != partition.Failed && rec.State != partition.Preparing {
-			// Decided and running (or done) before: keep it.
-			pf.Action = FailbackContinue
-			if rec.Mode == partition.ModeUndecided {
-				pf.Action = FailbackRecreated
-			}
-			decisions = append(decisions, pf)
-			continue
-		}
-		o, _ := ends.Lookup(topic, sp.p)
-		endA := o.Offset
-		var ds divergedState
-		hadDiverged := rec.Diverged != nil
-		if hadDiverged {
-			ds = *rec.Diverged
-		}
-		switch {
-		case hadDiverged && ds.Copied:
-			pf.Diverged, pf.SideTopic = ds.Records, ds.SideTopic
-			pf.Action, pf.Reason = FailbackFailed, divergedReason(m.name, topic, sp.p, ds)
-		case sp.mode == partition.ModeMap:
-			pf.Action, pf.Reason = FailbackFailed, fmt.Sprintf("mirror %s ran %s/%d in map mode, so offsets differ between the clusters and cannot continue offset for offset; "+
-				"kmirror failback --allow-recreate rebuilds the topic on the old source from the new primary", m.name, topic, sp.p)
-		case endA == sp.last+1:
-			pf.Action, pf.From = FailbackContinue, endA
-		case endA < sp.last+1:
-			pf.Action, pf.Reason = FailbackFailed, fmt.Sprintf("the old source's %s/%d ends at offset %d, before the last mirrored offset %d: it lost records; "+
-				"kmirror failback --allow-recreate rebuilds the topic on the old source from the new primary", topic, sp.p, endA, sp.last)
-		case abortsOnly(ctx, old, topic, sp.p, sp.last+1, endA) && abortsOnly(ctx, m.dst, topic, sp.p, sp.last+1, endA):
-			// Both logs hold only ABORT markers from the last mirrored offset
-			// to the old source's end: the transactions open at the
-			// failover, aborted on the new primary by the failover and on the
-			// old source by its coordinator. The logs agree, offset for
-			// offset and in what a read_committed consumer sees.
-			pf.Action, pf.From = FailbackContinue, endA
-		default: // diverged: keep A's extra records in the side topic first
-			ds, err = e.copyDiverged(ctx, rp, old, oldAdm, topic, sp.p, sp.last+1, endA, topic+suffix)
-			if err != nil {
-				return tf, fmt.Errorf("mirror %s: topic %s partition %d: copying the old source's records beyond the last mirrored offset to %s: %w", name, topic, sp.p, topic+suffix, err)
-			}
-			pf.Diverged, pf.SideTopic = ds.Records, ds.SideTopic
-			pf.Action, pf.Reason = FailbackFailed, divergedReason(m.name, topic, sp.p, ds)
-		}
-		if pf.Action == FailbackFailed {
-			recreate = true
-		}
-		decisions = append(decisions, pf)
-	}
-	if recreate && allowRecreate {
-		if err := recreateOnOldSource(ctx, oldAdm, topic); err != nil {
-			return tf, fmt.Errorf("mirror %s: recreating %s on the old source: %w", name, topic, err)
-		}
-		tf.Recreated = true
-		for i, rp := range records {
-			if err := resetForCopy(ctx, rp); err != nil {
-				return tf, fmt.Errorf("mirror %s: topic %s partition %d: %w", name, topic, rp.Record().Partition, err)
-			}
-			decisions[i].Action, decisions[i].Reason, decisions[i].From = FailbackRecreated, "", 0
-		}
-		tf.Partitions = decisions
-		return tf, nil
-	}
-	for i, rp := range records {
-		pf := decisions[i]
-		rec := rp.Record()
-		if pf.Action == FailbackContinue && rec.State == partition.Failed {
-			// Failed earlier (for example by a transaction left open on
-			// the old source); the old source now ends where it should.
-			if err := rp.Reset(ctx, "failback repeated: the old source ends at the last mirrored offset"); err != nil {
-				return tf, fmt.Errorf("mirror %s: topic %s partition %d: %w", name, topic, pf.Partition, err)
-			}
-			rec = rp.Record()
-		}
-		switch {
-		case pf.Action == FailbackContinue && rec.State == partition.Preparing && rec.Mode != partition.ModePreserve:
-			if err := rp.Update(ctx, func(d *partition.Data) error {
-				d.Mode = partition.ModePreserve
-				d.LastMirroredOffset = pf.From - 1
-				// The reverse mirror proves the old source from the forward
-				// mirror's last mirrored offset on before it continues.
-				d.Verified = &partition.Checkpoint{Dest: min(parts[i].last+1, pf.From)}
-				return nil
-			}); err != nil {
-				return tf, fmt.Errorf("mirror %s: topic %s partition %d: recording the resume point: %w", name, topic, pf.Partition, err)
-			}
-		case pf.Action == FailbackFailed && rec.State != partition.Failed:
-			if err := rp.Fail(ctx, partition.NonRetryable(errors.New(pf.Reason))); err != nil {
-				return tf, fmt.Errorf("mirror %s: topic %s partition %d: %w", name, topic, pf.Partition, err)
-			}
-		}
-	}
-	tf.Partitions = decisions
-	return tf, nil
-}
+// PartitionFailback is what failback did with one partition.
+type PartitionFailback = failback.Partition
 
-// abortsOnly reports whether topic/p on the cluster behind cl holds only
-// ABORT markers in [from, to) (false on any error: then the partition is
-// taken as diverged, which loses nothing).
-func abortsOnly(ctx context.Context, cl *kgo.Client, topic string, p int32, from, to int64) bool {
-	only := true
-	err := kafkalog.Scan(ctx, cl, topic, p, from, to, func(b batch.Batch) error {
-		if !b.IsControl() {
-			only = false
-			return nil
-		}
-		if t, err := batch.ControlRecord(b); err != nil || t != batch.ControlAbort {
-			only = false
-		}
-		return nil
-	})
-	return err == nil && only
-}
-
-func divergedReason(mirror, topic string, p int32, ds divergedState) string {
-	return fmt.Sprintf("the old source's %s/%d holds offsets %d to %d beyond the last mirrored offset (written there but never mirrored); "+
-		"its %d committed records were copied to %s partition %d; run kmirror failback --mirror %s --allow-recreate to recreate %s on the old source and mirror it back with offsets preserved",
-		topic, p, ds.From, ds.To-1, ds.Records, ds.SideTopic, p, mirror, topic)
-}
-
-// copyDiverged copies the committed records of topic/p on the old source
-// in [from, to) to the same partition of side, once: the copy is recorded
-// in the reverse partition's record, and a copy interrupted by a crash is
-// recognised by the side partition's end offset.
-func (e *Engine) copyDiverged(ctx context.Context, rp *partition.Partition, old *kgo.Client, oldAdm *kadm.Client, topic string, p int32, from, to int64, side string) (divergedState, error) {
-	var ds divergedState
-	ok := rp.Record().Diverged != nil
-	if ok {
-		ds = *rp.Record().Diverged
-	}
-	if ok && ds.Copied {
-		return ds, nil
-	}
-	recs, err := committedRecords(ctx, old, topic, p, from, to)
-	if err != nil {
-		return ds, err
-	}
-	details, err := oldAdm.ListTopics(ctx, topic)
-	if err != nil {
-		return ds, err
-	}
-	partitions := int32(len(details[topic].Partitions))
-	if _, err := oldAdm.CreateTopic(ctx, partitions, -1, nil, side); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
-		return ds, fmt.Errorf("creating side topic %s: %w", side, err)
-	}
-	sideEnd, err := waitEndOffset(ctx, oldAdm, side, p)
-	if err != nil {
-		return ds, err
-	}
-	if !ok {
-		ds = divergedState{From: from, To: to, SideTopic: side, SideStart: sideEnd, Records: int64(len(recs))}
-		if err := rp.Update(ctx, func(d *partition.Data) error { d.Diverged = &ds; return nil }); err != nil {
-			return ds, err
-		}
-	}
-	// A previous copy that committed before a crash left its records (and
-	// its COMMIT marker) in the side partition.
-	if sideEnd < ds.SideStart+ds.Records+1 && len(recs) > 0 {
-		if err := produceSide(ctx, old, side, p, recs, rp.Record().Mirror); err != nil {
-			return ds, err
-		}
-	}
-	ds.Copied = true
-	if err := rp.Update(ctx, func(d *partition.Data) error { d.Diverged = &ds; return nil }); err != nil {
-		return ds, err
-	}
-	return ds, nil
-}
-
-// committedRecords returns the records of topic/p in [from, to) that a
-// read_committed consumer sees (plain records, and transactional ones whose
-// COMMIT marker lies in the range), each with its offset in a header.
-func committedRecords(ctx context.Context, cl *kgo.Client, topic string, p int32, from, to int64) ([]*kgo.Record, error) {
-	type entry struct {
-		rec     *kgo.Record
-		visible bool
-	}
-	var all []*entry
-	open := map[int64][]*entry{}
-	err := kafkalog.Scan(ctx, cl, topic, p, from, to, func(b batch.Batch) error {
-		if b.IsControl() {
-			t, err := batch.ControlRecord(b)
-			if err != nil {
-				return err
-			}
-			for _, en := range open[b.ProducerID()] {
-				en.visible = t == batch.ControlCommit
-			}
-			delete(open, b.ProducerID())
-			return nil
-		}
-		recs, err := b.Records()
-		if err != nil {
-			return err
-		}
-		for _, r := range recs {
-			if r.Offset < from || r.Offset >= to {
-				continue
-			}
-			kr := &kgo.Record{Topic: "", Partition: p, Key: r.Key, Value: r.Value, Timestamp: time.UnixMilli(r.Timestamp)}
-			for _, h := range r.Headers {
-				kr.Headers = append(kr.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
-			}
-			kr.Headers = append(kr.Headers, kgo.RecordHeader{Key: "kmirror.diverged.offset", Value: fmt.Appendf(nil, "%d", r.Offset)})
-			en := &entry{rec: kr, visible: !b.IsTransactional()}
-			if b.IsTransactional() {
-				open[b.ProducerID()] = append(open[b.ProducerID()], en)
-			}
-			all = append(all, en)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	var out []*kgo.Record
-	for _, en := range all {
-		if en.visible {
-			out = append(out, en.rec)
-		}
-	}
-	return out, nil
-}
-
-// produceSide writes recs to side/p in one transaction.
-func produceSide(ctx context.Context, old *kgo.Client, side string, p int32, recs []*kgo.Record, mirror string) error {
-	opts := old.Opts()
-	opts = append(opts, kgo.TransactionalID(fmt.Sprintf("kmirror-%s-side-%s-%d", mirror, side, p)), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.DefaultProduceTopic(side))
-	cl, err := kgo.NewClient(opts...)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	if err := cl.BeginTransaction(); err != nil {
-		return err
-	}
-	for _, r := range recs {
-		r.Topic, r.Partition = side, p
-	}
-	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		_ = cl.EndTransaction(context.WithoutCancel(ctx), kgo.TryAbort)
-		return err
-	}
-	return cl.EndTransaction(ctx, kgo.TryCommit)
-}
-
-func waitEndOffset(ctx context.Context, adm *kadm.Client, topic string, p int32) (int64, error) {
-	for {
-		ends, err := adm.ListEndOffsets(ctx, topic)
-		if err == nil {
-			if o, ok := ends.Lookup(topic, p); ok && o.Err == nil {
-				return o.Offset, nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return 0, fmt.Errorf("reading the end offset of %s/%d: %w", topic, p, context.Cause(ctx))
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-}
-
-// recreateOnOldSource deletes topic on the old source and waits until it is
-// gone; the reverse mirror's topic sync creates it again with the new
-// primary's partition count and configs.
-func recreateOnOldSource(ctx context.Context, adm *kadm.Client, topic string) error {
-	resp, err := adm.DeleteTopics(ctx, topic)
-	if err == nil {
-		if r, ok := resp[topic]; ok && r.Err != nil && !errors.Is(r.Err, kerr.UnknownTopicOrPartition) {
-			err = r.Err
-		}
-	}
-	if err != nil {
-		return err
-	}
-	for {
-		details, err := adm.ListTopics(ctx, topic)
-		if err == nil && !details.Has(topic) {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for the deletion of %s: %w", topic, context.Cause(ctx))
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-}
-
-// resetForCopy makes a reverse partition copy its topic from scratch.
-func resetForCopy(ctx context.Context, rp *partition.Partition) error {
-	rec := rp.Record()
-	if rec.State == partition.Failed || rec.State == partition.Stopped {
-		if err := rp.Reset(ctx, "the topic was recreated on the old source (failback --allow-recreate)"); err != nil {
-			return err
-		}
-	}
-	return rp.Update(ctx, func(d *partition.Data) error {
-		// Everything but the diverged copy (kept for the record) starts
-		// afresh.
-		*d = partition.Data{LastMirroredOffset: -1, Diverged: d.Diverged, Recreated: true}
-		return nil
-	})
-}
+// Failback actions of a partition.
+const (
+	FailbackContinue  = failback.Continue
+	FailbackRecreated = failback.Recreated
+	FailbackFailed    = failback.Failed
+)
