@@ -1,0 +1,214 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// runSpec is what a contender needs to mirror one scenario's topic.
+type runSpec struct {
+	Dir         string // the run's own directory (configs, logs, state)
+	Topic       string
+	Scenario    Scenario
+	Source      string // bootstrap servers
+	Destination string
+	Seq         int // unique per run, for names that must not repeat
+}
+
+// contender is a mirror the bench measures.
+type contender interface {
+	Name() string
+	// Settings says how the contender is configured, for the report.
+	Settings() string
+	// Start starts the contender's process mirroring spec.Topic.
+	Start(ctx context.Context, spec runSpec) (*process, error)
+}
+
+// kmirrorContender runs `kmirror run` with default settings: only the
+// clusters, the topic, a state directory and local listener addresses are
+// configured.
+type kmirrorContender struct {
+	binary string
+	extra  []string // extra mirror keys ("key: value"), for a tuned variant
+	name   string
+}
+
+func (k kmirrorContender) Name() string { return k.name }
+
+func (k kmirrorContender) Settings() string {
+	s := "`kmirror run` built from this commit, default settings (file state store; `replica.fetch.max.bytes` 1 MiB, `replica.fetch.response.max.bytes` 10 MiB, one fetch session per source broker)"
+	if len(k.extra) > 0 {
+		s += "; tuned: `" + strings.Join(k.extra, "`, `") + "`"
+	}
+	return s
+}
+
+func (k kmirrorContender) Start(ctx context.Context, spec runSpec) (*process, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	cfg := fmt.Sprintf(`log.level: info
+log.format: json
+http.address: 127.0.0.1:%d
+admin.address: ""
+state:
+  dir: %s
+destination:
+  bootstrap.servers: %s
+mirrors:
+  - name: bench
+    bootstrap.servers: %s
+    mirror.topics.include: %q
+`, port, filepath.Join(spec.Dir, "state"), spec.Destination, spec.Source, regexp.QuoteMeta(spec.Topic))
+	for _, e := range k.extra {
+		cfg += "    " + e + "\n"
+	}
+	path := filepath.Join(spec.Dir, "kmirror.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		return nil, err
+	}
+	return startProcess(exec.Command(k.binary, "run", "--config", path), filepath.Join(spec.Dir, "kmirror.log"))
+}
+
+// mm2Contender runs MirrorMaker 2 in dedicated mode (what
+// connect-mirror-maker.sh runs), configured for throughput as its
+// documentation and the usual tuning guides say: identity replication
+// policy, one task per partition, the destination producer batching like
+// the source producer, large consumer fetches, and everything but the data
+// path (heartbeats, checkpoints, offset syncs, ACL sync) off.
+type mm2Contender struct {
+	libs     string // connect-mirror jars (scripts/mm2/fetch.sh)
+	java     string
+	maxTasks int // 0: tasks.max = partitions
+	version  string
+}
+
+func (m mm2Contender) Name() string { return contMM2 }
+
+func (m mm2Contender) Settings() string {
+	return fmt.Sprintf("MirrorMaker 2 (`connect-mirror` %s from Maven Central) in dedicated mode, `org.apache.kafka.connect.mirror.MirrorMaker` as `connect-mirror-maker.sh` runs it "+
+		"(JVM `-Xms256m -Xmx2g`, G1 as `kafka-run-class.sh`); `IdentityReplicationPolicy`; `tasks.max` = partitions%s; "+
+		"destination producer `batch.size`, `linger.ms` and `compression.type` as the source producer's, `acks=all`, idempotent with 5 requests in flight; "+
+		"source consumer `max.partition.fetch.bytes` 1 MiB, `fetch.max.bytes` 50 MiB, `max.poll.records` 2000; "+
+		"heartbeats, checkpoints, offset syncs (`emit.offset-syncs.enabled=false`), group offset sync and ACL sync off", m.version, m.capNote())
+}
+
+func (m mm2Contender) capNote() string {
+	if m.maxTasks > 0 {
+		return fmt.Sprintf(" (at most %d)", m.maxTasks)
+	}
+	return ""
+}
+
+// mm2Properties renders the mm2.properties of a run. Cluster aliases are
+// unique per run, so every run has fresh internal topics and worker group.
+func (m mm2Contender) mm2Properties(spec runSpec) string {
+	sc := spec.Scenario
+	src, dst := fmt.Sprintf("src%d", spec.Seq), fmt.Sprintf("dst%d", spec.Seq)
+	tasks := sc.Partitions
+	if m.maxTasks > 0 {
+		tasks = min(tasks, m.maxTasks)
+	}
+	lines := []string{
+		"clusters = " + src + ", " + dst,
+		src + ".bootstrap.servers = " + spec.Source,
+		dst + ".bootstrap.servers = " + spec.Destination,
+		src + "->" + dst + ".enabled = true",
+		dst + "->" + src + ".enabled = false",
+		src + "->" + dst + ".topics = " + regexp.QuoteMeta(spec.Topic),
+		"replication.policy.class = org.apache.kafka.connect.mirror.IdentityReplicationPolicy",
+		fmt.Sprintf("tasks.max = %d", tasks),
+		"replication.factor = 1",
+		"offset-syncs.topic.replication.factor = 1",
+		"checkpoints.topic.replication.factor = 1",
+		"heartbeats.topic.replication.factor = 1",
+		"offset.storage.replication.factor = 1",
+		"status.storage.replication.factor = 1",
+		"config.storage.replication.factor = 1",
+		"emit.heartbeats.enabled = false",
+		"emit.checkpoints.enabled = false",
+		"sync.group.offsets.enabled = false",
+		"emit.offset-syncs.enabled = false",
+		"sync.topic.acls.enabled = false",
+		fmt.Sprintf("%s.producer.batch.size = %d", dst, sc.BatchSize),
+		fmt.Sprintf("%s.producer.linger.ms = %d", dst, sc.Linger.Milliseconds()),
+		fmt.Sprintf("%s.producer.compression.type = %s", dst, sc.Codec),
+		dst + ".producer.acks = all",
+		dst + ".producer.enable.idempotence = true",
+		dst + ".producer.max.in.flight.requests.per.connection = 5",
+		src + ".consumer.max.partition.fetch.bytes = 1048576",
+		src + ".consumer.fetch.max.bytes = 52428800",
+		src + ".consumer.max.poll.records = 2000",
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
+func (m mm2Contender) Start(ctx context.Context, spec runSpec) (*process, error) {
+	path := filepath.Join(spec.Dir, "mm2.properties")
+	if err := os.WriteFile(path, []byte(m.mm2Properties(spec)), 0o600); err != nil {
+		return nil, err
+	}
+	// kafka-run-class.sh's defaults with connect-mirror-maker.sh's heap.
+	args := []string{
+		"-Xms256m", "-Xmx2g",
+		"-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent",
+		"-Djava.awt.headless=true",
+		"-Dlog4j2.configurationFile=" + filepath.Join(m.libs, "log4j2.properties"),
+		"-cp", filepath.Join(m.libs, "*"),
+		"org.apache.kafka.connect.mirror.MirrorMaker", path,
+	}
+	return startProcess(exec.Command(m.java, args...), filepath.Join(spec.Dir, "mm2.log"))
+}
+
+// rawContender runs this program's raw forwarder (`kmirror-bench raw`) as
+// its own process, so its CPU and memory are measured apart from the bench.
+type rawContender struct {
+	self     string
+	inflight int
+}
+
+func (r rawContender) Name() string { return contRaw }
+
+func (r rawContender) Settings() string {
+	return fmt.Sprintf("the raw limit: a franz-go program (`kmirror-bench raw`) that fetches the source's batches as a replica fetcher does (1 MiB per partition, 10 MiB per response, one fetch in flight) "+
+		"and produces them unchanged but for the producer fields (non-idempotent, `acks=all`), one batch per partition per ProduceRequest, %d requests in flight per destination broker; no state, no checks", r.inflight)
+}
+
+func (r rawContender) Start(ctx context.Context, spec runSpec) (*process, error) {
+	cmd := exec.Command(r.self, "raw", "-source", spec.Source, "-destination", spec.Destination, "-topic", spec.Topic, "-inflight", fmt.Sprint(r.inflight))
+	return startProcess(cmd, filepath.Join(spec.Dir, "raw.log"))
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// contenderNames is the default order: ratios read best with the subject
+// first.
+var contenderNames = []string{contKmirror, contMM2, contRaw}
+
+// parseContenders checks a comma-separated list of contender names.
+func parseContenders(list string) ([]string, error) {
+	var out []string
+	for n := range strings.SplitSeq(list, ",") {
+		n = strings.TrimSpace(n)
+		if !slices.Contains(contenderNames, n) {
+			return nil, fmt.Errorf("no contender %q; contenders are %s", n, strings.Join(contenderNames, ", "))
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
