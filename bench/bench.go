@@ -51,7 +51,7 @@ func benchMain(args []string) error {
 	mm2Libs := fs.String("mm2-libs", "", "MirrorMaker 2 jars (default: resolved by scripts/mm2/fetch.sh)")
 	mm2MaxTasks := fs.Int("mm2-max-tasks", 0, "cap on MirrorMaker 2's tasks.max (0: one task per partition)")
 	rawInflight := fs.Int("raw-inflight", 5, "the raw forwarder's ProduceRequests in flight per destination broker")
-	keep := fs.Bool("keep", false, "keep each run's directory (configs, logs, state) under <out>/runs")
+	keep := fs.Bool("keep", false, "keep each run's directory (configs, logs, state; in a temporary directory named at the end)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -80,11 +80,18 @@ func benchMain(args []string) error {
 	if !filepath.IsAbs(b.out) {
 		b.out = filepath.Join(root, b.out)
 	}
-	b.runs = filepath.Join(b.out, "runs")
+	if err := os.MkdirAll(b.out, 0o755); err != nil {
+		return err
+	}
+	if b.runs, err = os.MkdirTemp("", "kmirror-bench-"); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(filepath.Join(b.runs, "bin"), 0o755); err != nil {
 		return err
 	}
-	if !*keep {
+	if *keep {
+		defer log.Printf("bench: runs kept in %s", b.runs)
+	} else {
 		defer os.RemoveAll(b.runs)
 	}
 	started := time.Now()
@@ -217,11 +224,15 @@ func (b *bench) startClusters(ctx context.Context) error {
 		b.close()
 		return err
 	}
+	// The bench polls topics that do not exist yet: the clients must look
+	// them up again at once, not after kgo's default 5 s, or the first
+	// record on the destination is seen late.
+	fresh := []kgo.Opt{kgo.MetadataMinAge(50 * time.Millisecond), kgo.MetadataMaxAge(time.Second)}
 	var err error
-	if b.srcCl, err = b.src.NewClient(kafkatest.Identity{}); err != nil {
+	if b.srcCl, err = b.src.NewClient(kafkatest.Identity{}, fresh...); err != nil {
 		return err
 	}
-	if b.dstCl, err = b.dst.NewClient(kafkatest.Identity{}); err != nil {
+	if b.dstCl, err = b.dst.NewClient(kafkatest.Identity{}, fresh...); err != nil {
 		return err
 	}
 	b.srcAdm, b.dstAdm = kadm.NewClient(b.srcCl), kadm.NewClient(b.dstCl)
@@ -307,7 +318,19 @@ func (b *bench) runContender(ctx context.Context, c contender, sc Scenario, topi
 		r.Err = err.Error()
 		return r
 	}
-	spec := runSpec{Dir: dir, Topic: topic, Scenario: sc, Source: b.src.BootstrapServers(kafkatest.Plaintext), Destination: b.dst.BootstrapServers(kafkatest.Plaintext), Seq: b.seq}
+	spec := runSpec{Dir: dir, Topics: []string{topic}, Scenario: sc, Source: b.src.BootstrapServers(kafkatest.Plaintext), Destination: b.dst.BootstrapServers(kafkatest.Plaintext), Seq: b.seq}
+	// The latency phase writes to a topic of the run's own, created empty
+	// before the contender starts, so the backlog stays the same for every
+	// contender.
+	latTopic := ""
+	if sc.LatencyRate > 0 {
+		latTopic = fmt.Sprintf("%s-lat%d", topic, b.seq)
+		if err := createTopic(ctx, b.srcAdm, latTopic, sc.Partitions); err != nil {
+			r.Err = err.Error()
+			return r
+		}
+		spec.Topics = append(spec.Topics, latTopic)
+	}
 	srcCPU0, dstCPU0 := processCPU(b.src.BrokerPID(0)), processCPU(b.dst.BrokerPID(0))
 	t0 := time.Now()
 	p, err := c.Start(ctx, spec)
@@ -338,11 +361,13 @@ func (b *bench) runContender(ctx context.Context, c contender, sc Scenario, topi
 	deadline := time.Now().Add(b.timeout)
 	for !caughtUp {
 		if exited, err := p.exited(); exited {
-			r.Err = fmt.Sprintf("%s %v before catching up; log tail:\n\n```\n%s\n```", c.Name(), err, p.logTail(20))
+			r.Err = fmt.Sprintf("%s %v before catching up", c.Name(), err)
+			r.Detail = p.logTail(20)
 			break
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			r.Err = fmt.Sprintf("not caught up after %s", b.timeout)
+			r.Detail = p.logTail(20)
 			break
 		}
 		ends, _ := endOffsets(ctx, b.dstAdm, topic) // a topic not created yet has no offsets
@@ -369,37 +394,42 @@ func (b *bench) runContender(ctx context.Context, c contender, sc Scenario, topi
 	r.SourceCPU = processCPU(b.src.BrokerPID(0)) - srcCPU0
 	r.DestinationCPU = processCPU(b.dst.BrokerPID(0)) - dstCPU0
 
-	want := srcEnds
-	if caughtUp && sc.LatencyRate > 0 {
-		from, err := endOffsets(ctx, b.dstAdm, topic)
-		if err == nil {
-			srcOpts, _ := b.src.ClientOpts(kafkatest.Identity{})
-			dstOpts, _ := b.dst.ClientOpts(kafkatest.Identity{})
-			lat, err := latencyPhase(ctx, srcOpts, dstOpts, topic, from, sc, 30*time.Second)
-			if err != nil {
-				r.Err = "latency phase: " + err.Error()
-			}
-			r.Latency = lat
+	if caughtUp && latTopic != "" {
+		srcOpts, _ := b.src.ClientOpts(kafkatest.Identity{})
+		dstOpts, _ := b.dst.ClientOpts(kafkatest.Identity{})
+		from := map[int32]int64{}
+		for p := range sc.Partitions {
+			from[int32(p)] = 0
 		}
-		if w, err := endOffsets(ctx, b.srcAdm, topic); err == nil {
-			want = w
+		lat, err := latencyPhase(ctx, srcOpts, dstOpts, latTopic, from, sc, 30*time.Second)
+		if err != nil {
+			r.Err = "latency phase: " + err.Error()
 		}
-		b.waitCovered(ctx, topic, want, 2*time.Minute)
+		r.Latency = lat
 	}
 	// Count what the destination holds, partition by partition.
-	starts, err1 := startOffsets(ctx, b.dstAdm, topic)
-	ends, err2 := endOffsets(ctx, b.dstAdm, topic)
-	if err := errors.Join(err1, err2); err != nil && r.Err == "" {
-		r.Err = "counting destination records: " + err.Error()
-	}
-	for part, w := range want {
-		got := ends[part] - starts[part]
-		switch {
-		case got < w:
-			r.Lost += w - got
-			r.LostPartitions++
-		case got > w:
-			r.Duplicates += got - w
+	for _, t := range spec.Topics {
+		want, err := endOffsets(ctx, b.srcAdm, t)
+		if err != nil && r.Err == "" {
+			r.Err = "counting source records: " + err.Error()
+		}
+		if caughtUp {
+			b.waitCovered(ctx, t, want, 2*time.Minute)
+		}
+		starts, err1 := startOffsets(ctx, b.dstAdm, t)
+		ends, err2 := endOffsets(ctx, b.dstAdm, t)
+		if err := errors.Join(err1, err2); err != nil && r.Err == "" && caughtUp {
+			r.Err = "counting destination records: " + err.Error()
+		}
+		for part, w := range want {
+			got := ends[part] - starts[part]
+			switch {
+			case got < w:
+				r.Lost += w - got
+				r.LostPartitions++
+			case got > w:
+				r.Duplicates += got - w
+			}
 		}
 	}
 	if exited, err := p.exited(); exited && r.Err == "" {

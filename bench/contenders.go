@@ -14,8 +14,10 @@ import (
 
 // runSpec is what a contender needs to mirror one scenario's topic.
 type runSpec struct {
-	Dir         string // the run's own directory (configs, logs, state)
-	Topic       string
+	Dir string // the run's own directory (configs, logs, state)
+	// Topics to mirror: the backlog's, and the run's own latency topic
+	// when the scenario has a latency phase.
+	Topics      []string
 	Scenario    Scenario
 	Source      string // bootstrap servers
 	Destination string
@@ -27,7 +29,7 @@ type contender interface {
 	Name() string
 	// Settings says how the contender is configured, for the report.
 	Settings() string
-	// Start starts the contender's process mirroring spec.Topic.
+	// Start starts the contender's process mirroring spec.Topics.
 	Start(ctx context.Context, spec runSpec) (*process, error)
 }
 
@@ -67,7 +69,7 @@ mirrors:
   - name: bench
     bootstrap.servers: %s
     mirror.topics.include: %q
-`, port, filepath.Join(spec.Dir, "state"), spec.Destination, spec.Source, regexp.QuoteMeta(spec.Topic))
+`, port, filepath.Join(spec.Dir, "state"), spec.Destination, spec.Source, quotedList(spec.Topics))
 	for _, e := range k.extra {
 		cfg += "    " + e + "\n"
 	}
@@ -123,11 +125,10 @@ func (m mm2Contender) mm2Properties(spec runSpec) string {
 		dst + ".bootstrap.servers = " + spec.Destination,
 		src + "->" + dst + ".enabled = true",
 		dst + "->" + src + ".enabled = false",
-		src + "->" + dst + ".topics = " + regexp.QuoteMeta(spec.Topic),
+		src + "->" + dst + ".topics = " + quotedList(spec.Topics),
 		"replication.policy.class = org.apache.kafka.connect.mirror.IdentityReplicationPolicy",
 		fmt.Sprintf("tasks.max = %d", tasks),
 		"replication.factor = 1",
-		"offset-syncs.topic.replication.factor = 1",
 		"checkpoints.topic.replication.factor = 1",
 		"heartbeats.topic.replication.factor = 1",
 		"offset.storage.replication.factor = 1",
@@ -136,6 +137,9 @@ func (m mm2Contender) mm2Properties(spec runSpec) string {
 		"emit.heartbeats.enabled = false",
 		"emit.checkpoints.enabled = false",
 		"sync.group.offsets.enabled = false",
+		// MirrorSourceConnector refuses any offset-syncs.* setting with
+		// offset syncs off, so offset-syncs.topic.replication.factor is
+		// not set.
 		"emit.offset-syncs.enabled = false",
 		"sync.topic.acls.enabled = false",
 		fmt.Sprintf("%s.producer.batch.size = %d", dst, sc.BatchSize),
@@ -183,8 +187,19 @@ func (r rawContender) Settings() string {
 }
 
 func (r rawContender) Start(ctx context.Context, spec runSpec) (*process, error) {
-	cmd := exec.Command(r.self, "raw", "-source", spec.Source, "-destination", spec.Destination, "-topic", spec.Topic, "-inflight", fmt.Sprint(r.inflight))
+	cmd := exec.Command(r.self, "raw", "-source", spec.Source, "-destination", spec.Destination, "-topics", strings.Join(spec.Topics, ","), "-inflight", fmt.Sprint(r.inflight))
 	return startProcess(cmd, filepath.Join(spec.Dir, "raw.log"))
+}
+
+// quotedList is a comma-separated list of regular expressions matching
+// exactly the topics (both kmirror's mirror.topics.include and MirrorMaker
+// 2's topics take one).
+func quotedList(topics []string) string {
+	var q []string
+	for _, t := range topics {
+		q = append(q, regexp.QuoteMeta(t))
+	}
+	return strings.Join(q, ", ")
 }
 
 func freePort() (int, error) {

@@ -20,6 +20,7 @@ func latencyPhase(ctx context.Context, srcOpts, dstOpts []kgo.Opt, topic string,
 	codec := map[string]kgo.CompressionCodec{"none": kgo.NoCompression(), "lz4": kgo.Lz4Compression(), "zstd": kgo.ZstdCompression()}[sc.Codec]
 	prod, err := kgo.NewClient(append(srcOpts,
 		kgo.DefaultProduceTopic(topic),
+		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
 		kgo.ProducerLinger(defaultLinge),
 		kgo.ProducerBatchMaxBytes(defaultBatch),
 		kgo.ProducerBatchCompression(codec),

@@ -75,13 +75,29 @@ func (p *process) stop(grace time.Duration) {
 	}
 }
 
-// logTail returns the last n lines of the process's log.
+// logTail returns the last n lines of the process's log, or of its lines
+// that hold ERROR when there are any (a JVM's log is mostly configuration
+// dumps), each cut to 400 bytes.
 func (p *process) logTail(n int) string {
 	b, err := os.ReadFile(p.logPath)
 	if err != nil {
 		return fmt.Sprintf("(log unreadable: %v)", err)
 	}
 	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	var errLines []string
+	for _, l := range lines {
+		if strings.Contains(l, "ERROR") {
+			errLines = append(errLines, l)
+		}
+	}
+	if len(errLines) > 0 {
+		lines = errLines
+	}
+	for i, l := range lines {
+		if len(l) > 400 {
+			lines[i] = l[:400] + "…"
+		}
+	}
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
 	}

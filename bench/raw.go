@@ -43,7 +43,7 @@ func rawMain(args []string) error {
 	var o rawOptions
 	fs.StringVar(&o.Source, "source", "", "source bootstrap servers")
 	fs.StringVar(&o.Destination, "destination", "", "destination bootstrap servers")
-	fs.StringVar(&o.Topic, "topic", "", "topic to forward")
+	topics := fs.String("topics", "", "comma-separated topics to forward")
 	fs.IntVar(&o.InFlight, "inflight", 5, "ProduceRequests in flight per destination broker")
 	fetchMax := fs.Int("fetch-max-bytes", 1<<20, "bytes fetched per partition per request")
 	respMax := fs.Int("response-max-bytes", 10<<20, "bytes per fetch response")
@@ -52,14 +52,31 @@ func rawMain(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if o.Source == "" || o.Destination == "" || o.Topic == "" {
-		return errors.New("raw: -source, -destination and -topic are required")
+	if o.Source == "" || o.Destination == "" || *topics == "" {
+		return errors.New("raw: -source, -destination and -topics are required")
 	}
 	o.FetchMaxBytes, o.ResponseMaxBytes = int32(*fetchMax), int32(*respMax)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	err := runRaw(ctx, o)
-	if ctx.Err() != nil {
+	// One forwarder per topic, each with its own connections: the first
+	// to fail stops the others.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	list := splitList(*topics)
+	errs := make(chan error, len(list))
+	for _, t := range list {
+		o := o
+		o.Topic = t
+		go func() { errs <- runRaw(ctx, o) }()
+	}
+	var err error
+	for range list {
+		if e := <-errs; e != nil && err == nil {
+			err = e
+			cancel()
+		}
+	}
+	if ctx.Err() != nil && (err == nil || errors.Is(err, context.Canceled)) {
 		return nil // stopped by the bench
 	}
 	return err
@@ -134,6 +151,14 @@ func runRaw(ctx context.Context, o rawOptions) error {
 			}
 			for _, b := range dmeta.Brokers {
 				dstAddrs[b.NodeID] = net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
+			}
+			if ready {
+				// A new partition's leader may not serve it yet
+				// (NOT_LEADER_FOR_PARTITION): wait until it answers
+				// ListOffsets for every partition.
+				ends, err := dadm.ListEndOffsets(ctx, o.Topic)
+				ready = err == nil && len(ends[o.Topic]) == n
+				ends.Each(func(lo kadm.ListedOffset) { ready = ready && lo.Err == nil })
 			}
 			if ready {
 				break
@@ -245,11 +270,14 @@ func (f *rawForwarder) fetchLoop(ctx context.Context, br *kgo.Broker, parts []*r
 					if b.NextOffset() <= p.offset {
 						continue // a batch before the fetch offset (compressed batches are returned whole)
 					}
+					p.offset = b.NextOffset()
+					// As a producer sends it: base offset 0 (brokers
+					// assign offsets) and no producer id.
 					b.Restamp(-1, -1, -1)
+					b.SetBaseOffset(0)
 					p.queue = append(p.queue, b)
 					p.queued += len(b)
 					f.queued += len(b)
-					p.offset = b.NextOffset()
 				}
 				if err := sc.Err(); err != nil {
 					f.mu.Unlock()
@@ -281,7 +309,11 @@ func (f *rawForwarder) produceLoop(ctx context.Context, conn *pipeConn, parts []
 				for _, t := range pd.Resp.(*kmsg.ProduceResponse).Topics {
 					for _, p := range t.Partitions {
 						if perr := kerr.ErrorForCode(p.ErrorCode); perr != nil && err == nil {
-							err = fmt.Errorf("partition %d: %w", p.Partition, perr)
+							msg := ""
+							if p.ErrorMessage != nil {
+								msg = " (" + *p.ErrorMessage + ")"
+							}
+							err = fmt.Errorf("partition %d: %w%s", p.Partition, perr, msg)
 						}
 					}
 				}

@@ -18,8 +18,10 @@ const (
 type Result struct {
 	Contender string
 	// Err is set when the run did not finish (start failure, timeout): the
-	// figures below are then partial or zero.
-	Err string
+	// figures below are then partial or zero. It is one line; Detail may
+	// hold more (the tail of the contender's log).
+	Err    string
+	Detail string
 	// Records and Bytes (record payload) the run had to copy: the backlog.
 	Records int64
 	Bytes   int64
@@ -69,9 +71,10 @@ func (r Result) SteadyMBps() float64 {
 func (r Result) TotalRecordsPerSec() float64  { return rate(float64(r.Records), r.Total) }
 func (r Result) SteadyRecordsPerSec() float64 { return rate(float64(r.SteadyRecords), r.Steady) }
 
-// CPUPerGB is the mirror's CPU-seconds per GB (10^9 bytes) of payload.
+// CPUPerGB is the mirror's CPU-seconds per GB (10^9 bytes) of payload; 0
+// when the run did not catch up (its CPU did not copy the backlog).
 func (r Result) CPUPerGB() float64 {
-	if r.Bytes == 0 {
+	if r.Bytes == 0 || r.Total == 0 {
 		return 0
 	}
 	return r.CPU.Seconds() / (float64(r.Bytes) / 1e9)
@@ -275,7 +278,7 @@ func (r Report) WriteMarkdown(w io.Writer) error {
 		}
 		p(".")
 		if s.SourceBatches > 0 {
-			p(" The source holds %s batches, %s each on average (as stored); loading took %s.", fmtInt(s.SourceBatches), sizeLabel(s.SourceBytes/s.SourceBatches), fmtDur(s.Load))
+			p(" Source batches average %s as stored (a sample of %s batches of partition 0); loading took %s.", sizeLabel(s.SourceBytes/s.SourceBatches), fmtInt(s.SourceBatches), fmtDur(s.Load))
 		}
 		p("\n\n")
 		if s.Err != "" {
@@ -295,6 +298,11 @@ func (r Report) WriteMarkdown(w io.Writer) error {
 				fmtMiB(res.PeakRSS), fmtFloat(res.SourceCPU.Seconds(), 1), fmtFloat(res.DestinationCPU.Seconds(), 1), res.Verdict())
 		}
 		p("\n")
+		for _, res := range s.Results {
+			if res.Detail != "" {
+				p("%s failed: %s\n\n```\n%s\n```\n\n", res.Contender, res.Err, res.Detail)
+			}
+		}
 		if sc.LatencyRate > 0 {
 			var prod string
 			for _, res := range s.Results {

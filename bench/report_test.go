@@ -103,7 +103,7 @@ func TestMarkdownHasTheMachineTheCommandAndATablePerScenario(t *testing.T) {
 		"| kmirror | 3 ms | 12 ms | 20 ms | 25 ms | 1,000 / 1,000 |",
 		"## broken",
 		"**Not measured:** load failed",
-		"16 KiB each on average",
+		"Source batches average 16 KiB as stored",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q", want)

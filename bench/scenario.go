@@ -164,6 +164,8 @@ func sizeLabel(n int64) string {
 		return fmt.Sprintf("%.1f MiB", float64(n)/mib)
 	case n >= kib && n%kib == 0:
 		return fmt.Sprintf("%d KiB", n/kib)
+	case n >= kib:
+		return fmt.Sprintf("%.1f KiB", float64(n)/kib)
 	default:
 		return fmt.Sprintf("%d B", n)
 	}
