@@ -51,6 +51,7 @@ func benchMain(args []string) error {
 	mm2Libs := fs.String("mm2-libs", "", "MirrorMaker 2 jars (default: resolved by scripts/mm2/fetch.sh)")
 	mm2MaxTasks := fs.Int("mm2-max-tasks", 0, "cap on MirrorMaker 2's tasks.max (0: one task per partition)")
 	rawInflight := fs.Int("raw-inflight", 5, "the raw forwarder's ProduceRequests in flight per destination broker")
+	tuned := fs.String("kmirror-tuned", "", `mirror keys for an extra contender "kmirror-tuned", separated by ";" (e.g. "replica.fetch.max.bytes: 4194304")`)
 	keep := fs.Bool("keep", false, "keep each run's directory (configs, logs, state; in a temporary directory named at the end)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -149,6 +150,20 @@ func benchMain(args []string) error {
 		}
 		b.contenders = append(b.contenders, c)
 		rep.Settings[n] = c.Settings()
+		if n == contKmirror && *tuned != "" {
+			t := kmirrorContender{binary: kbin, name: "kmirror-tuned"}
+			for kv := range strings.SplitSeq(*tuned, ";") {
+				if kv = strings.TrimSpace(kv); kv != "" {
+					t.extra = append(t.extra, kv)
+				}
+			}
+			b.contenders = append(b.contenders, t)
+			rep.Settings[t.name] = t.Settings()
+		}
+	}
+	rep.Contenders = nil
+	for _, c := range b.contenders {
+		rep.Contenders = append(rep.Contenders, c.Name())
 	}
 	rep.Machine = describeMachine(dist.Java)
 	rep.Machine.LoadAvg[0] = loadAverage()
@@ -516,7 +531,22 @@ func createTopic(ctx context.Context, adm *kadm.Client, topic string, partitions
 	if err != nil {
 		return fmt.Errorf("create topic %s (%d partitions): %w", topic, partitions, err)
 	}
-	return nil
+	// CreateTopics answers before every partition's leader serves it; a
+	// producer started now would wait for metadata, and time out on a
+	// busy broker with thousands of partitions.
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	for {
+		ends, err := endOffsets(ctx, adm, topic)
+		if err == nil && len(ends) == partitions {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("topic %s: %d of %d partitions serve after 2 minutes (%v)", topic, len(ends), partitions, err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // deleteTopics deletes every non-internal topic but those in keep, and

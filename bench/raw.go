@@ -102,12 +102,15 @@ type rawForwarder struct {
 }
 
 func runRaw(ctx context.Context, o rawOptions) error {
-	src, err := kgo.NewClient(kgo.SeedBrokers(splitList(o.Source)...))
+	// The destination topic is new: look it up again at once rather than
+	// after kgo's default 5 s.
+	fresh := kgo.MetadataMinAge(50 * time.Millisecond)
+	src, err := kgo.NewClient(kgo.SeedBrokers(splitList(o.Source)...), fresh)
 	if err != nil {
 		return err
 	}
 	defer src.Close()
-	dst, err := kgo.NewClient(kgo.SeedBrokers(splitList(o.Destination)...))
+	dst, err := kgo.NewClient(kgo.SeedBrokers(splitList(o.Destination)...), fresh)
 	if err != nil {
 		return err
 	}

@@ -268,6 +268,11 @@ func (r Report) WriteMarkdown(w io.Writer) error {
 	for _, c := range r.Charts {
 		p("![%s](%s)\n\n", c.Title, c.File)
 	}
+	p("## Targets of issue #11\n\nJudged on this run's figures; a target whose scenario did not run, or whose contenders did not complete, is \"not measured\".\n\n| target | verdict | figures |\n|---|---|---|\n")
+	for _, t := range judgeTargets(r.Scenarios) {
+		p("| %s | **%s** | %s |\n", t.What, t.Verdict, t.Why)
+	}
+	p("\n")
 
 	for _, s := range r.Scenarios {
 		sc := s.Scenario

@@ -199,3 +199,38 @@ func TestSelectScenarios(t *testing.T) {
 		}
 	}
 }
+
+// Targets are judged only on complete runs: below the bar is "not met",
+// with the figures; a scenario that did not run is "not measured".
+func TestTargetsJudgeCompleteRunsOnly(t *testing.T) {
+	r := sampleReport()
+	ts := judgeTargets(r.Scenarios)
+	raw := ts[0]
+	if raw.Verdict != "met" || !strings.Contains(raw.Why, "1k-none-16k 100%") {
+		t.Errorf("raw-limit target = %+v, want met at 100%%", raw)
+	}
+	// MirrorMaker 2 lost records in the sample: no comparison with it.
+	mm := ts[1]
+	if mm.Verdict != "not measured" {
+		t.Errorf("MirrorMaker 2 target = %+v, want not measured (mm2 lost records)", mm)
+	}
+	for _, tg := range ts {
+		if strings.Contains(tg.What, "failover") && tg.Verdict != "not measured" {
+			t.Errorf("failover target = %+v", tg)
+		}
+	}
+
+	// kmirror at half the raw limit, three times MirrorMaker 2, a tenth
+	// of its CPU: the raw target is not met, the MirrorMaker 2 one is.
+	sc := r.Scenarios[0]
+	sc.Results[1].Lost, sc.Results[1].LostPartitions = 0, 0
+	sc.Results[1].Steady = 24 * time.Second // mm2: 42.7 MB/s, kmirror 128
+	sc.Results[2].Steady = 4 * time.Second  // raw: 256 MB/s
+	ts = judgeTargets([]ScenarioResult{sc})
+	if ts[0].Verdict != "not met" || !strings.Contains(ts[0].Why, "50%") {
+		t.Errorf("raw-limit target = %+v, want not met at 50%%", ts[0])
+	}
+	if ts[1].Verdict != "met" {
+		t.Errorf("MirrorMaker 2 target = %+v, want met", ts[1])
+	}
+}

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Target is one acceptance target of issue #11, judged on a report's
+// figures.
+type Target struct {
+	What    string
+	Verdict string // "met", "not met", "not measured"
+	Why     string // the figures behind the verdict
+}
+
+// judgeTargets checks the issue's targets against the scenarios that ran.
+// A target whose scenarios did not run, or whose contenders failed, is "not
+// measured", never "met".
+func judgeTargets(scs []ScenarioResult) []Target {
+	var out []Target
+
+	// ≥ 95% of the raw limit (steady) in every scenario.
+	{
+		t := Target{What: "kmirror ≥ 95% of the raw limit's steady throughput in every scenario"}
+		var below, ok []string
+		for _, s := range scs {
+			k, kok := s.result(contKmirror)
+			x, xok := s.result(contRaw)
+			if !kok || !xok || !k.OK() || !x.OK() {
+				continue
+			}
+			r, defined := ratio(k.SteadyMBps(), x.SteadyMBps())
+			if !defined {
+				continue
+			}
+			label := fmt.Sprintf("%s %.0f%%", s.Scenario.Name, 100*r)
+			if r < 0.95 {
+				below = append(below, label)
+			} else {
+				ok = append(ok, label)
+			}
+		}
+		judge(&t, len(ok)+len(below) > 0, len(below) == 0, below, ok)
+		out = append(out, t)
+	}
+	// ≥ 3× MirrorMaker 2's steady throughput and ≤ 1/10 of its CPU per GB.
+	{
+		t := Target{What: "kmirror ≥ 3× MirrorMaker 2's steady throughput and ≤ 1/10 of its CPU per GB, in every scenario"}
+		var below, ok []string
+		for _, s := range scs {
+			k, kok := s.result(contKmirror)
+			m, mok := s.result(contMM2)
+			if !kok || !mok || !k.OK() || !m.OK() {
+				continue
+			}
+			speed, d1 := ratio(k.SteadyMBps(), m.SteadyMBps())
+			cpu, d2 := ratio(k.CPUPerGB(), m.CPUPerGB())
+			if !d1 || !d2 {
+				continue
+			}
+			label := fmt.Sprintf("%s %.1f× faster, %.2f× the CPU/GB", s.Scenario.Name, speed, cpu)
+			if speed < 3 || cpu > 0.1 {
+				below = append(below, label)
+			} else {
+				ok = append(ok, label)
+			}
+		}
+		judge(&t, len(ok)+len(below) > 0, len(below) == 0, below, ok)
+		out = append(out, t)
+	}
+	// Peak RSS ≤ 256 MiB catching up on 500 partitions (10,000: not a
+	// scenario yet).
+	{
+		t := Target{What: "kmirror's peak RSS ≤ 256 MiB while catching up on 500 partitions (p500) and on 10,000 partitions"}
+		s, found := scenarioNamed(scs, "p500")
+		k, kok := s.result(contKmirror)
+		if found && kok && k.Err == "" {
+			label := fmt.Sprintf("p500: %s; 10,000 partitions not measured", fmtMiB(k.PeakRSS))
+			judge(&t, true, k.PeakRSS <= 256*mib, []string{label}, []string{label})
+			if t.Verdict == "met" {
+				t.Verdict, t.Why = "not measured", label+" (met on p500)"
+			}
+		} else {
+			t.Verdict, t.Why = "not measured", "p500 did not run (or kmirror failed); 10,000 partitions is not a scenario yet"
+		}
+		out = append(out, t)
+	}
+	// Catch-up of 2,000 small partitions faster than MirrorMaker 2 (total
+	// time: that is what an operator waits for).
+	{
+		t := Target{What: "kmirror catches up 2,000 small partitions (p2000-little) faster than MirrorMaker 2 (total time from start)"}
+		s, found := scenarioNamed(scs, "p2000-little")
+		k, kok := s.result(contKmirror)
+		m, mok := s.result(contMM2)
+		if found && kok && mok && k.OK() && m.OK() {
+			label := fmt.Sprintf("kmirror %s, MirrorMaker 2 %s", fmtDur(k.Total), fmtDur(m.Total))
+			judge(&t, true, k.Total < m.Total, []string{label}, []string{label})
+		} else {
+			t.Verdict, t.Why = "not measured", "p2000-little did not run for both, or one failed"
+		}
+		out = append(out, t)
+	}
+	out = append(out,
+		Target{What: "at 50 ms RTT, ≥ 80% of the loopback throughput with 4 partitions", Verdict: "not measured", Why: "no WAN scenario yet"},
+		Target{What: "failover of 10,000 partitions under 30 s", Verdict: "not measured", Why: "no failover scenario yet"},
+	)
+	return out
+}
+
+// judge sets t's verdict: not measured without figures, else met or not
+// met, with the figures that decide it.
+func judge(t *Target, measured, met bool, bad, good []string) {
+	switch {
+	case !measured:
+		t.Verdict, t.Why = "not measured", "no scenario had both contenders complete"
+	case met:
+		t.Verdict, t.Why = "met", strings.Join(good, "; ")
+	default:
+		t.Verdict, t.Why = "not met", strings.Join(bad, "; ")
+	}
+}
+
+func scenarioNamed(scs []ScenarioResult, name string) (ScenarioResult, bool) {
+	for _, s := range scs {
+		if s.Scenario.Name == name && s.Err == "" {
+			return s, true
+		}
+	}
+	return ScenarioResult{}, false
+}
