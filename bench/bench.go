@@ -29,9 +29,12 @@ type bench struct {
 	src, dst        *kafkatest.Cluster
 	srcAdm, dstAdm  *kadm.Client
 	srcCl, dstCl    *kgo.Client
-	contenders      []contender
-	timeout         time.Duration
-	seq             int
+	// srcProxy and dstProxy delay the contenders' traffic in WAN
+	// scenarios; each cluster advertises its proxy on its WAN listener.
+	srcProxy, dstProxy *delayProxy
+	contenders         []contender
+	timeout            time.Duration
+	seq                int
 }
 
 // brokerJVM are the JVM flags both clusters run with, on top of the
@@ -222,16 +225,28 @@ func writeReport(dir string, rep Report) error {
 	return nil
 }
 
+// wanListener is the listener a cluster advertises its delaying proxy on.
+const wanListener = "WAN"
+
 func (b *bench) startClusters(ctx context.Context) error {
 	specs := []struct {
-		into **kafkatest.Cluster
-		name string
-	}{{&b.src, "bench-source"}, {&b.dst, "bench-destination"}}
+		into  **kafkatest.Cluster
+		proxy **delayProxy
+		name  string
+	}{{&b.src, &b.srcProxy, "bench-source"}, {&b.dst, &b.dstProxy, "bench-destination"}}
 	errs := make([]error, len(specs))
 	var wg sync.WaitGroup
 	for i, s := range specs {
+		port, err := freePort()
+		if err != nil {
+			return err
+		}
+		if *s.proxy, err = startDelayProxy(fmt.Sprintf("127.0.0.1:%d", port)); err != nil {
+			return err
+		}
+		wan := kafkatest.ProxiedListener{Name: wanListener, Port: port, Advertised: (*s.proxy).Addr()}
 		wg.Go(func() {
-			*s.into, errs[i] = kafkatest.Start(ctx, kafkatest.Options{Name: s.name, Brokers: 1, JVMOptions: brokerJVM})
+			*s.into, errs[i] = kafkatest.Start(ctx, kafkatest.Options{Name: s.name, Brokers: 1, JVMOptions: brokerJVM, ProxiedListeners: []kafkatest.ProxiedListener{wan}})
 		})
 	}
 	wg.Wait()
@@ -267,6 +282,21 @@ func (b *bench) close() {
 			}
 		}
 	}
+	for _, p := range []*delayProxy{b.srcProxy, b.dstProxy} {
+		if p != nil {
+			p.Close()
+		}
+	}
+}
+
+// bootstrap returns the address a contender reaches cluster c at: the
+// plain listener, or the delaying proxy with the round trip rtt.
+func bootstrap(c *kafkatest.Cluster, p *delayProxy, rtt time.Duration) string {
+	if rtt <= 0 {
+		return c.BootstrapServers(kafkatest.Plaintext)
+	}
+	p.SetDelay(rtt / 2)
+	return p.Addr()
 }
 
 // runScenario loads the scenario's backlog once and runs every contender
@@ -333,7 +363,7 @@ func (b *bench) runContender(ctx context.Context, c contender, sc Scenario, topi
 		r.Err = err.Error()
 		return r
 	}
-	spec := runSpec{Dir: dir, Topics: []string{topic}, Scenario: sc, Source: b.src.BootstrapServers(kafkatest.Plaintext), Destination: b.dst.BootstrapServers(kafkatest.Plaintext), Seq: b.seq}
+	spec := runSpec{Dir: dir, Topics: []string{topic}, Scenario: sc, Source: bootstrap(b.src, b.srcProxy, sc.SourceRTT), Destination: bootstrap(b.dst, b.dstProxy, sc.DestinationRTT), Seq: b.seq}
 	// The latency phase writes to a topic of the run's own, created empty
 	// before the contender starts, so the backlog stays the same for every
 	// contender.
