@@ -105,7 +105,7 @@ func (m mm2Contender) Settings() string {
 
 func (m mm2Contender) capNote() string {
 	if m.maxTasks > 0 {
-		return fmt.Sprintf(" (at most %d)", m.maxTasks)
+		return fmt.Sprintf(" up to %d (each task has its own consumer and producer; 2,000 tasks in one worker did not copy 20,000 records in 3 minutes on a 2-core machine, 32 did)", m.maxTasks)
 	}
 	return ""
 }
