@@ -58,7 +58,7 @@ func judgeTargets(scs []ScenarioResult) []Target {
 			if !d1 || !d2 {
 				continue
 			}
-			label := fmt.Sprintf("%s %.1f× faster, %.2f× the CPU/GB", s.Scenario.Name, speed, cpu)
+			label := fmt.Sprintf("%s %.2f× the steady throughput, %.2f× the CPU/GB", s.Scenario.Name, speed, cpu)
 			if speed < 3 || cpu > 0.1 {
 				below = append(below, label)
 			} else {
