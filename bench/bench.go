@@ -46,7 +46,7 @@ func benchMain(args []string) error {
 	fs := flag.NewFlagSet("kmirror-bench", flag.ContinueOnError)
 	quick := fs.Bool("quick", false, "run the quick variant of the scenarios (by default only those marked for quick runs)")
 	scenarioList := fs.String("scenarios", "", `comma-separated scenario names, or "all" (default: all; with -quick the quick set)`)
-	contenderList := fs.String("contenders", strings.Join(contenderNames, ","), "comma-separated contenders")
+	contenderList := fs.String("contenders", strings.Join(contenderNames[:3], ","), "comma-separated contenders: "+strings.Join(contenderNames, ", "))
 	out := fs.String("out", "bench/out", "directory the report and charts are written to")
 	label := fs.String("label", "", "how the run was started, for the report (e.g. \"make bench\")")
 	conditions := fs.String("conditions", "", "a sentence about the run's conditions, printed at the top of the report")
@@ -137,7 +137,7 @@ func benchMain(args []string) error {
 		switch n {
 		case contKmirror:
 			c = kmirrorContender{binary: kbin, name: contKmirror}
-		case contMM2:
+		case contMM2, contMM2Sync:
 			libs := *mm2Libs
 			if libs == "" {
 				log.Printf("bench: resolving MirrorMaker 2 (scripts/mm2/fetch.sh)")
@@ -147,7 +147,8 @@ func benchMain(args []string) error {
 				}
 				libs = strings.TrimSpace(string(lastLine(out)))
 			}
-			c = mm2Contender{libs: libs, java: dist.Java, maxTasks: *mm2MaxTasks, version: jarVersion(libs, "connect-mirror-")}
+			*mm2Libs = libs // resolved once for both variants
+			c = mm2Contender{libs: libs, java: dist.Java, maxTasks: *mm2MaxTasks, version: jarVersion(libs, "connect-mirror-"), offsetSync: n == contMM2Sync}
 		case contRaw:
 			c = rawContender{self: self, inflight: *rawInflight}
 		}

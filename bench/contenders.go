@@ -91,16 +91,31 @@ type mm2Contender struct {
 	java     string
 	maxTasks int // 0: tasks.max = partitions
 	version  string
+	// offsetSync turns on what an operator runs for failover: offset
+	// syncs, checkpoints and group offset sync (contender mm2-sync).
+	offsetSync bool
 }
 
-func (m mm2Contender) Name() string { return contMM2 }
+func (m mm2Contender) Name() string {
+	if m.offsetSync {
+		return contMM2Sync
+	}
+	return contMM2
+}
 
 func (m mm2Contender) Settings() string {
 	return fmt.Sprintf("MirrorMaker 2 (`connect-mirror` %s from Maven Central) in dedicated mode, `org.apache.kafka.connect.mirror.MirrorMaker` as `connect-mirror-maker.sh` runs it "+
 		"(JVM `-Xms256m -Xmx2g`, G1 as `kafka-run-class.sh`); `IdentityReplicationPolicy`; `tasks.max` = partitions%s; "+
 		"destination producer `batch.size`, `linger.ms` and `compression.type` as the source producer's, `acks=all`, idempotent with 5 requests in flight; "+
 		"source consumer `max.partition.fetch.bytes` 1 MiB, `fetch.max.bytes` 50 MiB, `max.poll.records` 2000; "+
-		"heartbeats, checkpoints, offset syncs (`emit.offset-syncs.enabled=false`), group offset sync and ACL sync off", m.version, m.capNote())
+		"%s", m.version, m.capNote(), m.syncNote())
+}
+
+func (m mm2Contender) syncNote() string {
+	if m.offsetSync {
+		return "offset syncs, checkpoints and group offset sync on (every 1 s; `offset.lag.max` 100), heartbeats and ACL sync off"
+	}
+	return "heartbeats, checkpoints, offset syncs (`emit.offset-syncs.enabled=false`), group offset sync and ACL sync off"
 }
 
 func (m mm2Contender) capNote() string {
@@ -135,12 +150,6 @@ func (m mm2Contender) mm2Properties(spec runSpec) string {
 		"status.storage.replication.factor = 1",
 		"config.storage.replication.factor = 1",
 		"emit.heartbeats.enabled = false",
-		"emit.checkpoints.enabled = false",
-		"sync.group.offsets.enabled = false",
-		// MirrorSourceConnector refuses any offset-syncs.* setting with
-		// offset syncs off, so offset-syncs.topic.replication.factor is
-		// not set.
-		"emit.offset-syncs.enabled = false",
 		"sync.topic.acls.enabled = false",
 		fmt.Sprintf("%s.producer.batch.size = %d", dst, sc.BatchSize),
 		fmt.Sprintf("%s.producer.linger.ms = %d", dst, sc.Linger.Milliseconds()),
@@ -151,6 +160,26 @@ func (m mm2Contender) mm2Properties(spec runSpec) string {
 		src + ".consumer.max.partition.fetch.bytes = 1048576",
 		src + ".consumer.fetch.max.bytes = 52428800",
 		src + ".consumer.max.poll.records = 2000",
+	}
+	if m.offsetSync {
+		lines = append(lines,
+			"emit.offset-syncs.enabled = true",
+			"offset-syncs.topic.replication.factor = 1",
+			"emit.checkpoints.enabled = true",
+			"emit.checkpoints.interval.seconds = 1",
+			"sync.group.offsets.enabled = true",
+			"sync.group.offsets.interval.seconds = 1",
+			"offset.lag.max = 100",
+		)
+	} else {
+		// MirrorSourceConnector refuses any offset-syncs.* setting with
+		// offset syncs off, so offset-syncs.topic.replication.factor is
+		// not set.
+		lines = append(lines,
+			"emit.offset-syncs.enabled = false",
+			"emit.checkpoints.enabled = false",
+			"sync.group.offsets.enabled = false",
+		)
 	}
 	return strings.Join(lines, "\n") + "\n"
 }
@@ -213,7 +242,8 @@ func freePort() (int, error) {
 
 // contenderNames is the default order: ratios read best with the subject
 // first.
-var contenderNames = []string{contKmirror, contMM2, contRaw}
+// mm2-sync is left out of the default list (-contenders names it).
+var contenderNames = []string{contKmirror, contMM2, contRaw, contMM2Sync}
 
 // parseContenders checks a comma-separated list of contender names.
 func parseContenders(list string) ([]string, error) {

@@ -11,6 +11,7 @@ import (
 const (
 	contKmirror = "kmirror"
 	contMM2     = "mm2"
+	contMM2Sync = "mm2-sync" // MirrorMaker 2 with offset sync and checkpoints on
 	contRaw     = "raw"
 )
 

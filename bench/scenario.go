@@ -121,7 +121,7 @@ var scenarios = []Scenario{
 var notYetMeasured = []string{
 	"failover time at 1,000 and 10,000 partitions",
 	"RSS and CPU with 10,000 idle partitions",
-	"MirrorMaker 2 with offset sync on (emit.offset-syncs.enabled, checkpoints and group offset sync): the bench runs the data path with it off",
+	"MirrorMaker 2 with offset sync on is a contender (mm2-sync) that no default run includes: `-contenders kmirror,mm2,mm2-sync,raw`",
 }
 
 // selectScenarios returns the scenarios named in list (comma-separated;
