@@ -337,6 +337,9 @@ func (b *bench) runScenario(ctx context.Context, sc Scenario) ScenarioResult {
 		if ctx.Err() != nil {
 			break
 		}
+		if _, ok := c.(failoverer); sc.Failover && !ok {
+			continue // the scenario measures an operation c does not have
+		}
 		r := b.runContender(ctx, c, sc, topic, srcEnds)
 		log.Printf("bench: %s / %s: total %s (%.1f MB/s), steady %.1f MB/s, CPU %.1f s, peak RSS %d MiB, %s",
 			sc.Name, c.Name(), r.Total.Round(time.Millisecond), r.TotalMBps(), r.SteadyMBps(), r.CPU.Seconds(), r.PeakRSS/mib, r.Verdict())
@@ -440,6 +443,14 @@ func (b *bench) runContender(ctx context.Context, c contender, sc Scenario, topi
 	r.SourceCPU = processCPU(b.src.BrokerPID(0)) - srcCPU0
 	r.DestinationCPU = processCPU(b.dst.BrokerPID(0)) - dstCPU0
 
+	if f, ok := c.(failoverer); ok && caughtUp && sc.Failover {
+		began := time.Now()
+		if err := f.Failover(ctx, spec); err != nil {
+			r.Err = "failover: " + err.Error()
+		} else {
+			r.Failover = time.Since(began)
+		}
+	}
 	if caughtUp && latTopic != "" {
 		srcOpts, _ := b.src.ClientOpts(kafkatest.Identity{})
 		dstOpts, _ := b.dst.ClientOpts(kafkatest.Identity{})

@@ -57,10 +57,14 @@ func (k kmirrorContender) Start(ctx context.Context, spec runSpec) (*process, er
 	if err != nil {
 		return nil, err
 	}
+	adminPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
 	cfg := fmt.Sprintf(`log.level: info
 log.format: json
 http.address: 127.0.0.1:%d
-admin.address: ""
+admin.address: 127.0.0.1:%d
 state:
   dir: %s
 destination:
@@ -69,7 +73,7 @@ mirrors:
   - name: bench
     bootstrap.servers: %s
     mirror.topics.include: %q
-`, port, filepath.Join(spec.Dir, "state"), spec.Destination, spec.Source, quotedList(spec.Topics))
+`, port, adminPort, filepath.Join(spec.Dir, "state"), spec.Destination, spec.Source, quotedList(spec.Topics))
 	for _, e := range k.extra {
 		cfg += "    " + e + "\n"
 	}
@@ -78,6 +82,30 @@ mirrors:
 		return nil, err
 	}
 	return startProcess(exec.Command(k.binary, "run", "--config", path), filepath.Join(spec.Dir, "kmirror.log"))
+}
+
+// failoverer is a contender that can fail its topics over to the
+// destination (kmirror only: MirrorMaker 2 has no such operation, its
+// consumers translate offsets through checkpoints instead).
+type failoverer interface {
+	// Failover fails every mirrored topic over and returns once every
+	// partition is STOPPED.
+	Failover(ctx context.Context, spec runSpec) error
+}
+
+// Failover runs `kmirror failover` against the daemon of spec, which
+// returns once every partition is STOPPED (open transactions aborted, last
+// mirrored offsets recorded, topics writable).
+func (k kmirrorContender) Failover(ctx context.Context, spec runSpec) error {
+	cmd := exec.CommandContext(ctx, k.binary, "failover", "--mirror", "bench", "--config", filepath.Join(spec.Dir, "kmirror.yaml"), "--json")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		if len(out) > 2000 {
+			out = out[len(out)-2000:]
+		}
+		return fmt.Errorf("kmirror failover: %w: %s", err, out)
+	}
+	return nil
 }
 
 // mm2Contender runs MirrorMaker 2 in dedicated mode (what

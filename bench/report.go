@@ -38,6 +38,9 @@ type Result struct {
 	// SourceCPU and DestinationCPU are the brokers' CPU time during the
 	// catch-up.
 	SourceCPU, DestinationCPU time.Duration
+	// Failover is how long `kmirror failover` of every partition took
+	// after the catch-up, in failover scenarios.
+	Failover time.Duration
 	// Latency is set when the scenario has a latency phase.
 	Latency *Latency
 	// Lost and Duplicates compare the destination's record count with the
@@ -308,6 +311,13 @@ func (r Report) WriteMarkdown(w io.Writer) error {
 			if res.Detail != "" {
 				p("%s failed: %s\n\n```\n%s\n```\n\n", res.Contender, res.Err, res.Detail)
 			}
+		}
+		if sc.Failover {
+			p("Failover after the catch-up (`kmirror failover`: every partition STOPPING → STOPPED, last mirrored offsets recorded; MirrorMaker 2 has no such operation):\n\n| contender | failover time |\n|---|---:|\n")
+			for _, res := range s.Results {
+				p("| %s | %s |\n", res.Contender, fmtDur(res.Failover))
+			}
+			p("\n")
 		}
 		if sc.LatencyRate > 0 {
 			var prod string

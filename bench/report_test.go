@@ -234,3 +234,32 @@ func TestTargetsJudgeCompleteRunsOnly(t *testing.T) {
 		t.Errorf("MirrorMaker 2 target = %+v, want met", ts[1])
 	}
 }
+
+// The failover target is judged only on the full-size scenario.
+func TestFailoverTargetNeedsTenThousandPartitions(t *testing.T) {
+	quick, err := selectScenarios("failover-10000", true)
+	if err != nil || quick[0].Partitions != 1000 {
+		t.Fatalf("quick failover-10000 = %+v, %v; want 1000 partitions", quick, err)
+	}
+	full, _ := selectScenarios("failover-10000", false)
+	find := func(ts []Target) Target {
+		for _, tg := range ts {
+			if strings.Contains(tg.What, "failover-10000") {
+				return tg
+			}
+		}
+		t.Fatal("no failover target")
+		return Target{}
+	}
+	res := Result{Contender: contKmirror, Total: time.Minute, Failover: 12 * time.Second}
+	if got := find(judgeTargets([]ScenarioResult{{Scenario: quick[0], Results: []Result{res}}})); got.Verdict != "not measured" {
+		t.Errorf("quick variant: %+v, want not measured", got)
+	}
+	if got := find(judgeTargets([]ScenarioResult{{Scenario: full[0], Results: []Result{res}}})); got.Verdict != "met" {
+		t.Errorf("12 s on 10,000 partitions: %+v, want met", got)
+	}
+	res.Failover = 45 * time.Second
+	if got := find(judgeTargets([]ScenarioResult{{Scenario: full[0], Results: []Result{res}}})); got.Verdict != "not met" || !strings.Contains(got.Why, "45.0 s") {
+		t.Errorf("45 s: %+v, want not met with the figure", got)
+	}
+}

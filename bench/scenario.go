@@ -39,6 +39,10 @@ type Scenario struct {
 	// round trip between the contender and that cluster (the bench's own
 	// clients and the loader connect directly).
 	SourceRTT, DestinationRTT time.Duration
+	// Failover, when set, times a failover of every partition after the
+	// catch-up; only contenders that have the operation (kmirror) run the
+	// scenario.
+	Failover bool
 	// Quick is the scenario's small variant (make bench-quick and -quick):
 	// fewer records and a shorter latency phase.
 	Quick Variant
@@ -49,6 +53,7 @@ type Scenario struct {
 // Variant overrides a scenario's sizes for a quick run.
 type Variant struct {
 	Records    int64
+	Partitions int
 	LatencyFor time.Duration
 }
 
@@ -63,6 +68,9 @@ func (s Scenario) quick() Scenario {
 	}
 	if s.Quick.LatencyFor > 0 {
 		s.LatencyFor = s.Quick.LatencyFor
+	}
+	if s.Quick.Partitions > 0 {
+		s.Partitions = s.Quick.Partitions
 	}
 	return s
 }
@@ -115,11 +123,14 @@ var scenarios = []Scenario{
 		Quick: Variant{Records: 200_000}},
 	{Name: "p2000-little", What: "2,000 partitions with 10 records each", Partitions: 2000, Records: 20_000, RecordSize: kib, Codec: "none", BatchSize: defaultBatch, Linger: defaultLinge, RoundRobin: true,
 		Quick: Variant{Records: 20_000}},
+	{Name: "failover-1000", What: "failover of 1,000 partitions (10 records each) after the catch-up", Partitions: 1000, Records: 10_000, RecordSize: kib, Codec: "none", BatchSize: defaultBatch, Linger: defaultLinge, RoundRobin: true,
+		Failover: true, Quick: Variant{Records: 2_000, Partitions: 200}},
+	{Name: "failover-10000", What: "failover of 10,000 partitions (10 records each) after the catch-up", Partitions: 10_000, Records: 100_000, RecordSize: kib, Codec: "none", BatchSize: defaultBatch, Linger: defaultLinge, RoundRobin: true,
+		Failover: true, Quick: Variant{Records: 10_000, Partitions: 1000}},
 }
 
 // notYetMeasured lists the scenarios of issue #11 the bench does not run yet.
 var notYetMeasured = []string{
-	"failover time at 1,000 and 10,000 partitions",
 	"RSS and CPU with 10,000 idle partitions",
 	"MirrorMaker 2 with offset sync on is a contender (mm2-sync) that no default run includes: `-contenders kmirror,mm2,mm2-sync,raw`",
 }
