@@ -443,6 +443,16 @@ func (b *bench) runContender(ctx context.Context, c contender, sc Scenario, topi
 	r.SourceCPU = processCPU(b.src.BrokerPID(0)) - srcCPU0
 	r.DestinationCPU = processCPU(b.dst.BrokerPID(0)) - dstCPU0
 
+	if caughtUp && sc.IdleFor > 0 {
+		select {
+		case <-ctx.Done():
+		case <-time.After(sc.IdleFor):
+		}
+		sampler.Sample()
+		cpu, _ := sampler.Totals()
+		r.IdleCPU = cpu - r.CPU
+		r.IdleRSS = treeRSS(p.pid())
+	}
 	if f, ok := c.(failoverer); ok && caughtUp && sc.Failover {
 		began := time.Now()
 		if err := f.Failover(ctx, spec); err != nil {

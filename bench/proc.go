@@ -184,3 +184,19 @@ func processCPU(pid int) time.Duration {
 	}
 	return st.CPU
 }
+
+// treeRSS returns the current resident set (VmRSS) of a process and its
+// descendants, in bytes.
+func treeRSS(pid int) int64 {
+	var total int64
+	for _, p := range descendants("/proc", pid) {
+		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p), "status"))
+		if err != nil {
+			continue
+		}
+		if n, err := parseStatusKiB(b, "VmRSS"); err == nil {
+			total += n
+		}
+	}
+	return total
+}

@@ -38,6 +38,10 @@ type Result struct {
 	// SourceCPU and DestinationCPU are the brokers' CPU time during the
 	// catch-up.
 	SourceCPU, DestinationCPU time.Duration
+	// IdleCPU is the mirror's CPU time over the idle phase (IdleFor after
+	// the catch-up) and IdleRSS its resident set at the end of it.
+	IdleCPU time.Duration
+	IdleRSS int64
 	// Failover is how long `kmirror failover` of every partition took
 	// after the catch-up, in failover scenarios.
 	Failover time.Duration
@@ -311,6 +315,13 @@ func (r Report) WriteMarkdown(w io.Writer) error {
 			if res.Detail != "" {
 				p("%s failed: %s\n\n```\n%s\n```\n\n", res.Contender, res.Err, res.Detail)
 			}
+		}
+		if sc.IdleFor > 0 {
+			p("Idle after the catch-up, %s with nothing to copy:\n\n| contender | CPU s over the idle time | CPU share of one core | RSS at the end |\n|---|---:|---:|---:|\n", fmtDur(sc.IdleFor))
+			for _, res := range s.Results {
+				p("| %s | %s | %s | %s |\n", res.Contender, fmtFloat(res.IdleCPU.Seconds(), 2), fmtPercent(res.IdleCPU.Seconds(), sc.IdleFor.Seconds()), fmtMiB(res.IdleRSS))
+			}
+			p("\n")
 		}
 		if sc.Failover {
 			p("Failover after the catch-up (`kmirror failover`: every partition STOPPING → STOPPED, last mirrored offsets recorded; MirrorMaker 2 has no such operation):\n\n| contender | failover time |\n|---|---:|\n")
