@@ -111,7 +111,7 @@ func benchMain(args []string) error {
 	if *quick {
 		rep.Title += " (quick run)"
 	}
-	rep.Command = "kmirror-bench " + strings.Join(args, " ")
+	rep.Command = "kmirror-bench " + shellJoin(args)
 	if *label != "" {
 		rep.Command = *label + "\n# which ran: " + rep.Command
 	}
@@ -690,4 +690,17 @@ func jarVersion(libs, prefix string) string {
 		return "?"
 	}
 	return strings.TrimSuffix(strings.TrimPrefix(filepath.Base(jars[0]), prefix), ".jar")
+}
+
+// shellJoin quotes args as a POSIX shell would need them.
+func shellJoin(args []string) string {
+	var out []string
+	for _, a := range args {
+		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=.,/:@+") == "" {
+			out = append(out, a)
+			continue
+		}
+		out = append(out, "'"+strings.ReplaceAll(a, "'", `'\''`)+"'")
+	}
+	return strings.Join(out, " ")
 }

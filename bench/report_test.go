@@ -263,3 +263,11 @@ func TestFailoverTargetNeedsTenThousandPartitions(t *testing.T) {
 		t.Errorf("45 s: %+v, want not met with the figure", got)
 	}
 }
+
+func TestShellJoinQuotesWhatTheShellWouldSplit(t *testing.T) {
+	got := shellJoin([]string{"-quick", "-out", "docs/x", "-conditions", "a b's", "-label", ""})
+	want := `-quick -out docs/x -conditions 'a b'\''s' -label ''`
+	if got != want {
+		t.Errorf("shellJoin = %s, want %s", got, want)
+	}
+}
