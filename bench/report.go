@@ -284,8 +284,12 @@ func (r Report) WriteMarkdown(w io.Writer) error {
 
 	for _, s := range r.Scenarios {
 		sc := s.Scenario
-		p("## %s\n\n%s. %d partitions; backlog %s records of %s (%s of payload), %s, %s",
-			sc.Name, sc.What, sc.Partitions, fmtInt(sc.Records), sizeLabel(int64(sc.RecordSize)), sizeLabel(sc.PayloadBytes()), sc.Codec, sc.Batching())
+		variant := ""
+		if r.Quick {
+			variant = " (quick variant: the sizes below, not the name's, apply)"
+		}
+		p("## %s\n\n%s%s. %d partitions; backlog %s records of %s (%s of payload), %s, %s",
+			sc.Name, sc.What, variant, sc.Partitions, fmtInt(sc.Records), sizeLabel(int64(sc.RecordSize)), sizeLabel(sc.PayloadBytes()), sc.Codec, sc.Batching())
 		if sc.RoundRobin {
 			p(", records spread round-robin over the partitions")
 		}
