@@ -11,7 +11,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -613,14 +613,14 @@ func deleteTopics(ctx context.Context, adm *kadm.Client, keep []string) error {
 		}
 		var names []string
 		for _, n := range topics.Names() {
-			if !strings.HasPrefix(n, "__") && !contains(keep, n) {
+			if !strings.HasPrefix(n, "__") && !slices.Contains(keep, n) {
 				names = append(names, n)
 			}
 		}
 		if len(names) == 0 {
 			return nil
 		}
-		sort.Strings(names)
+		slices.Sort(names)
 		if _, err := adm.DeleteTopics(ctx, names...); err != nil {
 			return fmt.Errorf("delete topics %v: %w", names, err)
 		}
@@ -630,15 +630,6 @@ func deleteTopics(ctx context.Context, adm *kadm.Client, keep []string) error {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // repoRoot walks up from the working directory to the one holding go.work.
