@@ -9,7 +9,7 @@ PKGS := ./... github.com/kmirror/kmirror/sdk/...
 UNIT_PKGS = $(shell $(GO) list $(PKGS) | grep -v '/e2e')
 E2E_TIMEOUT ?= 20m
 
-.PHONY: all build deps test unit e2e lint bench bench-e2e demo docs clean
+.PHONY: all build deps test unit e2e lint bench bench-quick bench-go bench-e2e demo docs clean
 
 all: build
 
@@ -33,7 +33,26 @@ lint:
 	$(GO) tool staticcheck $(PKGS)
 	@fmt=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$fmt" ]; then echo "gofmt needed on:"; echo "$$fmt"; exit 1; fi
 
-bench:
+# kmirror against MirrorMaker 2 and the raw limit on real Apache Kafka
+# brokers (bench/; docs/benchmarks.md). It resolves MirrorMaker 2's jars
+# itself (scripts/mm2/fetch.sh). BENCH_FLAGS adds flags, e.g.
+# BENCH_FLAGS='-scenarios p500,p2000 -keep'.
+BENCH_FLAGS ?=
+
+## bench: every scenario, full size (tens of minutes); writes
+## docs/benchmarks/report.md and its charts.
+bench: deps
+	$(GO) build -o bin/kmirror-bench ./bench
+	bin/kmirror-bench -label "make bench" -out docs/benchmarks $(BENCH_FLAGS)
+
+## bench-quick: a few scenarios, small (under 5 minutes; CI runs it):
+## figures printed, report in bench/out/quick. No timing assertion.
+bench-quick: deps
+	$(GO) build -o bin/kmirror-bench ./bench
+	bin/kmirror-bench -quick -label "make bench-quick" -out bench/out/quick $(BENCH_FLAGS)
+
+# Go micro-benchmarks of the hot paths (batch, writer, fetcher, kfake data path).
+bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem $(UNIT_PKGS)
 
 # End-to-end throughput on real Kafka brokers (the e2e clusters); installs

@@ -97,6 +97,11 @@ func (s *clusterSpec) nodeConfig(id int) map[string]string {
 		}
 		protoMap = append(protoMap, fmt.Sprintf("%s:%s", l, securityProtocol(l)))
 	}
+	for _, pl := range o.ProxiedListeners {
+		listeners = append(listeners, fmt.Sprintf("%s://%s", pl.Name, addr(pl.Port)))
+		advertised = append(advertised, fmt.Sprintf("%s://%s", pl.Name, pl.Advertised))
+		protoMap = append(protoMap, pl.Name+":PLAINTEXT")
+	}
 	cfg["controller.quorum.voters"] = strings.Join(voters, ",")
 	cfg["listeners"] = strings.Join(listeners, ",")
 	cfg["advertised.listeners"] = strings.Join(advertised, ",")

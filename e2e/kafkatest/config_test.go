@@ -58,6 +58,10 @@ func TestOptionsDefaultsAndValidation(t *testing.T) {
 		{TLS: &TLSOptions{ClientCerts: []string{"CN=x"}}},
 		{SuperUsers: []string{"User:alice"}}, // without Authorizer
 		{Authorizer: true, SuperUsers: []string{"alice"}},
+		{Brokers: 3, ProxiedListeners: []ProxiedListener{{Name: "WAN", Port: 1, Advertised: "127.0.0.1:2"}}},
+		{ProxiedListeners: []ProxiedListener{{Name: "PLAINTEXT", Port: 1, Advertised: "127.0.0.1:2"}}},
+		{ProxiedListeners: []ProxiedListener{{Name: "wan", Port: 1, Advertised: "127.0.0.1:2"}}},
+		{ProxiedListeners: []ProxiedListener{{Name: "WAN", Advertised: "127.0.0.1:2"}}},
 	}
 	for _, b := range bad {
 		if _, err := b.withDefaults(); !errors.Is(err, ErrInvalidOptions) {
@@ -218,5 +222,24 @@ func TestSweepStaleRemovesDirsOfDeadProcesses(t *testing.T) {
 		if _, err := os.Stat(d); err != nil {
 			t.Errorf("%s of a live process was removed: %v", d, err)
 		}
+	}
+}
+
+// A proxied listener binds its own port and advertises the proxy's address,
+// as a PLAINTEXT listener; the harness's listeners are unchanged.
+func TestNodeConfigProxiedListener(t *testing.T) {
+	s := specFor(t, Options{ProxiedListeners: []ProxiedListener{{Name: "WAN", Port: 20000, Advertised: "127.0.0.1:30000"}}})
+	cfg := s.nodeConfig(0)
+	for key, want := range map[string]string{
+		"listeners":                      "WAN://127.0.0.1:20000",
+		"advertised.listeners":           "WAN://127.0.0.1:30000",
+		"listener.security.protocol.map": "WAN:PLAINTEXT",
+	} {
+		if !strings.Contains(cfg[key], want) {
+			t.Errorf("%s = %q, want it to hold %q", key, cfg[key], want)
+		}
+	}
+	if !strings.Contains(cfg["advertised.listeners"], "PLAINTEXT://127.0.0.1:") {
+		t.Errorf("advertised.listeners = %q lost the PLAINTEXT listener", cfg["advertised.listeners"])
 	}
 }

@@ -20,7 +20,9 @@
 //   - SASL_PLAINTEXT, when [Options.SASL] is set;
 //   - SSL, when [Options.TLS] is set (client certificates required when
 //     [TLSOptions.ClientAuth] is true);
-//   - SASL_SSL, when both are set (no client certificate asked for).
+//   - SASL_SSL, when both are set (no client certificate asked for);
+//   - any [Options.ProxiedListeners]: PLAINTEXT listeners advertising the
+//     address of a proxy in front of the broker (the benchmark's WAN delay).
 //
 // SSL principals are mapped to the certificate's common name, so a client
 // certificate issued for "alice" authenticates as User:alice, the same

@@ -75,11 +75,26 @@ type Options struct {
 	// -XX:+UseSerialGC, -XX:TieredStopAtLevel=1, ...); HotSpot takes the
 	// last occurrence of a flag, so they override.
 	JVMOptions []string
+	// ProxiedListeners are extra PLAINTEXT listeners that advertise another
+	// address than the one they bind: a proxy in front of the broker (the
+	// benchmark's delaying proxy, for WAN latency), through which clients
+	// that bootstrap there keep connecting. One-broker clusters only.
+	ProxiedListeners []ProxiedListener
 	// StartTimeout bounds how long Start and RestartBroker wait for brokers to
 	// serve. Default 2 minutes.
 	StartTimeout time.Duration
 	// Logf receives the harness's progress lines. Default log.Printf.
 	Logf func(format string, args ...any)
+}
+
+// ProxiedListener is a PLAINTEXT listener bound on 127.0.0.1:Port and
+// advertised as Advertised (host:port).
+type ProxiedListener struct {
+	// Name is the listener's name, upper case (e.g. "WAN"); it must not be
+	// one of the harness's own listener names.
+	Name       string
+	Port       int
+	Advertised string
 }
 
 // SASLOptions configure the SASL listeners.
@@ -107,6 +122,9 @@ type TLSOptions struct {
 var (
 	nameRE     = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]*$`)
 	passwordRE = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+	// listenerNameRE: Kafka listener names are case-insensitive; the
+	// harness's are upper case.
+	listenerNameRE = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
 )
 
 // adminUser is the cluster's own super user on the INTERNAL and CONTROLLER
@@ -179,6 +197,17 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if len(o.SuperUsers) > 0 && !o.Authorizer {
 		return bad("SuperUsers is set but Authorizer is not")
+	}
+	for _, pl := range o.ProxiedListeners {
+		if o.Brokers != 1 {
+			return bad("ProxiedListeners need a one-broker cluster (Brokers is %d)", o.Brokers)
+		}
+		if !listenerNameRE.MatchString(pl.Name) || slices.Contains(o.allListeners(), Listener(pl.Name)) {
+			return bad("proxied listener name %q must match %s and not be one of the harness's listeners", pl.Name, listenerNameRE)
+		}
+		if pl.Port <= 0 || pl.Port > 65535 || pl.Advertised == "" {
+			return bad("proxied listener %s needs a port and an advertised address", pl.Name)
+		}
 	}
 	return o, nil
 }

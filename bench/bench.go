@@ -1,0 +1,697 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmirror/kmirror/e2e/kafkatest"
+)
+
+// bench holds a run's clusters, contenders and settings.
+type bench struct {
+	root, out, runs string
+	src, dst        *kafkatest.Cluster
+	srcAdm, dstAdm  *kadm.Client
+	srcCl, dstCl    *kgo.Client
+	// srcProxy and dstProxy delay the contenders' traffic in WAN
+	// scenarios; each cluster advertises its proxy on its WAN listener.
+	srcProxy, dstProxy *delayProxy
+	contenders         []contender
+	timeout            time.Duration
+	seq                int
+}
+
+// brokerJVM are the JVM flags both clusters run with, on top of the
+// harness's: a larger heap, and C2 back on (the harness runs C1 only, for
+// quick test starts).
+var brokerJVM = []string{"-Xms512m", "-Xmx1g", "-XX:TieredStopAtLevel=4"}
+
+func benchMain(args []string) error {
+	fs := flag.NewFlagSet("kmirror-bench", flag.ContinueOnError)
+	quick := fs.Bool("quick", false, "run the quick variant of the scenarios (by default only those marked for quick runs)")
+	scenarioList := fs.String("scenarios", "", `comma-separated scenario names, or "all" (default: all; with -quick the quick set)`)
+	contenderList := fs.String("contenders", strings.Join(contenderNames[:3], ","), "comma-separated contenders: "+strings.Join(contenderNames, ", "))
+	out := fs.String("out", "bench/out", "directory the report and charts are written to")
+	label := fs.String("label", "", "how the run was started, for the report (e.g. \"make bench\")")
+	conditions := fs.String("conditions", "", "a sentence about the run's conditions, printed at the top of the report")
+	timeout := fs.Duration("run-timeout", 0, "longest wait for one contender's catch-up (default 15m, 3m with -quick)")
+	mm2Libs := fs.String("mm2-libs", "", "MirrorMaker 2 jars (default: resolved by scripts/mm2/fetch.sh)")
+	mm2MaxTasks := fs.Int("mm2-max-tasks", 32, "cap on MirrorMaker 2's tasks.max, which is otherwise the partition count (0: no cap)")
+	rawInflight := fs.Int("raw-inflight", 5, "the raw forwarder's ProduceRequests in flight per destination broker")
+	tuned := fs.String("kmirror-tuned", "", `mirror keys for an extra contender "kmirror-tuned", separated by ";" (e.g. "replica.fetch.max.bytes: 4194304")`)
+	keep := fs.Bool("keep", false, "keep each run's directory (configs, logs, state; in a temporary directory named at the end)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	scs, err := selectScenarios(*scenarioList, *quick)
+	if err != nil {
+		return err
+	}
+	names, err := parseContenders(*contenderList)
+	if err != nil {
+		return err
+	}
+	if *timeout == 0 {
+		*timeout = 15 * time.Minute
+		if *quick {
+			*timeout = 3 * time.Minute
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	root, err := repoRoot()
+	if err != nil {
+		return err
+	}
+	b := &bench{root: root, out: *out, timeout: *timeout}
+	if !filepath.IsAbs(b.out) {
+		b.out = filepath.Join(root, b.out)
+	}
+	if err := os.MkdirAll(b.out, 0o755); err != nil {
+		return err
+	}
+	if b.runs, err = os.MkdirTemp("", "kmirror-bench-"); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Join(b.runs, "bin"), 0o755); err != nil {
+		return err
+	}
+	if *keep {
+		defer log.Printf("bench: runs kept in %s", b.runs)
+	} else {
+		defer os.RemoveAll(b.runs)
+	}
+	started := time.Now()
+	rep := Report{
+		Title:       "kmirror benchmark: kmirror, MirrorMaker 2 and the raw limit",
+		Started:     started,
+		Quick:       *quick,
+		Conditions:  *conditions,
+		Contenders:  names,
+		Settings:    map[string]string{},
+		NotMeasured: notYetMeasured,
+	}
+	if *quick {
+		rep.Title += " (quick run)"
+	}
+	rep.Command = "kmirror-bench " + shellJoin(args)
+	if *label != "" {
+		rep.Command = *label + "\n# which ran: " + rep.Command
+	}
+	rep.Commit = gitDescribe(root)
+
+	// The contenders' programs first: a build or download failure should
+	// not wait for clusters.
+	log.Printf("bench: building kmirror")
+	kbin := filepath.Join(b.runs, "bin", "kmirror")
+	if out, err := runIn(ctx, root, "go", "build", "-o", kbin, "./cmd/kmirror"); err != nil {
+		return fmt.Errorf("go build ./cmd/kmirror: %w\n%s", err, out)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	dist, err := kafkatest.Resolve(ctx)
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		var c contender
+		switch n {
+		case contKmirror:
+			c = kmirrorContender{binary: kbin, name: contKmirror}
+		case contMM2, contMM2Sync:
+			libs := *mm2Libs
+			if libs == "" {
+				log.Printf("bench: resolving MirrorMaker 2 (scripts/mm2/fetch.sh)")
+				out, err := runIn(ctx, root, "bash", "scripts/mm2/fetch.sh")
+				if err != nil {
+					return fmt.Errorf("scripts/mm2/fetch.sh: %w", err)
+				}
+				libs = strings.TrimSpace(string(lastLine(out)))
+			}
+			*mm2Libs = libs // resolved once for both variants
+			c = mm2Contender{libs: libs, java: dist.Java, maxTasks: *mm2MaxTasks, version: jarVersion(libs, "connect-mirror-"), offsetSync: n == contMM2Sync}
+		case contRaw:
+			c = rawContender{self: self, inflight: *rawInflight}
+		}
+		b.contenders = append(b.contenders, c)
+		rep.Settings[n] = c.Settings()
+		if n == contKmirror && *tuned != "" {
+			t := kmirrorContender{binary: kbin, name: "kmirror-tuned"}
+			for kv := range strings.SplitSeq(*tuned, ";") {
+				if kv = strings.TrimSpace(kv); kv != "" {
+					t.extra = append(t.extra, kv)
+				}
+			}
+			b.contenders = append(b.contenders, t)
+			rep.Settings[t.name] = t.Settings()
+		}
+	}
+	rep.Contenders = nil
+	for _, c := range b.contenders {
+		rep.Contenders = append(rep.Contenders, c.Name())
+	}
+	rep.Machine = describeMachine(dist.Java)
+	rep.Machine.LoadAvg[0] = loadAverage()
+
+	if err := b.startClusters(ctx); err != nil {
+		return err
+	}
+	defer b.close()
+	rep.Kafka = fmt.Sprintf("Apache Kafka %s (commit %s), source and destination one KRaft node each (combined broker and controller) on loopback, started by e2e/kafkatest with its defaults "+
+		"(`num.network.threads=2`, `num.io.threads=2`, `num.replica.fetchers=1`, no fsync per write) and JVM `%s`; topics with replication factor 1.",
+		dist.Version, dist.Commit, strings.Join(brokerJVM, " "))
+
+	for _, sc := range scs {
+		if ctx.Err() != nil {
+			break
+		}
+		log.Printf("bench: scenario %s: %s", sc.Name, sc.What)
+		rep.Scenarios = append(rep.Scenarios, b.runScenario(ctx, sc))
+	}
+	rep.Machine.LoadAvg[1] = loadAverage()
+	rep.Elapsed = time.Since(started)
+	if err := writeReport(b.out, rep); err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
+// writeReport writes report.md and the charts into dir, and the report to
+// stdout.
+func writeReport(dir string, rep Report) error {
+	charts := reportCharts(rep)
+	for _, c := range chartOrder {
+		ch, ok := charts[c.file]
+		if !ok {
+			continue
+		}
+		var buf bytes.Buffer
+		if err := ch.WritePNG(&buf); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, c.file), buf.Bytes(), 0o644); err != nil {
+			return err
+		}
+		rep.Charts = append(rep.Charts, Chart{File: c.file, Title: c.title})
+	}
+	var md bytes.Buffer
+	if err := rep.WriteMarkdown(&md); err != nil {
+		return err
+	}
+	path := filepath.Join(dir, "report.md")
+	if err := os.WriteFile(path, md.Bytes(), 0o644); err != nil {
+		return err
+	}
+	os.Stdout.Write(md.Bytes())
+	log.Printf("bench: report written to %s", path)
+	return nil
+}
+
+// wanListener is the listener a cluster advertises its delaying proxy on.
+const wanListener = "WAN"
+
+func (b *bench) startClusters(ctx context.Context) error {
+	specs := []struct {
+		into  **kafkatest.Cluster
+		proxy **delayProxy
+		name  string
+	}{{&b.src, &b.srcProxy, "bench-source"}, {&b.dst, &b.dstProxy, "bench-destination"}}
+	errs := make([]error, len(specs))
+	var wg sync.WaitGroup
+	for i, s := range specs {
+		port, err := freePort()
+		if err != nil {
+			return err
+		}
+		if *s.proxy, err = startDelayProxy(fmt.Sprintf("127.0.0.1:%d", port)); err != nil {
+			return err
+		}
+		wan := kafkatest.ProxiedListener{Name: wanListener, Port: port, Advertised: (*s.proxy).Addr()}
+		wg.Go(func() {
+			*s.into, errs[i] = kafkatest.Start(ctx, kafkatest.Options{Name: s.name, Brokers: 1, JVMOptions: brokerJVM, ProxiedListeners: []kafkatest.ProxiedListener{wan}})
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		b.close()
+		return err
+	}
+	// The bench polls topics that do not exist yet: the clients must look
+	// them up again at once, not after kgo's default 5 s, or the first
+	// record on the destination is seen late.
+	fresh := []kgo.Opt{kgo.MetadataMinAge(50 * time.Millisecond), kgo.MetadataMaxAge(time.Second)}
+	var err error
+	if b.srcCl, err = b.src.NewClient(kafkatest.Identity{}, fresh...); err != nil {
+		return err
+	}
+	if b.dstCl, err = b.dst.NewClient(kafkatest.Identity{}, fresh...); err != nil {
+		return err
+	}
+	b.srcAdm, b.dstAdm = kadm.NewClient(b.srcCl), kadm.NewClient(b.dstCl)
+	return nil
+}
+
+func (b *bench) close() {
+	for _, cl := range []*kgo.Client{b.srcCl, b.dstCl} {
+		if cl != nil {
+			cl.Close()
+		}
+	}
+	for _, c := range []*kafkatest.Cluster{b.src, b.dst} {
+		if c != nil {
+			if err := c.Close(); err != nil {
+				log.Printf("bench: %v", err)
+			}
+		}
+	}
+	for _, p := range []*delayProxy{b.srcProxy, b.dstProxy} {
+		if p != nil {
+			p.Close()
+		}
+	}
+}
+
+// bootstrap returns the address a contender reaches cluster c at: the
+// plain listener, or the delaying proxy with the round trip rtt.
+func bootstrap(c *kafkatest.Cluster, p *delayProxy, rtt time.Duration) string {
+	if rtt <= 0 {
+		return c.BootstrapServers(kafkatest.Plaintext)
+	}
+	p.SetDelay(rtt / 2)
+	return p.Addr()
+}
+
+// runScenario loads the scenario's backlog once and runs every contender
+// against it.
+func (b *bench) runScenario(ctx context.Context, sc Scenario) ScenarioResult {
+	res := ScenarioResult{Scenario: sc}
+	topic := fmt.Sprintf("bench-%s-%d", sc.Name, time.Now().Unix())
+	if err := createTopic(ctx, b.srcAdm, topic, sc.Partitions); err != nil {
+		res.Err = err.Error()
+		return res
+	}
+	defer func() {
+		if err := deleteTopics(context.WithoutCancel(ctx), b.srcAdm, nil); err != nil {
+			log.Printf("bench: %v", err)
+		}
+	}()
+	began := time.Now()
+	if err := load(ctx, b.src, b.runs, topic, sc); err != nil {
+		res.Err = err.Error()
+		return res
+	}
+	res.Load = time.Since(began)
+	srcEnds, err := endOffsets(ctx, b.srcAdm, topic)
+	if err != nil {
+		res.Err = err.Error()
+		return res
+	}
+	if got := sum(srcEnds); got != sc.Records {
+		res.Err = fmt.Sprintf("the source holds %d records after loading %d", got, sc.Records)
+		return res
+	}
+	if n, bytes, err := sampleBatches(ctx, b.srcCl, topic); err == nil {
+		res.SourceBatches, res.SourceBytes = n, bytes
+	}
+	log.Printf("bench: %s: %d records loaded in %s", sc.Name, sc.Records, res.Load.Round(time.Millisecond))
+	for _, c := range b.contenders {
+		if ctx.Err() != nil {
+			break
+		}
+		if _, ok := c.(failoverer); sc.Failover && !ok {
+			continue // the scenario measures an operation c does not have
+		}
+		r := b.runContender(ctx, c, sc, topic, srcEnds)
+		log.Printf("bench: %s / %s: total %s (%.1f MB/s), steady %.1f MB/s, CPU %.1f s, peak RSS %d MiB, %s",
+			sc.Name, c.Name(), r.Total.Round(time.Millisecond), r.TotalMBps(), r.SteadyMBps(), r.CPU.Seconds(), r.PeakRSS/mib, r.Verdict())
+		res.Results = append(res.Results, r)
+		// The next contender starts from an empty destination, and the
+		// source keeps only the scenario's topic (MirrorMaker 2 may leave
+		// topics of its own there).
+		cctx := context.WithoutCancel(ctx)
+		if err := deleteTopics(cctx, b.dstAdm, nil); err != nil {
+			log.Printf("bench: %v", err)
+		}
+		if err := deleteTopics(cctx, b.srcAdm, []string{topic}); err != nil {
+			log.Printf("bench: %v", err)
+		}
+	}
+	return res
+}
+
+// runContender runs one contender over the backlog and measures it.
+func (b *bench) runContender(ctx context.Context, c contender, sc Scenario, topic string, srcEnds map[int32]int64) Result {
+	b.seq++
+	r := Result{Contender: c.Name(), Records: sc.Records, Bytes: sc.PayloadBytes()}
+	dir := filepath.Join(b.runs, fmt.Sprintf("%02d-%s-%s", b.seq, sc.Name, c.Name()))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		r.Err = err.Error()
+		return r
+	}
+	spec := runSpec{Dir: dir, Topics: []string{topic}, Scenario: sc, Source: bootstrap(b.src, b.srcProxy, sc.SourceRTT), Destination: bootstrap(b.dst, b.dstProxy, sc.DestinationRTT), Seq: b.seq}
+	// The latency phase writes to a topic of the run's own, created empty
+	// before the contender starts, so the backlog stays the same for every
+	// contender.
+	latTopic := ""
+	if sc.LatencyRate > 0 {
+		latTopic = fmt.Sprintf("%s-lat%d", topic, b.seq)
+		if err := createTopic(ctx, b.srcAdm, latTopic, sc.Partitions); err != nil {
+			r.Err = err.Error()
+			return r
+		}
+		spec.Topics = append(spec.Topics, latTopic)
+	}
+	srcCPU0, dstCPU0 := processCPU(b.src.BrokerPID(0)), processCPU(b.dst.BrokerPID(0))
+	t0 := time.Now()
+	p, err := c.Start(ctx, spec)
+	if err != nil {
+		r.Err = err.Error()
+		return r
+	}
+	defer p.stop(30 * time.Second)
+	sampler := newTreeSampler(p.pid())
+	sampleCtx, stopSampling := context.WithCancel(ctx)
+	var sampling sync.WaitGroup
+	sampling.Go(func() {
+		t := time.NewTicker(500 * time.Millisecond)
+		defer t.Stop()
+		for {
+			sampler.Sample()
+			select {
+			case <-sampleCtx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	})
+
+	var first time.Time
+	var firstRecords int64
+	caughtUp := false
+	deadline := time.Now().Add(b.timeout)
+	for !caughtUp {
+		if exited, err := p.exited(); exited {
+			r.Err = fmt.Sprintf("%s %v before catching up", c.Name(), err)
+			r.Detail = p.logTail(20)
+			break
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			r.Err = fmt.Sprintf("not caught up after %s", b.timeout)
+			r.Detail = p.logTail(20)
+			break
+		}
+		ends, _ := endOffsets(ctx, b.dstAdm, topic) // a topic not created yet has no offsets
+		now := time.Now()
+		if n := sum(ends); n > 0 && first.IsZero() {
+			first, firstRecords = now, n
+		}
+		caughtUp = covers(ends, srcEnds)
+		if caughtUp {
+			r.Total = now.Sub(t0)
+			r.Steady = now.Sub(first)
+			r.SteadyRecords = sc.Records - firstRecords
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(pollEvery(sc.Partitions)):
+		}
+	}
+	stopSampling()
+	sampling.Wait()
+	sampler.Sample()
+	r.CPU, r.PeakRSS = sampler.Totals()
+	r.SourceCPU = processCPU(b.src.BrokerPID(0)) - srcCPU0
+	r.DestinationCPU = processCPU(b.dst.BrokerPID(0)) - dstCPU0
+
+	if caughtUp && sc.IdleFor > 0 {
+		select {
+		case <-ctx.Done():
+		case <-time.After(sc.IdleFor):
+		}
+		sampler.Sample()
+		cpu, _ := sampler.Totals()
+		r.IdleCPU = cpu - r.CPU
+		r.IdleRSS = treeRSS(p.pid())
+	}
+	if f, ok := c.(failoverer); ok && caughtUp && sc.Failover {
+		began := time.Now()
+		if err := f.Failover(ctx, spec); err != nil {
+			r.Err = "failover: " + err.Error()
+		} else {
+			r.Failover = time.Since(began)
+		}
+	}
+	if caughtUp && latTopic != "" {
+		srcOpts, _ := b.src.ClientOpts(kafkatest.Identity{})
+		dstOpts, _ := b.dst.ClientOpts(kafkatest.Identity{})
+		from := map[int32]int64{}
+		for p := range sc.Partitions {
+			from[int32(p)] = 0
+		}
+		lat, err := latencyPhase(ctx, srcOpts, dstOpts, latTopic, from, sc, 30*time.Second)
+		if err != nil {
+			r.Err = "latency phase: " + err.Error()
+		}
+		r.Latency = lat
+	}
+	// Count what the destination holds, partition by partition.
+	for _, t := range spec.Topics {
+		want, err := endOffsets(ctx, b.srcAdm, t)
+		if err != nil && r.Err == "" {
+			r.Err = "counting source records: " + err.Error()
+		}
+		if caughtUp {
+			b.waitCovered(ctx, t, want, 2*time.Minute)
+		}
+		starts, err1 := startOffsets(ctx, b.dstAdm, t)
+		ends, err2 := endOffsets(ctx, b.dstAdm, t)
+		if err := errors.Join(err1, err2); err != nil && r.Err == "" && caughtUp {
+			r.Err = "counting destination records: " + err.Error()
+		}
+		for part, w := range want {
+			got := ends[part] - starts[part]
+			switch {
+			case got < w:
+				r.Lost += w - got
+				r.LostPartitions++
+			case got > w:
+				r.Duplicates += got - w
+			}
+		}
+	}
+	if exited, err := p.exited(); exited && r.Err == "" {
+		r.Err = fmt.Sprintf("%s %v during the run", c.Name(), err)
+	}
+	return r
+}
+
+// waitCovered waits until the destination's end offsets reach want, or d.
+func (b *bench) waitCovered(ctx context.Context, topic string, want map[int32]int64, d time.Duration) {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		ends, _ := endOffsets(ctx, b.dstAdm, topic)
+		if covers(ends, want) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// pollEvery is how often the destination's end offsets are read: often
+// enough to time a catch-up of seconds, rarely enough that a ListOffsets of
+// thousands of partitions costs the broker little.
+func pollEvery(partitions int) time.Duration {
+	if partitions >= 1000 {
+		return 250 * time.Millisecond
+	}
+	return 100 * time.Millisecond
+}
+
+// covers reports whether every partition of want has at least that end
+// offset in have.
+func covers(have, want map[int32]int64) bool {
+	for p, w := range want {
+		if have[p] < w {
+			return false
+		}
+	}
+	return true
+}
+
+func sum(m map[int32]int64) int64 {
+	var n int64
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+func endOffsets(ctx context.Context, adm *kadm.Client, topic string) (map[int32]int64, error) {
+	l, err := adm.ListEndOffsets(ctx, topic)
+	return listed(l, err)
+}
+
+func startOffsets(ctx context.Context, adm *kadm.Client, topic string) (map[int32]int64, error) {
+	l, err := adm.ListStartOffsets(ctx, topic)
+	return listed(l, err)
+}
+
+func listed(l kadm.ListedOffsets, err error) (map[int32]int64, error) {
+	if err != nil {
+		return nil, err
+	}
+	out := map[int32]int64{}
+	var errs []error
+	l.Each(func(o kadm.ListedOffset) {
+		if o.Err != nil {
+			errs = append(errs, fmt.Errorf("%s[%d]: %w", o.Topic, o.Partition, o.Err))
+			return
+		}
+		out[o.Partition] = o.Offset
+	})
+	return out, errors.Join(errs...)
+}
+
+func createTopic(ctx context.Context, adm *kadm.Client, topic string, partitions int) error {
+	resp, err := adm.CreateTopic(ctx, int32(partitions), 1, nil, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		return fmt.Errorf("create topic %s (%d partitions): %w", topic, partitions, err)
+	}
+	// CreateTopics answers before every partition's leader serves it; a
+	// producer started now would wait for metadata, and time out on a
+	// busy broker with thousands of partitions.
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	for {
+		ends, err := endOffsets(ctx, adm, topic)
+		if err == nil && len(ends) == partitions {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("topic %s: %d of %d partitions serve after 2 minutes (%v)", topic, len(ends), partitions, err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// deleteTopics deletes every non-internal topic but those in keep, and
+// waits until the cluster no longer lists them.
+func deleteTopics(ctx context.Context, adm *kadm.Client, keep []string) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	for {
+		topics, err := adm.ListTopics(ctx)
+		if err != nil {
+			return fmt.Errorf("list topics: %w", err)
+		}
+		var names []string
+		for _, n := range topics.Names() {
+			if !strings.HasPrefix(n, "__") && !slices.Contains(keep, n) {
+				names = append(names, n)
+			}
+		}
+		if len(names) == 0 {
+			return nil
+		}
+		slices.Sort(names)
+		if _, err := adm.DeleteTopics(ctx, names...); err != nil {
+			return fmt.Errorf("delete topics %v: %w", names, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("topics %v still listed: %w", names, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// repoRoot walks up from the working directory to the one holding go.work.
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.work")); err == nil {
+			return d, nil
+		}
+		if filepath.Dir(d) == d {
+			return "", fmt.Errorf("no go.work above %s: run the bench inside the kmirror repository", dir)
+		}
+	}
+}
+
+func runIn(ctx context.Context, dir, name string, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return out, fmt.Errorf("%w\n%s", err, stderr.String())
+	}
+	return out, nil
+}
+
+func lastLine(b []byte) []byte {
+	lines := bytes.Split(bytes.TrimSpace(b), []byte("\n"))
+	return lines[len(lines)-1]
+}
+
+func gitDescribe(root string) string {
+	out, err := runIn(context.Background(), root, "git", "describe", "--always", "--dirty")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// jarVersion returns the version in the file name of the first jar in libs
+// starting with prefix and a digit ("connect-mirror-4.3.1.jar" → "4.3.1").
+func jarVersion(libs, prefix string) string {
+	jars, _ := filepath.Glob(filepath.Join(libs, prefix+"[0-9]*.jar"))
+	if len(jars) == 0 {
+		return "?"
+	}
+	return strings.TrimSuffix(strings.TrimPrefix(filepath.Base(jars[0]), prefix), ".jar")
+}
+
+// shellJoin quotes args as a POSIX shell would need them.
+func shellJoin(args []string) string {
+	var out []string
+	for _, a := range args {
+		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=.,/:@+") == "" {
+			out = append(out, a)
+			continue
+		}
+		out = append(out, "'"+strings.ReplaceAll(a, "'", `'\''`)+"'")
+	}
+	return strings.Join(out, " ")
+}

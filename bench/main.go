@@ -1,0 +1,40 @@
+// Command kmirror-bench measures kmirror against Apache Kafka's MirrorMaker 2
+// and against a raw batch forwarder (the limit), on real Apache Kafka
+// brokers started by the e2e harness (e2e/kafkatest), with the same data and
+// broker settings for every contender, and writes a Markdown report with
+// PNG charts.
+//
+//	go build -o bin/kmirror-bench ./bench
+//	bin/kmirror-bench -out docs/benchmarks            # the full run (make bench)
+//	bin/kmirror-bench -quick -out bench/out/quick     # a few small scenarios (make bench-quick)
+//	bin/kmirror-bench -scenarios p500,p2000 -contenders kmirror,raw
+//
+// For each scenario it creates a source topic, loads it with Kafka's own
+// producer (kafka-producer-perf-test: the batches are shaped as a Java
+// producer shapes them), and runs each contender in turn against that same
+// backlog: the contender's process starts, the bench polls the destination's
+// end offsets until every partition holds the source's records, samples the
+// contender's CPU time and peak RSS from /proc, optionally runs a latency
+// phase at a fixed produce rate, checks record counts per partition, stops the
+// contender and deletes the destination topics. See docs/benchmarks.md.
+//
+// `kmirror-bench raw` is the raw forwarder itself, run as its own process.
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+func main() {
+	var err error
+	if len(os.Args) > 1 && os.Args[1] == "raw" {
+		err = rawMain(os.Args[2:])
+	} else {
+		err = benchMain(os.Args[1:])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "kmirror-bench:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,202 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// clockTicks is USER_HZ, the unit of utime and stime in /proc/<pid>/stat. It
+// is 100 on every Linux architecture Go supports (the kernel's HZ may differ,
+// but /proc reports in USER_HZ).
+const clockTicks = 100
+
+// procStat is what the bench reads from /proc/<pid>/stat.
+type procStat struct {
+	PID, PPID int
+	// CPU is utime + stime: CPU time spent by the process's threads
+	// (children not included).
+	CPU time.Duration
+}
+
+// parseStat parses the content of /proc/<pid>/stat. The command name (field
+// 2) is in parentheses and may itself hold spaces and parentheses, so the
+// fields are counted from the last ')'.
+func parseStat(b []byte) (procStat, error) {
+	open := bytes.IndexByte(b, '(')
+	closing := bytes.LastIndexByte(b, ')')
+	if open < 0 || closing < open {
+		return procStat{}, errors.New("stat: no command name in parentheses")
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b[:open])))
+	if err != nil {
+		return procStat{}, fmt.Errorf("stat: pid: %w", err)
+	}
+	// After ") ": field 3 (state) is rest[0], so field n is rest[n-3].
+	rest := strings.Fields(string(b[closing+1:]))
+	if len(rest) < 13 {
+		return procStat{}, fmt.Errorf("stat: %d fields after the command name, want at least 13", len(rest))
+	}
+	ppid, err := strconv.Atoi(rest[1])
+	if err != nil {
+		return procStat{}, fmt.Errorf("stat: ppid: %w", err)
+	}
+	utime, err := strconv.ParseUint(rest[14-3], 10, 64)
+	if err != nil {
+		return procStat{}, fmt.Errorf("stat: utime: %w", err)
+	}
+	stime, err := strconv.ParseUint(rest[15-3], 10, 64)
+	if err != nil {
+		return procStat{}, fmt.Errorf("stat: stime: %w", err)
+	}
+	return procStat{PID: pid, PPID: ppid, CPU: ticks(utime + stime)}, nil
+}
+
+func ticks(n uint64) time.Duration { return time.Duration(n) * time.Second / clockTicks }
+
+// parseStatusKiB returns the value of a "Name:   1234 kB" line of
+// /proc/<pid>/status (VmHWM, VmRSS) in bytes.
+func parseStatusKiB(b []byte, name string) (int64, error) {
+	for line := range bytes.SplitSeq(b, []byte("\n")) {
+		v, ok := bytes.CutPrefix(line, []byte(name+":"))
+		if !ok {
+			continue
+		}
+		f := strings.Fields(string(v))
+		if len(f) != 2 || f[1] != "kB" {
+			return 0, fmt.Errorf("status: %s line %q is not \"<n> kB\"", name, line)
+		}
+		n, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("status: %s: %w", name, err)
+		}
+		return n << 10, nil
+	}
+	return 0, fmt.Errorf("status: no %s line", name)
+}
+
+// readStat reads /proc/<pid>/stat under root (normally "/proc").
+func readStat(root string, pid int) (procStat, error) {
+	b, err := os.ReadFile(filepath.Join(root, strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return procStat{}, err
+	}
+	return parseStat(b)
+}
+
+// readHWM reads the peak resident set size (VmHWM) of pid in bytes.
+func readHWM(root string, pid int) (int64, error) {
+	b, err := os.ReadFile(filepath.Join(root, strconv.Itoa(pid), "status"))
+	if err != nil {
+		return 0, err
+	}
+	return parseStatusKiB(b, "VmHWM")
+}
+
+// descendants returns pid and every process below it, from the parent links
+// of all processes under root.
+func descendants(root string, pid int) []int {
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return []int{pid}
+	}
+	children := map[int][]int{}
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		st, err := readStat(root, p)
+		if err != nil {
+			continue // exited meanwhile
+		}
+		children[st.PPID] = append(children[st.PPID], p)
+	}
+	out := []int{pid}
+	for i := 0; i < len(out); i++ {
+		out = append(out, children[out[i]]...)
+	}
+	return out
+}
+
+// treeSampler follows the CPU time and peak RSS of a process and all its
+// descendants (kmirror runs its built-in plugins as child processes). A
+// descendant that exits keeps the last figures sampled for it.
+type treeSampler struct {
+	root string // "/proc"
+	pid  int
+
+	mu   sync.Mutex
+	seen map[int]treeSample
+}
+
+type treeSample struct {
+	cpu time.Duration
+	hwm int64
+}
+
+func newTreeSampler(pid int) *treeSampler {
+	return &treeSampler{root: "/proc", pid: pid, seen: map[int]treeSample{}}
+}
+
+// Sample reads every process of the tree once.
+func (s *treeSampler) Sample() {
+	for _, p := range descendants(s.root, s.pid) {
+		st, err := readStat(s.root, p)
+		if err != nil {
+			continue
+		}
+		hwm, _ := readHWM(s.root, p)
+		s.mu.Lock()
+		if prev, ok := s.seen[p]; !ok || st.CPU >= prev.cpu {
+			s.seen[p] = treeSample{cpu: st.CPU, hwm: max(hwm, prev.hwm)}
+		}
+		s.mu.Unlock()
+	}
+}
+
+// Totals returns the tree's CPU time and the sum of its processes' peak RSS
+// (an upper bound of the tree's peak: the peaks need not coincide).
+func (s *treeSampler) Totals() (cpu time.Duration, peakRSS int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, v := range s.seen {
+		cpu += v.cpu
+		peakRSS += v.hwm
+	}
+	return cpu, peakRSS
+}
+
+// processCPU returns the CPU time of one process (0 when it is gone).
+func processCPU(pid int) time.Duration {
+	if pid <= 0 {
+		return 0
+	}
+	st, err := readStat("/proc", pid)
+	if err != nil {
+		return 0
+	}
+	return st.CPU
+}
+
+// treeRSS returns the current resident set (VmRSS) of a process and its
+// descendants, in bytes.
+func treeRSS(pid int) int64 {
+	var total int64
+	for _, p := range descendants("/proc", pid) {
+		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p), "status"))
+		if err != nil {
+			continue
+		}
+		if n, err := parseStatusKiB(b, "VmRSS"); err == nil {
+			total += n
+		}
+	}
+	return total
+}
