@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -57,6 +58,22 @@ func destinationPartitions(t testing.TB, ctx context.Context, topic string) int3
 // produceTo writes n records to each listed partition of topic.
 func produceTo(t testing.TB, ctx context.Context, topic string, n int, partitions ...int32) {
 	t.Helper()
+	// Partitions just added are in the brokers' metadata a moment after
+	// CreatePartitions returns; a client whose first metadata lacks one
+	// refuses a record for it.
+	want := int(slices.Max(partitions)) + 1
+	adm := superAdmin(t, source)
+	for {
+		d, err := adm.ListTopics(ctx, topic)
+		if err == nil && len(d[topic].Partitions) >= want {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("topic %s does not show %d partitions on the source: %v", topic, want, err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 	cl := newClient(t, source, kafkatest.Identity{}, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	var recs []*kgo.Record
 	for _, p := range partitions {
