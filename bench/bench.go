@@ -52,7 +52,7 @@ func benchMain(args []string) error {
 	conditions := fs.String("conditions", "", "a sentence about the run's conditions, printed at the top of the report")
 	timeout := fs.Duration("run-timeout", 0, "longest wait for one contender's catch-up (default 15m, 3m with -quick)")
 	mm2Libs := fs.String("mm2-libs", "", "MirrorMaker 2 jars (default: resolved by scripts/mm2/fetch.sh)")
-	mm2MaxTasks := fs.Int("mm2-max-tasks", 32, "cap on MirrorMaker 2's tasks.max, which is otherwise the partition count (0: no cap)")
+	mm2MaxTasks := fs.Int("mm2-max-tasks", 16, "cap on MirrorMaker 2's tasks.max, which is otherwise the partition count (0: no cap)")
 	rawInflight := fs.Int("raw-inflight", 5, "the raw forwarder's ProduceRequests in flight per destination broker")
 	tuned := fs.String("kmirror-tuned", "", `mirror keys for an extra contender "kmirror-tuned", separated by ";" (e.g. "replica.fetch.max.bytes: 4194304")`)
 	keep := fs.Bool("keep", false, "keep each run's directory (configs, logs, state; in a temporary directory named at the end)")
