@@ -52,6 +52,7 @@ func benchMain(args []string) error {
 	conditions := fs.String("conditions", "", "a sentence about the run's conditions, printed at the top of the report")
 	timeout := fs.Duration("run-timeout", 0, "longest wait for one contender's catch-up (default 15m, 3m with -quick)")
 	mm2Libs := fs.String("mm2-libs", "", "MirrorMaker 2 jars (default: resolved by scripts/mm2/fetch.sh)")
+	mm2Heap := fs.String("mm2-heap", "4g", "MirrorMaker 2's JVM heap (-Xmx); connect-mirror-maker.sh's default 2g ran out with 16 tasks on p500")
 	mm2MaxTasks := fs.Int("mm2-max-tasks", 16, "cap on MirrorMaker 2's tasks.max, which is otherwise the partition count (0: no cap)")
 	rawInflight := fs.Int("raw-inflight", 5, "the raw forwarder's ProduceRequests in flight per destination broker")
 	tuned := fs.String("kmirror-tuned", "", `mirror keys for an extra contender "kmirror-tuned", separated by ";" (e.g. "replica.fetch.max.bytes: 4194304")`)
@@ -148,7 +149,7 @@ func benchMain(args []string) error {
 				libs = strings.TrimSpace(string(lastLine(out)))
 			}
 			*mm2Libs = libs // resolved once for both variants
-			c = mm2Contender{libs: libs, java: dist.Java, maxTasks: *mm2MaxTasks, version: jarVersion(libs, "connect-mirror-"), offsetSync: n == contMM2Sync}
+			c = mm2Contender{libs: libs, java: dist.Java, maxTasks: *mm2MaxTasks, heap: *mm2Heap, version: jarVersion(libs, "connect-mirror-"), offsetSync: n == contMM2Sync}
 		case contRaw:
 			c = rawContender{self: self, inflight: *rawInflight}
 		}
