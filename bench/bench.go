@@ -52,7 +52,8 @@ func benchMain(args []string) error {
 	conditions := fs.String("conditions", "", "a sentence about the run's conditions, printed at the top of the report")
 	timeout := fs.Duration("run-timeout", 0, "longest wait for one contender's catch-up (default 15m, 3m with -quick)")
 	mm2Libs := fs.String("mm2-libs", "", "MirrorMaker 2 jars (default: resolved by scripts/mm2/fetch.sh)")
-	mm2MaxTasks := fs.Int("mm2-max-tasks", 32, "cap on MirrorMaker 2's tasks.max, which is otherwise the partition count (0: no cap)")
+	mm2Heap := fs.String("mm2-heap", "4g", "MirrorMaker 2's JVM heap (-Xmx); connect-mirror-maker.sh's default 2g ran out with 16 tasks on p500")
+	mm2MaxTasks := fs.Int("mm2-max-tasks", 16, "cap on MirrorMaker 2's tasks.max, which is otherwise the partition count (0: no cap)")
 	rawInflight := fs.Int("raw-inflight", 5, "the raw forwarder's ProduceRequests in flight per destination broker")
 	tuned := fs.String("kmirror-tuned", "", `mirror keys for an extra contender "kmirror-tuned", separated by ";" (e.g. "replica.fetch.max.bytes: 4194304")`)
 	keep := fs.Bool("keep", false, "keep each run's directory (configs, logs, state; in a temporary directory named at the end)")
@@ -148,7 +149,7 @@ func benchMain(args []string) error {
 				libs = strings.TrimSpace(string(lastLine(out)))
 			}
 			*mm2Libs = libs // resolved once for both variants
-			c = mm2Contender{libs: libs, java: dist.Java, maxTasks: *mm2MaxTasks, version: jarVersion(libs, "connect-mirror-"), offsetSync: n == contMM2Sync}
+			c = mm2Contender{libs: libs, java: dist.Java, maxTasks: *mm2MaxTasks, heap: *mm2Heap, version: jarVersion(libs, "connect-mirror-"), offsetSync: n == contMM2Sync}
 		case contRaw:
 			c = rawContender{self: self, inflight: *rawInflight}
 		}
@@ -464,15 +465,19 @@ func (b *bench) runContender(ctx context.Context, c contender, sc Scenario, topi
 	if caughtUp && latTopic != "" {
 		srcOpts, _ := b.src.ClientOpts(kafkatest.Identity{})
 		dstOpts, _ := b.dst.ClientOpts(kafkatest.Identity{})
-		from := map[int32]int64{}
-		for p := range sc.Partitions {
-			from[int32(p)] = 0
-		}
-		lat, err := latencyPhase(ctx, srcOpts, dstOpts, latTopic, from, sc, 30*time.Second)
+		// Warm up: one record per partition, mirrored before the clock
+		// starts, so the phase times a mirror that already streams the
+		// topic, not one still preparing its partitions.
+		from, err := b.warmUp(ctx, latTopic, sc.Partitions)
 		if err != nil {
 			r.Err = "latency phase: " + err.Error()
+		} else {
+			lat, err := latencyPhase(ctx, srcOpts, dstOpts, latTopic, from, sc, 30*time.Second)
+			if err != nil {
+				r.Err = "latency phase: " + err.Error()
+			}
+			r.Latency = lat
 		}
-		r.Latency = lat
 	}
 	// Count what the destination holds, partition by partition.
 	for _, t := range spec.Topics {
@@ -503,6 +508,34 @@ func (b *bench) runContender(ctx context.Context, c contender, sc Scenario, topi
 		r.Err = fmt.Sprintf("%s %v during the run", c.Name(), err)
 	}
 	return r
+}
+
+// warmUp produces one record to every partition of topic on the source and
+// waits until the destination has them all; it returns the destination's
+// end offsets, where the latency phase starts reading.
+func (b *bench) warmUp(ctx context.Context, topic string, partitions int) (map[int32]int64, error) {
+	var recs []*kgo.Record
+	for p := range partitions {
+		recs = append(recs, &kgo.Record{Topic: topic, Partition: int32(p), Value: make([]byte, 8)})
+	}
+	cl, err := b.src.NewClient(kafkatest.Identity{}, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		return nil, fmt.Errorf("warm-up records: %w", err)
+	}
+	want, err := endOffsets(ctx, b.srcAdm, topic)
+	if err != nil {
+		return nil, err
+	}
+	b.waitCovered(ctx, topic, want, 2*time.Minute)
+	ends, _ := endOffsets(ctx, b.dstAdm, topic)
+	if !covers(ends, want) {
+		return nil, fmt.Errorf("the warm-up records of %s did not reach the destination in 2 minutes", topic)
+	}
+	return ends, nil
 }
 
 // waitCovered waits until the destination's end offsets reach want, or d.

@@ -117,7 +117,8 @@ func (k kmirrorContender) Failover(ctx context.Context, spec runSpec) error {
 type mm2Contender struct {
 	libs     string // connect-mirror jars (scripts/mm2/fetch.sh)
 	java     string
-	maxTasks int // 0: tasks.max = partitions
+	maxTasks int    // 0: tasks.max = partitions
+	heap     string // -Xmx
 	version  string
 	// offsetSync turns on what an operator runs for failover: offset
 	// syncs, checkpoints and group offset sync (contender mm2-sync).
@@ -133,10 +134,10 @@ func (m mm2Contender) Name() string {
 
 func (m mm2Contender) Settings() string {
 	return fmt.Sprintf("MirrorMaker 2 (`connect-mirror` %s from Maven Central) in dedicated mode, `org.apache.kafka.connect.mirror.MirrorMaker` as `connect-mirror-maker.sh` runs it "+
-		"(JVM `-Xms256m -Xmx2g`, G1 as `kafka-run-class.sh`); `IdentityReplicationPolicy`; `tasks.max` = partitions%s; "+
+		"(JVM `-Xmx%s` — the script's default 2g ran out of heap with 16 tasks on p500 — and G1 as `kafka-run-class.sh`); `IdentityReplicationPolicy`; `tasks.max` = partitions%s; "+
 		"destination producer `batch.size`, `linger.ms` and `compression.type` as the source producer's, `acks=all` (Connect's other producer defaults kept); "+
 		"source consumer `max.partition.fetch.bytes` 1 MiB, `fetch.max.bytes` 50 MiB, `max.poll.records` 2000; "+
-		"%s", m.version, m.capNote(), m.syncNote())
+		"%s", m.version, m.heap, m.capNote(), m.syncNote())
 }
 
 func (m mm2Contender) syncNote() string {
@@ -148,7 +149,7 @@ func (m mm2Contender) syncNote() string {
 
 func (m mm2Contender) capNote() string {
 	if m.maxTasks > 0 {
-		return fmt.Sprintf(" up to %d (each task has its own consumer and producer; 2,000 tasks in one worker did not copy 20,000 records in 3 minutes on a 2-core machine, 32 did)", m.maxTasks)
+		return fmt.Sprintf(" up to %d (each task has its own consumer, fetching up to 50 MiB, and its own producer, buffering up to 32 MiB; 2,000 tasks in one worker did not copy 20,000 records in 3 minutes)", m.maxTasks)
 	}
 	return ""
 }
@@ -222,7 +223,7 @@ func (m mm2Contender) Start(ctx context.Context, spec runSpec) (*process, error)
 	}
 	// kafka-run-class.sh's defaults with connect-mirror-maker.sh's heap.
 	args := []string{
-		"-Xms256m", "-Xmx2g",
+		"-Xms256m", "-Xmx" + m.heap,
 		"-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent",
 		"-Djava.awt.headless=true",
 		"-Dlog4j2.configurationFile=" + filepath.Join(m.libs, "log4j2.properties"),

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -75,6 +76,11 @@ func (p *process) stop(grace time.Duration) {
 	}
 }
 
+// javaThrowable matches the first line of a Java stack trace
+// ("java.lang.OutOfMemoryError: Java heap space"), which follows the ERROR
+// line that announces it.
+var javaThrowable = regexp.MustCompile(`^[a-z][\w.]*\.\w*(Exception|Error)\b`)
+
 // logTail returns the last n lines of the process's log, or of its lines
 // that hold ERROR when there are any (a JVM's log is mostly configuration
 // dumps), each cut to 400 bytes.
@@ -88,7 +94,9 @@ func (p *process) logTail(n int) string {
 	for _, l := range lines {
 		// MirrorMaker 2 logs its checkpoint connector's refusal to run
 		// with checkpoints off at every start: expected, not a cause.
-		if strings.Contains(l, "ERROR") && !strings.Contains(l, "Failed to configure MirrorCheckpointConnector") {
+		switch {
+		case strings.Contains(l, "Failed to configure MirrorCheckpointConnector"):
+		case strings.Contains(l, "ERROR"), javaThrowable.MatchString(l):
 			errLines = append(errLines, l)
 		}
 	}

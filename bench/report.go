@@ -341,7 +341,7 @@ func (r Report) WriteMarkdown(w io.Writer) error {
 					prod = res.Latency.ProducerSettings
 				}
 			}
-			p("End-to-end latency after the catch-up: %s records/s for %s (%s), timed from the producer's send to a consumer on the destination.\n\n",
+			p("End-to-end latency after the catch-up: %s records/s for %s (%s), timed from the producer's send to a consumer on the destination, once one warm-up record per partition has been mirrored.\n\n",
 				fmtInt(int64(sc.LatencyRate)), fmtDur(sc.LatencyFor), prod)
 			p("| contender | p50 | p99 | p99.9 | max | received / sent |\n|---|---:|---:|---:|---:|---:|\n")
 			for _, res := range s.Results {
