@@ -43,7 +43,7 @@ func BenchmarkResponse(b *testing.B) {
 			value := make([]byte, tc.recordBytes)
 			total := 0
 			for p := range int32(tc.parts) {
-				part := &partition{key: tp{"bench", p}, topicID: id, state: psActive, sink: SinkFunc(func(Fetched) {}), hw: -1, lso: -1, logStart: -1}
+				part := &fetchPartition{key: tp{"bench", p}, topicID: id, state: psActive, sink: SinkFunc(func(Fetched) {}), hw: -1, lso: -1, logStart: -1}
 				s.parts[part.key] = part
 				m.parts[part.key] = part
 				in.next[part.key] = sentEntry{p: part}

@@ -98,8 +98,8 @@ type Manager struct {
 	wake chan struct{} // the placement loop in Run
 
 	mu       sync.Mutex
-	parts    map[tp]*partition
-	pending  map[tp]*partition // StateWaitingForLeader
+	parts    map[tp]*fetchPartition
+	pending  map[tp]*fetchPartition // StateWaitingForLeader
 	sessions map[sessionKey]*session
 	clients  []*kgo.Client // per fetcher id; [0] is cl; set by Run
 	runState int           // 0 new, 1 running, 2 stopped
@@ -124,8 +124,8 @@ const (
 	psRemoved
 )
 
-// partition is one partition's fetch state, guarded by Manager.mu.
-type partition struct {
+// fetchPartition is one partition's fetch state, guarded by Manager.mu.
+type fetchPartition struct {
 	key     tp
 	topicID [16]byte
 	sink    Sink
@@ -166,8 +166,8 @@ func New(client *kgo.Client, opts ...Option) (*Manager, error) {
 		cfg:      cfg,
 		log:      cfg.log,
 		wake:     make(chan struct{}, 1),
-		parts:    make(map[tp]*partition),
-		pending:  make(map[tp]*partition),
+		parts:    make(map[tp]*fetchPartition),
+		pending:  make(map[tp]*fetchPartition),
 		sessions: make(map[sessionKey]*session),
 	}, nil
 }
@@ -196,7 +196,7 @@ func (m *Manager) Add(p PartitionSpec, sink Sink) error {
 	if _, ok := m.parts[key]; ok {
 		return fmt.Errorf("fetcher: add %s: %w", key, ErrAlreadyAdded)
 	}
-	part := &partition{
+	part := &fetchPartition{
 		key:          key,
 		topicID:      p.TopicID,
 		sink:         sink,
@@ -283,7 +283,7 @@ func (m *Manager) Snapshot() []PartitionStatus {
 	return out
 }
 
-func (p *partition) status() PartitionStatus {
+func (p *fetchPartition) status() PartitionStatus {
 	s := PartitionStatus{
 		Topic:            p.key.topic,
 		Partition:        p.key.partition,
@@ -363,7 +363,7 @@ func (m *Manager) place(ctx context.Context) {
 	defer timer.Stop()
 	for {
 		now := time.Now()
-		var due []*partition
+		var due []*fetchPartition
 		var next time.Time
 		m.mu.Lock()
 		for _, p := range m.pending {
@@ -403,7 +403,7 @@ func (m *Manager) place(ctx context.Context) {
 
 // resolve reads metadata for the due partitions' topics and places each on
 // its leader's session; partitions without a usable leader wait a backoff.
-func (m *Manager) resolve(ctx context.Context, due []*partition) {
+func (m *Manager) resolve(ctx context.Context, due []*fetchPartition) {
 	topics := make(map[string]struct{})
 	for _, p := range due {
 		topics[p.key.topic] = struct{}{}
@@ -501,7 +501,7 @@ func (m *Manager) resolve(ctx context.Context, due []*partition) {
 // assign puts p on the session of (leader, fetcher id), starting the
 // session's goroutine if it is not running. Called with m.mu held, from
 // Run's goroutine only.
-func (m *Manager) assign(ctx context.Context, p *partition, leader, epoch int32) {
+func (m *Manager) assign(ctx context.Context, p *fetchPartition, leader, epoch int32) {
 	key := sessionKey{broker: leader, fetcher: fetcherID(p.key.topic, p.key.partition, m.cfg.fetchers)}
 	s := m.sessions[key]
 	if s == nil {
@@ -526,7 +526,7 @@ func (m *Manager) assign(ctx context.Context, p *partition, leader, epoch int32)
 
 // detach takes p out of its session (which forgets it in its next
 // request). Called with m.mu held.
-func (m *Manager) detach(p *partition) {
+func (m *Manager) detach(p *fetchPartition) {
 	if p.sess != nil {
 		delete(p.sess.parts, p.key)
 		p.sess.signal()
@@ -538,7 +538,7 @@ func (m *Manager) detach(p *partition) {
 
 // relocate sends p back to placement after a backoff because of a retriable
 // error. Called with m.mu held.
-func (m *Manager) relocate(p *partition, err error) {
+func (m *Manager) relocate(p *fetchPartition, err error) {
 	m.detach(p)
 	m.retryLater(p, time.Now(), err)
 	m.signal()
@@ -548,7 +548,7 @@ func (m *Manager) relocate(p *partition, err error) {
 // metadata requests.
 const minRetry = 10 * time.Millisecond
 
-func (m *Manager) retryLater(p *partition, now time.Time, err error) {
+func (m *Manager) retryLater(p *fetchPartition, now time.Time, err error) {
 	p.state = psPending
 	p.notBefore = now.Add(max(m.cfg.backoff, minRetry))
 	p.err = err
@@ -557,7 +557,7 @@ func (m *Manager) retryLater(p *partition, now time.Time, err error) {
 }
 
 // fail stops fetching p and delivers err. Called with m.mu held.
-func (m *Manager) fail(p *partition, err error) {
+func (m *Manager) fail(p *fetchPartition, err error) {
 	m.detach(p)
 	delete(m.pending, p.key)
 	p.state = psFailed

@@ -35,7 +35,7 @@ type session struct {
 	wake chan struct{}
 
 	// Guarded by m.mu.
-	parts   map[tp]*partition
+	parts   map[tp]*fetchPartition
 	running bool
 
 	// The broker's fetch session (KIP-227) as this side knows it. Guarded
@@ -50,7 +50,7 @@ type session struct {
 
 // sentEntry is one partition as the broker's fetch session holds it.
 type sentEntry struct {
-	p            *partition
+	p            *fetchPartition
 	topicID      [16]byte
 	offset       int64
 	currentEpoch int32
@@ -69,7 +69,7 @@ type inflight struct {
 // oorItem is a partition whose fetch offset the source rejected as out of
 // range, with the bounds the response carried (-1 when none).
 type oorItem struct {
-	p      *partition
+	p      *fetchPartition
 	hw, ls int64
 }
 
@@ -79,7 +79,7 @@ func newSession(m *Manager, key sessionKey, cl *kgo.Client) *session {
 		key:   key,
 		cl:    cl,
 		wake:  make(chan struct{}, 1),
-		parts: make(map[tp]*partition),
+		parts: make(map[tp]*fetchPartition),
 	}
 }
 
@@ -406,7 +406,7 @@ func scanResponse(resp *kmsg.FetchResponse) [][]scanned {
 }
 
 // apply delivers one partition's error-free response. Called with m.mu held.
-func (s *session) apply(p *partition, rp *kmsg.FetchResponseTopicPartition, sc *scanned) {
+func (s *session) apply(p *fetchPartition, rp *kmsg.FetchResponseTopicPartition, sc *scanned) {
 	m := s.m
 	if rp.DivergingEpoch.Epoch >= 0 || rp.DivergingEpoch.EndOffset >= 0 {
 		m.fail(p, &DivergedError{
