@@ -14,7 +14,6 @@
 //   - failback:         how a reverse mirror continues after a failover: at the last mirrored offset, after a side topic, or recreated
 //   - failpoint:        named crash points the end-to-end tests stop a process at
 //   - fetcher:          the source side of the data path: raw record batches fetched per source broker
-//   - filters:          the built-in include/exclude filter of a mirror, as an SDK filter
 //   - groupsync:        the consumer-group and share-group offset sync loop of one mirror
 //   - internal/testpki: throw-away certificate authorities for tests
 //   - kafkalog:         a partition's log read raw: bounds, leader, batches in bounded memory, entries
@@ -25,6 +24,7 @@
 //   - offsetmap:        the exact source→destination offset map of a partition in map mode
 //   - partition:        the per-partition state machine and its persistence
 //   - runner:           one mirrored partition: prepare, prove the destination, forward, map mode, stop
+//   - scope:            a mirror's scope, its built-in include/exclude filter of topics, groups and ACLs, as an SDK filter
 //   - syncloop:         the sync-loop template and the metadata-sync lease of a mirror
 //   - throttle:         the daemon-wide replication throttle (mirror.replication.throttled.rate)
 //   - topicsync:        the topic sync of one mirror (create, expand, configs, deleted/recreated topics, read-only ACLs)

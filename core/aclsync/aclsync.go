@@ -8,7 +8,7 @@
 //
 //   - The scope of a cycle is the set of bindings that Options.Managed does
 //     not report and Options.Filter keeps (the mirror.acl.include rules,
-//     core/filters); the filter is called once for the source's bindings and
+//     core/scope); the filter is called once for the source's bindings and
 //     once for the destination's. Nothing outside the scope is ever
 //     created or deleted on the destination; in particular the read-only
 //     DENY WRITE ACLs kmirror itself puts on mirror topics
@@ -75,7 +75,7 @@ type Options struct {
 	// DESCRIBE and ALTER on the CLUSTER resource.
 	Destination *kgo.Client
 	// Filter decides which bindings are in scope: the built-in
-	// mirror.acl.include rules (core/filters), possibly chained with filter
+	// mirror.acl.include rules (core/scope), possibly chained with filter
 	// plugins. Only its FilterACLs is called. Nil: no binding is in scope,
 	// Sync does nothing and contacts no cluster (the engine passes nil when
 	// mirror.acl.include is empty).

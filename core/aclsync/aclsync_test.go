@@ -13,7 +13,7 @@ import (
 
 	"github.com/kmirror/kmirror/core/aclrule"
 	"github.com/kmirror/kmirror/core/config"
-	"github.com/kmirror/kmirror/core/filters"
+	"github.com/kmirror/kmirror/core/scope"
 	"github.com/kmirror/kmirror/core/topicsync"
 	"github.com/kmirror/kmirror/internal/kfaketest"
 	"github.com/kmirror/kmirror/sdk/filter"
@@ -268,7 +268,7 @@ func TestFilterDecidesTheScopeOncePerSide(t *testing.T) {
 		return out, nil
 	}}
 	e := newEnv(t, "", managed)
-	f := filter.Chain(filters.New(&config.Mirror{ACLInclude: mustRules(t, "TOPIC;orders.*")}), noCarol)
+	f := filter.Chain(scope.New(&config.Mirror{ACLInclude: mustRules(t, "TOPIC;orders.*")}), noCarol)
 	s, err := e.newSyncer(f, managed)
 	if err != nil {
 		t.Fatal(err)

@@ -12,8 +12,8 @@ import (
 
 	"github.com/kmirror/kmirror/core/aclrule"
 	"github.com/kmirror/kmirror/core/config"
-	"github.com/kmirror/kmirror/core/filters"
 	"github.com/kmirror/kmirror/core/metrics"
+	"github.com/kmirror/kmirror/core/scope"
 	"github.com/kmirror/kmirror/internal/kfaketest"
 	"github.com/kmirror/kmirror/sdk/filter"
 )
@@ -83,7 +83,7 @@ func newEnv(t *testing.T, rules string, managed func(aclrule.Binding) bool) *env
 	}
 	var f filter.Filter // as the engine does: no rule, no filter, no ACL sync
 	if len(rs) > 0 {
-		f = filters.New(&config.Mirror{ACLInclude: rs})
+		f = scope.New(&config.Mirror{ACLInclude: rs})
 	}
 	e.syncer, err = e.newSyncer(f, managed)
 	if err != nil {

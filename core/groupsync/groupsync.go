@@ -89,7 +89,7 @@ type Options struct {
 	// Destination is an admin client of the destination cluster.
 	Destination *kadm.Client
 	// Filter decides which source groups are synced: the built-in
-	// mirror.groups.include/exclude rules (core/filters), possibly chained
+	// mirror.groups.include/exclude rules (core/scope), possibly chained
 	// with filter plugins. Only its FilterGroups is called, once per cycle
 	// with every group the source lists. Nil syncs every group.
 	Filter filter.Filter

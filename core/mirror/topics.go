@@ -10,8 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmirror/kmirror/core/config"
-	"github.com/kmirror/kmirror/core/filters"
 	"github.com/kmirror/kmirror/core/partition"
+	"github.com/kmirror/kmirror/core/scope"
 	"github.com/kmirror/kmirror/core/topicsync"
 	"github.com/kmirror/kmirror/sdk/filter"
 )
@@ -23,8 +23,8 @@ var ErrCannotWrite = topicsync.ErrCannotWrite
 
 // scopeFilter returns the filter that decides a mirror's scope (topics,
 // groups, ACL bindings): the built-in include/exclude rules of its
-// configuration (core/filters). Filter plugins chain here, with filter.Chain.
-func scopeFilter(m *config.Mirror) filter.Filter { return filters.New(m) }
+// configuration (core/scope). Filter plugins chain here, with filter.Chain.
+func scopeFilter(m *config.Mirror) filter.Filter { return scope.New(m) }
 
 // inScope reports whether a source topic is mirrored by the built-in rules:
 // it matches some mirror.topics.include pattern and no mirror.topics.exclude
@@ -32,7 +32,7 @@ func scopeFilter(m *config.Mirror) filter.Filter { return filters.New(m) }
 // never mirror). It serves the checks of a single name; the topics round
 // filters every source topic at once (scopeFilter).
 func inScope(m *config.Mirror, topic string) bool {
-	return filters.New(m).Topic(filter.Topic{Name: topic})
+	return scope.New(m).Topic(filter.Topic{Name: topic})
 }
 
 // sourceTopic is what the mirror needs to know of a source topic.

@@ -14,7 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/core/config"
-	"github.com/kmirror/kmirror/core/filters"
+	"github.com/kmirror/kmirror/core/scope"
 	"github.com/kmirror/kmirror/sdk/filter"
 )
 
@@ -249,7 +249,7 @@ func (e *fakeEngine) Stop(_ context.Context, reasons map[string]string) error {
 func newSyncer(t *testing.T, f *fixture, dst *kgo.Client, include, exclude, propsExclude string) (*Syncer, *fakeEngine) {
 	t.Helper()
 	mc := &config.Mirror{Name: "test", TopicsInclude: regexes(t, include), TopicsExclude: regexes(t, exclude)}
-	scope := filters.New(mc)
+	scope := scope.New(mc)
 	eng := newFakeEngine("test")
 	if dst == nil {
 		dst = f.dstCl

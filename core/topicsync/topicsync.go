@@ -132,7 +132,7 @@ type Options struct {
 	// must be a super user there (mirror topics carry a DENY WRITE ACL).
 	Destination *kgo.Client
 	// Filter decides which source topics are mirrored: the built-in
-	// mirror.topics.include/exclude rules (core/filters), possibly chained
+	// mirror.topics.include/exclude rules (core/scope), possibly chained
 	// with filter plugins. Only its FilterTopics is called, once per round
 	// with every source topic that can be mirrored now.
 	Filter filter.Filter

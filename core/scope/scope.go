@@ -1,4 +1,4 @@
-// Package filters owns kmirror's built-in filter: the include and exclude
+// Package scope owns kmirror's built-in filter, a mirror's scope: the include and exclude
 // rules of a mirror's configuration, as a filter.Filter of the SDK
 // (github.com/kmirror/kmirror/sdk/filter) that decides over batches.
 //
@@ -17,7 +17,7 @@
 // and kind, with every candidate of the source; filter plugins chain after
 // it with filter.Chain. Its per-item predicates (Topic, Group, ACL) serve the
 // engine's checks of a single name.
-package filters
+package scope
 
 import (
 	"context"
