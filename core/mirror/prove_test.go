@@ -219,21 +219,10 @@ func visibleValues(l *verify.Log) string {
 // read_committed view of the destination is want.
 func checkMappedCopy(t *testing.T, f *fixture, store statestore.Store, topic, want string) {
 	t.Helper()
-	ctx := context.Background()
-	src, err := verify.ReadLog(ctx, f.srcCl, topic, 0)
+	f.checkMapped(t, store, topic)
+	dst, err := verify.ReadLog(context.Background(), f.dstCl, topic, 0)
 	if err != nil {
 		t.Fatal(err)
-	}
-	dst, err := verify.ReadLog(ctx, f.dstCl, topic, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := offsetmap.Load(ctx, store, "test", topic, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := verify.DiffMapped(src, dst, m.Lookup); diff != "" {
-		t.Fatalf("%s (offset map %v)", diff, m.Ranges())
 	}
 	if got := visibleValues(dst); got != want {
 		t.Fatalf("destination read_committed %s, want %s", got, want)
@@ -295,16 +284,8 @@ func TestAStopWithAnOpenTransactionThenStartCopiesItAgain(t *testing.T) {
 func TestAForeignRecordWrittenWhileDownIsReportedAndNoSourceRecordSkipped(t *testing.T) {
 	f := newFixture(t)
 	f.createTopic(t, "intruded", 1)
-	ctx := context.Background()
 	src := f.client(t, f.src, kgo.DefaultProduceTopic("intruded"))
-	put := func(cl *kgo.Client, vs ...string) {
-		t.Helper()
-		for _, v := range vs {
-			if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	put := func(cl *kgo.Client, vs ...string) { t.Helper(); putValues(t, cl, vs...) }
 	put(src, "s0", "s1", "s2")
 	store := memstore.New()
 	cfg := f.config(t, "intruded")
@@ -332,14 +313,7 @@ func TestWithMismatchActionFailTheForeignRecordFailsThePartitionUntilStarted(t *
 	f.createTopic(t, "strict", 1)
 	ctx := context.Background()
 	src := f.client(t, f.src, kgo.DefaultProduceTopic("strict"))
-	put := func(cl *kgo.Client, vs ...string) {
-		t.Helper()
-		for _, v := range vs {
-			if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	put := func(cl *kgo.Client, vs ...string) { t.Helper(); putValues(t, cl, vs...) }
 	put(src, "s0", "s1")
 	store := memstore.New()
 	cfg := f.config(t, "strict", "    mirror.destination.mismatch.action: fail")
@@ -483,5 +457,15 @@ func TestMapModeStartsAtALogStartInsideABatch(t *testing.T) {
 	}
 	if ps := e.Status().Mirrors[0].Partitions[0]; ps.Mode != "map" {
 		t.Fatalf("mode %q, want map", ps.Mode)
+	}
+}
+
+// putValues produces one record per value, synchronously.
+func putValues(t *testing.T, cl *kgo.Client, vs ...string) {
+	t.Helper()
+	for _, v := range vs {
+		if err := cl.ProduceSync(context.Background(), &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
