@@ -140,14 +140,7 @@ func TestCompactTopicWithAMovedLogStartRunsInMapMode(t *testing.T) {
 		t.Fatalf("DeleteRecords on the compact destination topic: %v, want POLICY_VIOLATION", err)
 	}
 
-	srcLog, err := verify.ReadLog(ctx, newClient(t, source, kafkatest.Identity{}), topic, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dstLog, err := verify.ReadLog(ctx, newClient(t, destination, kafkatest.Identity{}), topic, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srcLog, dstLog := readBothLogs(t, ctx, topic)
 	if srcLog.LogStart != 275 || len(srcLog.Entries) != 225 {
 		t.Fatalf("source log starts at %d with %d records, want 275 and 225 (test premise)", srcLog.LogStart, len(srcLog.Entries))
 	}

@@ -450,3 +450,17 @@ func storedOffsetMap(t testing.TB, ctx context.Context, d *daemon, topic string)
 	}
 	return m
 }
+
+// readBothLogs reads topic/0 raw on the source and on the destination.
+func readBothLogs(t testing.TB, ctx context.Context, topic string) (src, dst *verify.Log) {
+	t.Helper()
+	src, err := verify.ReadLog(ctx, newClient(t, source, kafkatest.Identity{}), topic, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst, err = verify.ReadLog(ctx, newClient(t, destination, kafkatest.Identity{}), topic, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src, dst
+}

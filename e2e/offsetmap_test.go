@@ -53,14 +53,7 @@ func TestMapModeDaemonKilledRepeatedlyKeepsAnExactOffsetMap(t *testing.T) {
 	d.waitMirrored(ctx, topic, 1)
 	d.stop(syscall.SIGTERM)
 
-	srcLog, err := verify.ReadLog(ctx, newClient(t, source, kafkatest.Identity{}), topic, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dstLog, err := verify.ReadLog(ctx, newClient(t, destination, kafkatest.Identity{}), topic, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srcLog, dstLog := readBothLogs(t, ctx, topic)
 	if len(dstLog.Entries) != len(srcLog.Entries) {
 		t.Fatalf("destination holds %d records, the source %d", len(dstLog.Entries), len(srcLog.Entries))
 	}

@@ -54,14 +54,7 @@ func committedValues(t testing.TB, ctx context.Context, c *kafkatest.Cluster, to
 // the same visibility.
 func mappedCopy(t testing.TB, ctx context.Context, d *daemon, topic string) {
 	t.Helper()
-	srcLog, err := verify.ReadLog(ctx, newClient(t, source, kafkatest.Identity{}), topic, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dstLog, err := verify.ReadLog(ctx, newClient(t, destination, kafkatest.Identity{}), topic, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srcLog, dstLog := readBothLogs(t, ctx, topic)
 	m := storedOffsetMap(t, ctx, d, topic)
 	if diff := verify.DiffMapped(srcLog, dstLog, m.Lookup); diff != "" {
 		t.Fatalf("%s (offset map %v)", diff, m.Ranges())
