@@ -15,42 +15,45 @@ import (
 type Option func(*config)
 
 type config struct {
-	mirror          string
-	txnTimeout      time.Duration // 0: read from the destination brokers
-	maxInflight     int
-	maxRequestBytes int
-	requestTimeout  time.Duration
-	retryTimeout    time.Duration
-	backoffMin      time.Duration
-	backoffMax      time.Duration
-	idleWriter      time.Duration
-	logger          hclog.Logger
+	mirror               string
+	txnTimeout           time.Duration // 0: read from the destination brokers
+	maxInflight          int
+	maxInflightPartition int
+	maxRequestBytes      int
+	requestTimeout       time.Duration
+	retryTimeout         time.Duration
+	backoffMin           time.Duration
+	backoffMax           time.Duration
+	idleWriter           time.Duration
+	logger               hclog.Logger
 }
 
 // Defaults of the options.
 const (
-	DefaultMirrorName         = "default"
-	DefaultMaxInflight        = 5
-	DefaultMaxRequestBytes    = 16 << 20
-	DefaultRequestTimeout     = 30 * time.Second
-	DefaultRetryTimeout       = 2 * time.Minute
-	DefaultRetryBackoffMin    = 10 * time.Millisecond
-	DefaultRetryBackoffMax    = time.Second
-	DefaultIdleWriterTimeout  = 15 * time.Minute
-	DefaultTransactionTimeout = 900000 * time.Millisecond // Kafka's transaction.max.timeout.ms default
+	DefaultMirrorName              = "default"
+	DefaultMaxInflight             = 5
+	DefaultMaxInflightPerPartition = 5
+	DefaultMaxRequestBytes         = 16 << 20
+	DefaultRequestTimeout          = 30 * time.Second
+	DefaultRetryTimeout            = 2 * time.Minute
+	DefaultRetryBackoffMin         = 10 * time.Millisecond
+	DefaultRetryBackoffMax         = time.Second
+	DefaultIdleWriterTimeout       = 15 * time.Minute
+	DefaultTransactionTimeout      = 900000 * time.Millisecond // Kafka's transaction.max.timeout.ms default
 )
 
 func defaultConfig() config {
 	return config{
-		mirror:          DefaultMirrorName,
-		maxInflight:     DefaultMaxInflight,
-		maxRequestBytes: DefaultMaxRequestBytes,
-		requestTimeout:  DefaultRequestTimeout,
-		retryTimeout:    DefaultRetryTimeout,
-		backoffMin:      DefaultRetryBackoffMin,
-		backoffMax:      DefaultRetryBackoffMax,
-		idleWriter:      DefaultIdleWriterTimeout,
-		logger:          hclog.NewNullLogger(),
+		mirror:               DefaultMirrorName,
+		maxInflight:          DefaultMaxInflight,
+		maxInflightPartition: DefaultMaxInflightPerPartition,
+		maxRequestBytes:      DefaultMaxRequestBytes,
+		requestTimeout:       DefaultRequestTimeout,
+		retryTimeout:         DefaultRetryTimeout,
+		backoffMin:           DefaultRetryBackoffMin,
+		backoffMax:           DefaultRetryBackoffMax,
+		idleWriter:           DefaultIdleWriterTimeout,
+		logger:               hclog.NewNullLogger(),
 	}
 }
 
@@ -70,10 +73,17 @@ func MirrorName(name string) Option { return func(c *config) { c.mirror = name }
 func TransactionTimeout(d time.Duration) Option { return func(c *config) { c.txnTimeout = d } }
 
 // MaxInflightPerBroker is how many ProduceRequests may be in flight to one
-// destination broker at once. Each partition has at most one append in
-// flight whatever this is, so it bounds concurrency across partitions, not
-// reordering. Default 5.
+// destination broker at once. A request carries at most one append per
+// partition, so a partition has at most this many appends in flight whatever
+// MaxInflightPerPartition says. Default 5.
 func MaxInflightPerBroker(n int) Option { return func(c *config) { c.maxInflight = n } }
+
+// MaxInflightPerPartition is how many appends of one partition AppendAll
+// keeps in flight (Kafka's max.in.flight.requests.per.connection for an
+// idempotent producer): 1 sends each batch after the previous one was
+// answered. At most 5, the number of batches per producer whose sequences
+// a Kafka broker remembers to recognise a retried duplicate. Default 5.
+func MaxInflightPerPartition(n int) Option { return func(c *config) { c.maxInflightPartition = n } }
 
 // MaxRequestBytes bounds the record bytes gathered into one ProduceRequest;
 // a single batch larger than this is still sent, alone. Default 16 MiB.
@@ -125,6 +135,9 @@ func (c *config) validate() error {
 	}
 	if c.maxInflight < 1 {
 		errs = append(errs, fmt.Errorf("MaxInflightPerBroker %d: must be at least 1", c.maxInflight))
+	}
+	if c.maxInflightPartition < 1 || c.maxInflightPartition > 5 {
+		errs = append(errs, fmt.Errorf("MaxInflightPerPartition %d: must be from 1 to 5 (brokers recognise a retried duplicate among a producer's last 5 batches only)", c.maxInflightPartition))
 	}
 	if c.maxRequestBytes < 1 {
 		errs = append(errs, fmt.Errorf("MaxRequestBytes %d: must be positive", c.maxRequestBytes))

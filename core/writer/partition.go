@@ -16,7 +16,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/core/batch"
-	"github.com/kmirror/kmirror/core/failpoint"
 )
 
 // TxnWriterInfo identifies a destination transactional writer: the
@@ -84,6 +83,10 @@ type idemState struct {
 	epoch int16
 	seq   int32
 	stale bool // the last append's fate is unknown: take a fresh producer id
+	// confirmed is when the destination last answered an append of the
+	// producer on the partition (zero: not since it was taken): appends are
+	// pipelined only behind a confirmed producer (see confirmTTL).
+	confirmed time.Time
 }
 
 // txnWriter is a destination transactional writer of the partition.
@@ -94,8 +97,9 @@ type txnWriter struct {
 	open        bool
 	startOffset int64
 	lastUsed    time.Time
-	needInit    bool // InitProducerId (a new epoch) before the next use; nothing is open
-	stale       bool // open/sequence unknown after a failure: re-read from the destination
+	needInit    bool      // InitProducerId (a new epoch) before the next use; nothing is open
+	stale       bool      // open/sequence unknown after a failure: re-read from the destination
+	confirmed   time.Time // as idemState.confirmed
 }
 
 // Partition writes one destination partition. Append, AppendAt, AbortAll
@@ -115,7 +119,8 @@ type Partition struct {
 	// it must be read (first use, after a failure or a marker).
 	next      int64
 	idem      *idemState
-	op        *produceOp
+	free      []*produceOp // answered ops for reuse
+	pipe      []*pending   // appends in flight, oldest first (AppendAll)
 	lastSweep time.Time
 
 	// mu guards writers, closed, and the info, open and startOffset fields
@@ -144,7 +149,6 @@ func newPartition(w *Writer, topic string, partition int32, hook func(context.Co
 		leader:      -1,
 		next:        -1,
 		idem:        idem,
-		op:          newProduceOp(topic, partition),
 		lastSweep:   time.Now(),
 		writers:     make(map[int64]*txnWriter),
 	}
@@ -232,6 +236,11 @@ func (p *Partition) AppendAt(ctx context.Context, b batch.Batch, expect int64) (
 		return Result{}, err
 	}
 	p.maybeSweep()
+	return p.appendOne(ctx, b, expect)
+}
+
+// appendOne is AppendAt under the operation lock, with nothing in flight.
+func (p *Partition) appendOne(ctx context.Context, b batch.Batch, expect int64) (Result, error) {
 	var (
 		res Result
 		err error
@@ -298,37 +307,23 @@ func (p *Partition) appendData(ctx context.Context, b batch.Batch, expect int64)
 	if err != nil {
 		// The batch may or may not be on the destination: its sequence
 		// cannot be reused blindly.
-		if tw != nil {
-			tw.stale = true
-		} else {
-			p.idem.stale = true
-		}
+		p.staleProducer(tw)
+		p.unconfirm(tw)
 		p.next = -1
 		return Result{}, err
 	}
-
-	delta := b.LastOffsetDelta()
-	next := batch.IncrementSequence(seq, delta+1)
+	next := batch.IncrementSequence(seq, b.LastOffsetDelta()+1)
 	if tw != nil {
-		failpoint.Reach("writer-txn-appended")
 		tw.seq = next
-		tw.lastUsed = time.Now()
-		if tw.startOffset < 0 {
-			p.locked(func() { tw.startOffset = op.baseOffset })
-		}
 	} else {
 		p.idem.seq = next
 	}
-	res := Result{
-		BaseOffset:    op.baseOffset,
-		NextOffset:    op.baseOffset + int64(delta) + 1,
-		LogAppendTime: op.logAppendTime,
+	res, err := p.landed(tw, seq, b, op, expect)
+	p.putOp(op)
+	if err != nil {
+		p.unconfirm(tw)
 	}
-	p.next = res.NextOffset
-	if op.baseOffset != expect {
-		return res, p.mismatch(expect, op.baseOffset, "batch appended at another offset")
-	}
-	return res, nil
+	return res, err
 }
 
 func (p *Partition) appendMarker(ctx context.Context, b batch.Batch, expect int64) (Result, error) {
@@ -465,6 +460,15 @@ func (p *Partition) listEnd(ctx context.Context) (int64, error) {
 // otherwise: brokers verify a request's transactional batches against the
 // request's one transactional id, so the sink never puts two in a request.
 func (p *Partition) produce(ctx context.Context, b batch.Batch, txnID string) (op *produceOp, inFlight bool, err error) {
+	op = p.takeOp()
+	defer func() {
+		if err != nil && !inFlight {
+			p.putOp(op)
+		}
+		if err != nil {
+			op = nil
+		}
+	}()
 	r := p.w.newRetrier()
 	for {
 		var retryErr error
@@ -485,7 +489,6 @@ func (p *Partition) produce(ctx context.Context, b batch.Batch, txnID string) (o
 		if err != nil {
 			return nil, false, p.errorf("produce", err)
 		}
-		op = p.op
 		op.records = b
 		op.txnID = txnID
 		if err := s.enqueue(op); err != nil {
@@ -495,11 +498,9 @@ func (p *Partition) produce(ctx context.Context, b batch.Batch, txnID string) (o
 		case <-op.done:
 		case <-ctx.Done():
 			if s.remove(op) {
-				op.records = nil
 				return nil, false, p.errorf("produce", context.Cause(ctx))
 			}
-			p.op = newProduceOp(p.topic, p.partition) // a worker holds op: leave it to it
-			return nil, true, p.errorf("produce", context.Cause(ctx))
+			return nil, true, p.errorf("produce", context.Cause(ctx)) // a worker holds op: leave it to it
 		}
 		switch {
 		case op.err != nil:
@@ -589,7 +590,7 @@ func (p *Partition) readyIdempotent(ctx context.Context) error {
 	if err != nil {
 		return p.errorf("initialise the idempotent producer", err)
 	}
-	st.pid, st.epoch, st.seq, st.stale = pid, epoch, 0, false
+	st.pid, st.epoch, st.seq, st.stale, st.confirmed = pid, epoch, 0, false, time.Time{}
 	return nil
 }
 

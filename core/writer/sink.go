@@ -8,9 +8,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// produceOp is one partition's append handed to a sink. A Partition owns
-// one and reuses it for every append (it has at most one in flight); when it
-// abandons one still in flight, it takes a new one.
+// produceOp is one partition's append handed to a sink. A Partition keeps a
+// few and reuses them (it has at most MaxInflightPerPartition in flight);
+// when it abandons one still in flight, it leaves it to the sink.
 type produceOp struct {
 	topic     string
 	partition int32
@@ -61,10 +61,33 @@ type sink struct {
 	queue  []*produceOp
 	closed bool          // the workers stopped: nothing is sent any more
 	wake   chan struct{} // capacity 1: "the queue may be non-empty"
+	// Tickets order the workers' requests as their takes: take hands out
+	// ticket n, and the worker holding it waits for turn n before sending.
+	// So a partition's appends, taken one per request in queue order, are
+	// sent to the broker in that order, which handles one connection's
+	// requests in order (the broker's sequence check still refuses an
+	// append that overtakes another: OUT_OF_ORDER_SEQUENCE_NUMBER).
+	turns  *sync.Cond // on mu
+	ticket uint64
+	turn   uint64
 }
 
 func newSink(w *Writer, node int32) *sink {
-	return &sink{w: w, node: node, wake: make(chan struct{}, 1)}
+	s := &sink{w: w, node: node, wake: make(chan struct{}, 1)}
+	s.turns = sync.NewCond(&s.mu)
+	return s
+}
+
+// waitTurn waits until the requests of every earlier ticket went out, then
+// lets the next ticket go.
+func (s *sink) waitTurn(t uint64) {
+	s.mu.Lock()
+	for s.turn != t && !s.closed {
+		s.turns.Wait()
+	}
+	s.turn++
+	s.turns.Broadcast()
+	s.mu.Unlock()
 }
 
 func (s *sink) signal() {
@@ -103,10 +126,11 @@ func (s *sink) remove(op *produceOp) bool {
 }
 
 // take moves queued ops of distinct partitions, up to MaxRequestBytes and of
-// at most one transactional id, into dst. Ops left behind (a second op of a
-// partition, another transactional id, or over the byte limit) wake another
-// worker.
-func (s *sink) take(dst []*produceOp, seen map[tpKey]struct{}) []*produceOp {
+// at most one transactional id, into dst, and hands out the ticket to send
+// them with (see waitTurn) when it took any. Ops left behind (a second op of
+// a partition, another transactional id, or over the byte limit) wake
+// another worker.
+func (s *sink) take(dst []*produceOp, seen map[tpKey]struct{}) ([]*produceOp, uint64) {
 	clear(seen)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -133,7 +157,12 @@ func (s *sink) take(dst []*produceOp, seen map[tpKey]struct{}) []*produceOp {
 	if len(s.queue) > 0 {
 		s.signal()
 	}
-	return dst
+	var ticket uint64
+	if len(dst) > 0 {
+		ticket = s.ticket
+		s.ticket++
+	}
+	return dst, ticket
 }
 
 // failQueued finishes every queued op with err and refuses new ones (the
@@ -143,6 +172,7 @@ func (s *sink) failQueued(err error) {
 	q := s.queue
 	s.queue = nil
 	s.closed = true
+	s.turns.Broadcast()
 	s.mu.Unlock()
 	for _, op := range q {
 		op.err = err
@@ -179,18 +209,19 @@ func (wk *sinkWorker) run(ctx context.Context) {
 		case <-wk.s.wake:
 		}
 		for {
-			wk.ops = wk.s.take(wk.ops[:0], wk.seen)
+			var ticket uint64
+			wk.ops, ticket = wk.s.take(wk.ops[:0], wk.seen)
 			if len(wk.ops) == 0 {
 				break
 			}
-			wk.send(ctx)
+			wk.send(ctx, ticket)
 		}
 	}
 }
 
-// send issues one ProduceRequest for wk.ops and finishes each op with its
-// partition's answer.
-func (wk *sinkWorker) send(ctx context.Context) {
+// send issues one ProduceRequest for wk.ops, in ticket's turn, and finishes
+// each op with its partition's answer.
+func (wk *sinkWorker) send(ctx context.Context, ticket uint64) {
 	w := wk.s.w
 	req := &wk.req
 	req.TransactionID = nil
@@ -224,6 +255,7 @@ func (wk *sinkWorker) send(ctx context.Context) {
 	// connection's read deadline (RequestTimeoutOverhead plus the request's
 	// TimeoutMillis), and a context per request would allocate on every
 	// append.
+	wk.s.waitTurn(ticket)
 	resp, err := w.cl.Broker(int(wk.s.node)).Request(ctx, pinnedProduce{req})
 	version := req.Version
 	// Drop the references to the batches: they belong to the callers.

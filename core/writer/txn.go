@@ -85,7 +85,7 @@ func (p *Partition) initTxnWriter(ctx context.Context, tw *txnWriter) error {
 		tw.info.ProducerID, tw.info.Epoch = ir.ProducerID, ir.ProducerEpoch
 		tw.open, tw.startOffset = false, -1
 	})
-	tw.seq, tw.stale = 0, false
+	tw.seq, tw.stale, tw.confirmed = 0, false, time.Time{}
 	tw.lastUsed = time.Now()
 	tw.needInit = true // until recorded
 	failpoint.Reach("writer-txn-initialised")

@@ -7,6 +7,7 @@ import (
 	"math"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -51,7 +52,13 @@ type Writer struct {
 
 	timeoutMu  sync.Mutex
 	txnTimeout int32 // ms; 0 until read from the destination
+
+	inflight atomic.Int64 // pipelined appends sent and not yet answered
 }
+
+// InflightAppends returns how many pipelined appends (AppendAll) of the
+// Writer's partitions are sent and not yet answered.
+func (w *Writer) InflightAppends() int64 { return w.inflight.Load() }
 
 type tpKey struct {
 	topic     string

@@ -1,0 +1,430 @@
+package writer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kmirror/kmirror/core/batch"
+	"github.com/kmirror/kmirror/core/failpoint"
+)
+
+// confirmTTL is how recently a producer's last append on the partition must
+// have been answered for the next ones to be pipelined. The broker refuses an
+// append that overtakes another (OUT_OF_ORDER_SEQUENCE_NUMBER) only while it
+// keeps the producer's state for the partition: a producer it does not know
+// may start at any sequence. So the first append of a new producer, or of one
+// idle for longer than this (state expiry is producer.id.expiration.ms, one
+// day by default), goes alone.
+const confirmTTL = time.Minute
+
+// pending is an append of a partition's pipeline: sent, not yet answered.
+type pending struct {
+	i      int // index in AppendAll's batches
+	op     *produceOp
+	s      *sink // the sink op was queued on
+	b      batch.Batch
+	src    int64 // source base offset, restored into b once answered
+	expect int64
+	tw     *txnWriter // nil: the idempotent producer
+	seq    int32      // base sequence stamped
+	closed bool       // answered (or abandoned): no longer counted in flight
+}
+
+// answered takes pd out of the Writer's count of appends in flight.
+func (p *Partition) answered(pd *pending) {
+	if !pd.closed {
+		pd.closed = true
+		p.w.inflight.Add(-1)
+	}
+}
+
+// AppendAll writes source batches bs in order, each at the destination
+// offset it has on the source (preserve mode), as AppendAt would one by one,
+// but with up to MaxInflightPerPartition appends of one producer in flight.
+// done, when not nil, is called for each batch once it is on the
+// destination, in order, with where it landed.
+//
+// Consecutive data batches of one producer (the idempotent producer, or the
+// transactional writer of one source producer with its transaction open on
+// the partition) are pipelined once the producer's previous append on the
+// partition was answered: the destination's sequence check then refuses an
+// append that would overtake one not yet written. Every other batch — a
+// marker, the first batch of a transaction or of a new producer, a batch
+// after an error — waits for the pipeline to empty and goes alone. Each
+// answer is checked against the expected offset as AppendAt does.
+//
+// A retriable failure (a leader change, a lost connection) waits for the
+// appends in flight, then sends the failed append and those after it again,
+// one at a time with their sequences: the destination writes each once
+// (a duplicate is answered with where the first copy landed).
+//
+// It returns how many of bs are on the destination (done was called for
+// them). On error, bs[n] is the batch that failed; as after an AppendAt
+// error, the caller must read the resume point again: when the error is an
+// offset mismatch, appends sent after bs[n] may have landed too.
+func (p *Partition) AppendAll(ctx context.Context, bs []batch.Batch, done func(i int, res Result)) (int, error) {
+	p.opMu.Lock()
+	defer p.opMu.Unlock()
+	if err := p.checkOpen(); err != nil {
+		return 0, err
+	}
+	p.maybeSweep()
+	n := 0
+	landed := func(i int, res Result) {
+		n = i + 1
+		if done != nil {
+			done(i, res)
+		}
+	}
+	for i, b := range bs {
+		if p.canPipeline(b) {
+			if len(p.pipe) >= p.w.cfg.maxInflightPartition {
+				if err := p.completeOldest(ctx, landed); err != nil {
+					return n, err
+				}
+				if !p.canPipeline(b) { // the answer changed what the writer knows
+					if err := p.drain(ctx, landed); err != nil {
+						return n, err
+					}
+					res, err := p.appendOne(ctx, b, b.BaseOffset())
+					if err != nil {
+						return n, err
+					}
+					landed(i, res)
+					continue
+				}
+			}
+			if err := p.send(ctx, i, b); err != nil {
+				if derr := p.drain(ctx, landed); derr != nil {
+					return n, derr
+				}
+				return n, err
+			}
+			continue
+		}
+		if err := p.drain(ctx, landed); err != nil {
+			return n, err
+		}
+		res, err := p.appendOne(ctx, b, b.BaseOffset())
+		if err != nil {
+			return n, err
+		}
+		landed(i, res)
+	}
+	return n, p.drain(ctx, landed)
+}
+
+// canPipeline says whether b can be sent behind the appends in flight.
+func (p *Partition) canPipeline(b batch.Batch) bool {
+	if p.w.cfg.maxInflightPartition < 2 || b.IsControl() || !b.Dense() || p.leader < 0 || p.next < 0 || p.next != b.BaseOffset() {
+		return false
+	}
+	var head *txnWriter
+	if len(p.pipe) > 0 {
+		head = p.pipe[0].tw
+	}
+	if !b.IsTransactional() {
+		st := p.idem
+		return head == nil && (len(p.pipe) > 0 || (st.pid >= 0 && !st.stale && time.Since(st.confirmed) < confirmTTL))
+	}
+	tw := p.writers[b.ProducerID()]
+	if tw == nil || !tw.open || tw.stale || tw.needInit {
+		return false
+	}
+	if len(p.pipe) > 0 {
+		return head == tw
+	}
+	return time.Since(tw.confirmed) < confirmTTL
+}
+
+// send stamps b with its producer's next sequence and hands it to the
+// leader's sink, behind the appends in flight.
+func (p *Partition) send(ctx context.Context, i int, b batch.Batch) error {
+	pd := &pending{i: i, b: b, src: b.BaseOffset(), expect: b.BaseOffset()}
+	var (
+		pid   int64
+		epoch int16
+		txnID string
+	)
+	if b.IsTransactional() {
+		pd.tw = p.writers[b.ProducerID()]
+		pid, epoch, pd.seq, txnID = pd.tw.info.ProducerID, pd.tw.info.Epoch, pd.tw.seq, pd.tw.info.TransactionalID
+	} else {
+		pid, epoch, pd.seq = p.idem.pid, p.idem.epoch, p.idem.seq
+	}
+	s, err := p.w.sink(p.leader)
+	if err != nil {
+		return p.errorf("produce", err)
+	}
+	b.SetBaseOffset(0)
+	b.Restamp(pid, epoch, pd.seq)
+	pd.op = p.takeOp()
+	pd.op.records, pd.op.txnID, pd.s = b, txnID, s
+	if err := s.enqueue(pd.op); err != nil {
+		b.SetBaseOffset(pd.src)
+		p.putOp(pd.op)
+		return p.errorf("produce", err)
+	}
+	next := batch.IncrementSequence(pd.seq, b.LastOffsetDelta()+1)
+	if pd.tw != nil {
+		pd.tw.seq = next
+	} else {
+		p.idem.seq = next
+	}
+	p.next = pd.expect + int64(b.LastOffsetDelta()) + 1
+	p.pipe = append(p.pipe, pd)
+	p.w.inflight.Add(1)
+	return nil
+}
+
+// drain completes every append in flight, in order.
+func (p *Partition) drain(ctx context.Context, landed func(int, Result)) error {
+	for len(p.pipe) > 0 {
+		if err := p.completeOldest(ctx, landed); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// completeOldest waits for the answer to the oldest append in flight and
+// handles it: a success is checked against the expected offset; a
+// retriable failure sends that append and the ones after it again, one at a
+// time; anything else fails the pipeline.
+func (p *Partition) completeOldest(ctx context.Context, landed func(int, Result)) error {
+	pd := p.pipe[0]
+	select {
+	case <-pd.op.done:
+		p.answered(pd)
+	case <-ctx.Done():
+		p.abandon()
+		return p.errorf("produce", context.Cause(ctx))
+	}
+	retry, err := p.answer(pd.op)
+	if err == nil {
+		p.pipe = p.pipe[1:]
+		pd.b.SetBaseOffset(pd.src)
+		p.putOp(pd.op)
+		res, err := p.landed(pd.tw, pd.seq, pd.b, pd.op, pd.expect)
+		if err != nil {
+			p.unconfirm(pd.tw)
+			if derr := p.waitAll(ctx); derr != nil {
+				return errors.Join(err, derr)
+			}
+			p.restoreAll()
+			p.next = -1
+			return err
+		}
+		landed(pd.i, res)
+		return nil
+	}
+	// The oldest append failed: the ones after it were sent behind it and
+	// the destination refuses them (they would overtake it) or they failed
+	// the same way. Wait for all of them before sending anything again.
+	if derr := p.waitAll(ctx); derr != nil {
+		p.unconfirm(pd.tw)
+		return errors.Join(err, derr)
+	}
+	if !retry {
+		p.unconfirm(pd.tw)
+		p.staleProducer(pd.tw)
+		p.next = -1
+		p.restoreAll()
+		return err
+	}
+	var okAfter bool
+	for _, q := range p.pipe[1:] {
+		if _, e := p.answer(q.op); e == nil {
+			okAfter = true
+		}
+	}
+	if okAfter {
+		// A later append landed while an earlier one did not: the
+		// destination no longer guarantees their order. Read the
+		// resume point again.
+		p.unconfirm(pd.tw)
+		p.staleProducer(pd.tw)
+		p.next = -1
+		p.restoreAll()
+		return p.errorf(fmt.Sprintf("append batch at source offset %d", pd.src),
+			fmt.Errorf("an append sent after it was written while it failed (%w): the destination must be read again", err))
+	}
+	// Send them again, one at a time, with the sequences they carry.
+	p.log.Debug("resending pipelined appends", "count", len(p.pipe), "error", err)
+	for len(p.pipe) > 0 {
+		pd := p.pipe[0]
+		p.pipe = p.pipe[1:]
+		op, inFlight, err := p.produce(ctx, pd.b, pd.op.txnID)
+		p.putOp(pd.op)
+		if !inFlight {
+			pd.b.SetBaseOffset(pd.src)
+		}
+		if err != nil {
+			p.unconfirm(pd.tw)
+			p.staleProducer(pd.tw)
+			p.next = -1
+			p.restoreAll()
+			return err
+		}
+		res, err := p.landed(pd.tw, pd.seq, pd.b, op, pd.expect)
+		p.putOp(op)
+		if err != nil {
+			p.unconfirm(pd.tw)
+			p.next = -1
+			p.restoreAll()
+			return err
+		}
+		landed(pd.i, res)
+	}
+	return nil
+}
+
+// answer reads a finished op: nil for a success; otherwise the error, and
+// whether the append may be sent again with the same sequence.
+func (p *Partition) answer(op *produceOp) (retry bool, err error) {
+	switch {
+	case op.err != nil:
+		if p.w.ctx.Err() != nil {
+			return false, p.errorf("produce", ErrClosed)
+		}
+		return isRetriable(op.err), p.errorf("produce", op.err)
+	case op.errCode == 0:
+		return false, nil
+	}
+	kerrE := withBrokerMessage(kerr.ErrorForCode(op.errCode), op.errMsg)
+	err = p.errorf(fmt.Sprintf("produce (v%d)", op.requestVersion), kerrE)
+	switch {
+	case leaderMoved(op.errCode):
+		p.leader = op.currentLeader
+		return true, err
+	case op.errCode == kerr.OutOfOrderSequenceNumber.Code:
+		// It reached the broker before the append it follows (each was
+		// sent in order, but on different requests): refused, not written.
+		return true, err
+	}
+	return kerr.IsRetriable(kerr.ErrorForCode(op.errCode)), err
+}
+
+// waitAll waits for the answers of every append in flight (they stay in
+// the pipeline).
+func (p *Partition) waitAll(ctx context.Context) error {
+	for _, q := range p.pipe {
+		if q.closed {
+			continue
+		}
+		select {
+		case <-q.op.done:
+			p.answered(q)
+		case <-ctx.Done():
+			p.abandon()
+			return p.errorf("produce", context.Cause(ctx))
+		}
+	}
+	return nil
+}
+
+// restoreAll gives the batches of the finished pipeline back their source
+// base offsets and empties it.
+func (p *Partition) restoreAll() {
+	for _, q := range p.pipe {
+		q.b.SetBaseOffset(q.src)
+		p.putOp(q.op)
+	}
+	clear(p.pipe)
+	p.pipe = p.pipe[:0]
+}
+
+// abandon gives up the pipeline (the caller's context ended): appends not
+// sent yet are taken back; those in flight stay with the sink (their batches
+// must not be reused, see the package doc) and their producers' sequences
+// are unknown.
+func (p *Partition) abandon() {
+	for _, q := range p.pipe {
+		p.answered(q)
+		if q.s.remove(q.op) {
+			q.b.SetBaseOffset(q.src)
+			p.putOp(q.op)
+		}
+		p.staleProducer(q.tw)
+		p.unconfirm(q.tw)
+	}
+	clear(p.pipe)
+	p.pipe = p.pipe[:0]
+	p.next = -1
+}
+
+// landed records that b, stamped with base sequence seq by tw (nil: the
+// idempotent producer), was written as op says, and checks it landed at
+// expect.
+func (p *Partition) landed(tw *txnWriter, seq int32, b batch.Batch, op *produceOp, expect int64) (Result, error) {
+	delta := b.LastOffsetDelta()
+	now := time.Now()
+	if tw != nil {
+		failpoint.Reach("writer-txn-appended")
+		tw.lastUsed, tw.confirmed = now, now
+		if tw.startOffset < 0 {
+			p.locked(func() { tw.startOffset = op.baseOffset })
+		}
+	} else {
+		p.idem.confirmed = now
+	}
+	res := Result{
+		BaseOffset:    op.baseOffset,
+		NextOffset:    op.baseOffset + int64(delta) + 1,
+		LogAppendTime: op.logAppendTime,
+	}
+	if len(p.pipe) == 0 {
+		p.next = res.NextOffset
+	}
+	if op.baseOffset != expect {
+		p.next = res.NextOffset
+		return res, p.mismatch(expect, op.baseOffset, "batch appended at another offset")
+	}
+	return res, nil
+}
+
+// staleProducer marks the producer of a failed append: its sequence can no
+// longer be trusted.
+func (p *Partition) staleProducer(tw *txnWriter) {
+	if tw != nil {
+		tw.stale = true
+	} else {
+		p.idem.stale = true
+	}
+}
+
+// unconfirm makes the producer's next append go alone.
+func (p *Partition) unconfirm(tw *txnWriter) {
+	if tw != nil {
+		tw.confirmed = time.Time{}
+	} else {
+		p.idem.confirmed = time.Time{}
+	}
+}
+
+// takeOp returns a free produce op of the partition.
+func (p *Partition) takeOp() *produceOp {
+	if n := len(p.free); n > 0 {
+		op := p.free[n-1]
+		p.free = p.free[:n-1]
+		return op
+	}
+	return newProduceOp(p.topic, p.partition)
+}
+
+// putOp returns an answered op for reuse.
+func (p *Partition) putOp(op *produceOp) {
+	if op == nil {
+		return
+	}
+	op.records, op.txnID = nil, ""
+	select {
+	case <-op.done: // drain a signal nobody read
+	default:
+	}
+	p.free = append(p.free, op)
+}
