@@ -174,6 +174,14 @@ func (r *Runner) append(ctx context.Context, b batch.Batch, expect int64) error 
 		return r.errorf("%w", err)
 	}
 	_, err = pw.AppendAt(ctx, b, expect)
+	return r.appendFailed(ctx, pw, b, expect, err)
+}
+
+// appendFailed handles the outcome err of appending b at expect: nil when
+// err is nil, or when b was refused for its size and went through once the
+// destination's limit was raised; otherwise the error to fail the partition
+// with.
+func (r *Runner) appendFailed(ctx context.Context, pw *writer.Partition, b batch.Batch, expect int64, err error) error {
 	if isTooLarge(err) && ctx.Err() == nil {
 		retry, refused := r.d.Path.Refused(ctx, r.topic, b, expect, err)
 		if retry {

@@ -47,6 +47,9 @@ type Runner struct {
 	// concern the partition: it re-reads the mirror's control record.
 	ctl     chan struct{}
 	dstNext int64 // next destination offset (== next in preserve mode)
+	// run holds the batches forwardAll hands the writer together (reused;
+	// runner goroutine only).
+	run []batch.Batch
 
 	// recreateReq is closed when the source topic was found recreated (same
 	// name, new topic id); recreateErr is the non-retryable failure to
@@ -566,10 +569,8 @@ func (r *Runner) mirror(ctx context.Context) error {
 		if f.Err != nil {
 			return r.classify(f.Err)
 		}
-		for _, b := range f.Batches {
-			if err := r.forward(ctx, b); err != nil {
-				return err
-			}
+		if err := r.forwardAll(ctx, f.Batches); err != nil {
+			return err
 		}
 		r.done(f)
 		if err := r.maybeCheckpoint(ctx); err != nil {
@@ -579,35 +580,95 @@ func (r *Runner) mirror(ctx context.Context) error {
 	}
 }
 
-// forward appends one source batch to the destination.
-func (r *Runner) forward(ctx context.Context, b batch.Batch) error {
+// forwardAll appends a delivery's source batches to the destination in
+// order. In preserve mode, consecutive batches that continue each other
+// (dense, same source leader epoch) go to the writer together, which keeps
+// several appends in flight (writer.Partition.AppendAll); any other batch
+// goes through admit first.
+func (r *Runner) forwardAll(ctx context.Context, bs []batch.Batch) error {
+	run := r.run[:0]
+	defer func() { clear(run); r.run = run[:0] }()
+	var end int64
+	for _, b := range bs {
+		if len(run) > 0 && r.mode == partition.ModePreserve && b.BaseOffset() == end && b.Dense() && b.PartitionLeaderEpoch() == r.epoch {
+			run, end = append(run, b), b.NextOffset()
+			continue
+		}
+		if err := r.appendRun(ctx, run); err != nil {
+			return err
+		}
+		run = run[:0]
+		plain, err := r.admit(ctx, b)
+		switch {
+		case err != nil:
+			return err
+		case plain:
+			run, end = append(run, b), b.NextOffset()
+		case r.mode == partition.ModeMap && b.NextOffset() > r.Next():
+			if err := r.forwardMapped(ctx, b); err != nil {
+				return err
+			}
+		}
+	}
+	return r.appendRun(ctx, run)
+}
+
+// admit runs a source batch's checks before it is appended: it skips a
+// batch already mirrored, records a new source leader epoch, and switches a
+// preserve-mode partition to map mode when the batch cannot keep its
+// offsets. plain says the batch is to be appended as it is at its own
+// offsets (preserve mode).
+func (r *Runner) admit(ctx context.Context, b batch.Batch) (plain bool, err error) {
 	next := r.Next()
 	if b.NextOffset() <= next {
-		return nil // already mirrored (the first batch of a fetch may start before the fetch offset)
+		return false, nil // already mirrored (the first batch of a fetch may start before the fetch offset)
 	}
 	if b.BaseOffset() < next && r.mode != partition.ModeMap {
-		return partition.NonRetryable(r.errorf("source batch at offsets %d to %d straddles the resume offset %d: the source log changed under the mirror", b.BaseOffset(), b.LastOffset(), next))
+		return false, partition.NonRetryable(r.errorf("source batch at offsets %d to %d straddles the resume offset %d: the source log changed under the mirror", b.BaseOffset(), b.LastOffset(), next))
 	}
 	if e := b.PartitionLeaderEpoch(); e != r.epoch {
 		if err := r.state.Update(ctx, func(d *partition.Data) error { d.SourceEpoch = &e; return nil }); err != nil {
-			return r.errorf("recording source leader epoch %d: %w", e, err)
+			return false, r.errorf("recording source leader epoch %d: %w", e, err)
 		}
 		r.epoch = e
 	}
 	if r.mode == partition.ModePreserve && (b.BaseOffset() != next || !b.Dense()) {
 		if err := r.switchToMap(ctx, next, b); err != nil {
-			return err
+			return false, err
 		}
 	}
-	if r.mode == partition.ModeMap {
-		return r.forwardMapped(ctx, b)
+	return r.mode == partition.ModePreserve, nil
+}
+
+// appendRun appends batches that continue each other at their own offsets
+// (preserve mode), pipelined, advancing the partition as each lands.
+func (r *Runner) appendRun(ctx context.Context, run []batch.Batch) error {
+	if len(run) == 0 {
+		return nil
 	}
-	if err := r.append(ctx, b, b.BaseOffset()); err != nil {
-		return err
+	pw, err := r.partitionWriter()
+	if err != nil {
+		return r.errorf("%w", err)
 	}
+	for len(run) > 0 {
+		n, err := pw.AppendAll(ctx, run, func(i int, _ writer.Result) { r.appended(run[i]) })
+		if err == nil {
+			break
+		}
+		// run[n] failed: a batch too large gets its one more try there.
+		if err := r.appendFailed(ctx, pw, run[n], run[n].BaseOffset(), err); err != nil {
+			return err
+		}
+		r.appended(run[n])
+		run = run[n+1:]
+	}
+	return r.maybeDeleteAligned(ctx)
+}
+
+// appended advances the partition past b, appended at its own offsets.
+func (r *Runner) appended(b batch.Batch) {
 	r.advance(b.NextOffset(), b.NextOffset())
 	r.d.Events.Appended(int64(len(b)), b.NextOffset()-b.BaseOffset())
-	return r.maybeDeleteAligned(ctx)
 }
 
 func (r *Runner) maybeDeleteAligned(ctx context.Context) error {
