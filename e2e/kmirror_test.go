@@ -314,7 +314,13 @@ func (d *daemon) waitState(ctx context.Context, topic string, p int32, state str
 // source's high watermark.
 func (d *daemon) waitMirrored(ctx context.Context, topic string, partitions int32) {
 	d.t.Helper()
-	adm := superAdmin(d.t, source)
+	d.waitMirroredFrom(ctx, source, topic, partitions)
+}
+
+// waitMirroredFrom is waitMirrored for a mirror whose source is cluster from.
+func (d *daemon) waitMirroredFrom(ctx context.Context, from *kafkatest.Cluster, topic string, partitions int32) {
+	d.t.Helper()
+	adm := superAdmin(d.t, from)
 	for {
 		ends, err := adm.ListEndOffsets(ctx, topic)
 		done := err == nil
