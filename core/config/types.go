@@ -56,6 +56,7 @@ type Config struct {
 	OffsetAlignmentMaxRecords int64         // mirror.offset.alignment.max.records
 	TransactionTimeout        time.Duration // mirror.transaction.timeout.ms (0: the destination's maximum)
 	TransactionWriterIdle     time.Duration // mirror.transaction.writer.idle.ms
+	AppendsInFlight           int           // mirror.appends.in.flight.per.partition
 	LogLevel                  string        // log.level, lower case
 	LogFormat                 string        // log.format
 	HTTPAddress               string        // http.address; "" = no HTTP listener

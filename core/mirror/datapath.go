@@ -42,7 +42,8 @@ func newDataPath(m *mirrorRun, cfg *config.Config, src *kgo.Client, topics *topi
 	if err != nil {
 		return nil, err
 	}
-	w, err := writer.New(m.dst, writer.MirrorName(m.name), writer.Logger(m.log.Named("writer")), writer.RequestTimeout(cfg.RequestTimeout), writer.TransactionTimeout(cfg.TransactionTimeout), writer.IdleWriterTimeout(cfg.TransactionWriterIdle))
+	w, err := writer.New(m.dst, writer.MirrorName(m.name), writer.Logger(m.log.Named("writer")), writer.RequestTimeout(cfg.RequestTimeout), writer.TransactionTimeout(cfg.TransactionTimeout), writer.IdleWriterTimeout(cfg.TransactionWriterIdle),
+		writer.MaxInflightPerPartition(cfg.AppendsInFlight))
 	if err != nil {
 		return nil, err
 	}

@@ -8,8 +8,10 @@
 // into one ProduceRequest (one batch per partition per request, acks=-1) and
 // keeps several requests in flight per broker. A [Partition] writes one
 // destination partition; its Append blocks until the batch is on the
-// destination, so each partition has at most one append in flight and its
-// order is kept.
+// destination. [Partition.AppendAll] writes consecutive batches with up to
+// MaxInflightPerPartition appends of one producer in flight, kept in order
+// by the sink's ticketed sends and the destination's sequence check
+// (docs/design/datapath.md, "Pipelined appends").
 //
 // # What Append does with a source batch
 //
