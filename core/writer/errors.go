@@ -22,6 +22,10 @@ var (
 	// mode, where gapped batches are re-encoded.
 	ErrNotDense = errors.New("record batch has offset gaps and cannot be appended offset for offset")
 
+	// ErrNotFlushed: an operation was called while appends of Send are
+	// still in flight on the partition; Flush first.
+	ErrNotFlushed = errors.New("appends are in flight on the partition (Flush first)")
+
 	// ErrUnresumedTransaction: the destination has an open transaction for
 	// a transactional id this Partition has no writer for. Initialising it
 	// would abort that transaction; call Partition.Resume with the writers

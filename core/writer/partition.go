@@ -235,6 +235,9 @@ func (p *Partition) AppendAt(ctx context.Context, b batch.Batch, expect int64) (
 	if err := p.checkOpen(); err != nil {
 		return Result{}, err
 	}
+	if len(p.pipe) > 0 {
+		return Result{}, p.errorf("AppendAt", ErrNotFlushed)
+	}
 	p.maybeSweep()
 	return p.appendOne(ctx, b, expect)
 }
@@ -654,6 +657,9 @@ func (p *Partition) AbortAll(ctx context.Context) error {
 	defer p.opMu.Unlock()
 	if err := p.checkOpen(); err != nil {
 		return err
+	}
+	if len(p.pipe) > 0 {
+		return p.errorf("AbortAll", ErrNotFlushed)
 	}
 	p.mu.Lock()
 	tws := make([]*txnWriter, 0, len(p.writers))

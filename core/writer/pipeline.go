@@ -44,9 +44,46 @@ func (p *Partition) answered(pd *pending) {
 
 // AppendAll writes source batches bs in order, each at the destination
 // offset it has on the source (preserve mode), as AppendAt would one by one,
-// but with up to MaxInflightPerPartition appends of one producer in flight.
-// done, when not nil, is called for each batch once it is on the
-// destination, in order, with where it landed.
+// but with up to MaxInflightPerPartition appends of one producer in flight,
+// and returns once all are answered: Send, then Flush. done, when not nil,
+// is called for each batch once it is on the destination, in order, with
+// its index in bs and where it landed.
+//
+// It returns how many of bs are on the destination (done was called for
+// them). On error, bs[n] is the batch that failed and none after it was
+// appended, unless the error is an offset mismatch: appends sent after
+// bs[n] may then have landed too. As after an AppendAt error, the caller
+// must read the resume point again.
+func (p *Partition) AppendAll(ctx context.Context, bs []batch.Batch, done func(i int, res Result)) (int, error) {
+	p.opMu.Lock()
+	defer p.opMu.Unlock()
+	if err := p.checkOpen(); err != nil {
+		return 0, err
+	}
+	if len(p.pipe) > 0 {
+		return 0, p.errorf("AppendAll", ErrNotFlushed)
+	}
+	n := 0
+	landed := func(pd *pending, res Result) {
+		n = pd.i + 1
+		if done != nil {
+			done(pd.i, res)
+		}
+	}
+	if err := p.sendAll(ctx, bs, landed); err != nil {
+		return n, err
+	}
+	return n, p.drain(ctx, landed)
+}
+
+// Send writes source batches bs in order, each at the destination offset it
+// has on the source (preserve mode), keeping up to MaxInflightPerPartition
+// appends of one producer in flight: it returns once every batch of bs is
+// sent, and the last ones may still be in flight. done is called, in order,
+// for each batch that lands on the destination during the call — also
+// batches of earlier Send calls. Flush waits for the rest; call it before
+// any other operation on the partition (they refuse with ErrNotFlushed
+// while appends are in flight) and before relying on the destination.
 //
 // Consecutive data batches of one producer (the idempotent producer, or the
 // transactional writer of one source producer with its transaction open on
@@ -62,60 +99,75 @@ func (p *Partition) answered(pd *pending) {
 // one at a time with their sequences: the destination writes each once
 // (a duplicate is answered with where the first copy landed).
 //
-// It returns how many of bs are on the destination (done was called for
-// them). On error, bs[n] is the batch that failed; as after an AppendAt
-// error, the caller must read the resume point again: when the error is an
-// offset mismatch, appends sent after bs[n] may have landed too.
-func (p *Partition) AppendAll(ctx context.Context, bs []batch.Batch, done func(i int, res Result)) (int, error) {
+// On error nothing is in flight any more: the batch that failed is the
+// first one sent for which done was not called, and none sent after it was
+// appended, unless the error is an offset mismatch (appends sent after it
+// may then have landed too). Every batch not reported by done has its
+// source base offset back, unless ctx ended while it was in flight (see the
+// package doc). As after an AppendAt error, the caller must read the resume
+// point again.
+func (p *Partition) Send(ctx context.Context, bs []batch.Batch, done func(b batch.Batch, res Result)) error {
 	p.opMu.Lock()
 	defer p.opMu.Unlock()
 	if err := p.checkOpen(); err != nil {
-		return 0, err
+		return err
 	}
-	p.maybeSweep()
-	n := 0
-	landed := func(i int, res Result) {
-		n = i + 1
+	return p.sendAll(ctx, bs, byBatch(done))
+}
+
+// Flush waits for the appends Send left in flight, calling done for each as
+// it lands, in order. Errors are as Send's.
+func (p *Partition) Flush(ctx context.Context, done func(b batch.Batch, res Result)) error {
+	p.opMu.Lock()
+	defer p.opMu.Unlock()
+	return p.drain(ctx, byBatch(done))
+}
+
+// Inflight returns how many appends Send left in flight on the partition.
+func (p *Partition) Inflight() int {
+	p.opMu.Lock()
+	defer p.opMu.Unlock()
+	return len(p.pipe)
+}
+
+func byBatch(done func(batch.Batch, Result)) landedFunc {
+	return func(pd *pending, res Result) {
 		if done != nil {
-			done(i, res)
+			done(pd.b, res)
 		}
 	}
+}
+
+// landedFunc is told of each append on the destination, in order.
+type landedFunc func(pd *pending, res Result)
+
+// sendAll is Send under the operation lock.
+func (p *Partition) sendAll(ctx context.Context, bs []batch.Batch, landed landedFunc) error {
+	p.maybeSweep()
 	for i, b := range bs {
 		if p.canPipeline(b) {
 			if len(p.pipe) >= p.w.cfg.maxInflightPartition {
 				if err := p.completeOldest(ctx, landed); err != nil {
-					return n, err
-				}
-				if !p.canPipeline(b) { // the answer changed what the writer knows
-					if err := p.drain(ctx, landed); err != nil {
-						return n, err
-					}
-					res, err := p.appendOne(ctx, b, b.BaseOffset())
-					if err != nil {
-						return n, err
-					}
-					landed(i, res)
-					continue
+					return err
 				}
 			}
-			if err := p.send(ctx, i, b); err != nil {
-				if derr := p.drain(ctx, landed); derr != nil {
-					return n, derr
+			if p.canPipeline(b) { // the answer may have changed what the writer knows
+				if err := p.send(i, b); err != nil {
+					return errors.Join(err, p.drain(ctx, landed))
 				}
-				return n, err
+				continue
 			}
-			continue
 		}
 		if err := p.drain(ctx, landed); err != nil {
-			return n, err
+			return err
 		}
 		res, err := p.appendOne(ctx, b, b.BaseOffset())
 		if err != nil {
-			return n, err
+			return err
 		}
-		landed(i, res)
+		landed(&pending{i: i, b: b}, res)
 	}
-	return n, p.drain(ctx, landed)
+	return nil
 }
 
 // canPipeline says whether b can be sent behind the appends in flight.
@@ -143,7 +195,7 @@ func (p *Partition) canPipeline(b batch.Batch) bool {
 
 // send stamps b with its producer's next sequence and hands it to the
 // leader's sink, behind the appends in flight.
-func (p *Partition) send(ctx context.Context, i int, b batch.Batch) error {
+func (p *Partition) send(i int, b batch.Batch) error {
 	pd := &pending{i: i, b: b, src: b.BaseOffset(), expect: b.BaseOffset()}
 	var (
 		pid   int64
@@ -182,7 +234,7 @@ func (p *Partition) send(ctx context.Context, i int, b batch.Batch) error {
 }
 
 // drain completes every append in flight, in order.
-func (p *Partition) drain(ctx context.Context, landed func(int, Result)) error {
+func (p *Partition) drain(ctx context.Context, landed landedFunc) error {
 	for len(p.pipe) > 0 {
 		if err := p.completeOldest(ctx, landed); err != nil {
 			return err
@@ -195,7 +247,7 @@ func (p *Partition) drain(ctx context.Context, landed func(int, Result)) error {
 // handles it: a success is checked against the expected offset; a
 // retriable failure sends that append and the ones after it again, one at a
 // time; anything else fails the pipeline.
-func (p *Partition) completeOldest(ctx context.Context, landed func(int, Result)) error {
+func (p *Partition) completeOldest(ctx context.Context, landed landedFunc) error {
 	pd := p.pipe[0]
 	select {
 	case <-pd.op.done:
@@ -219,7 +271,7 @@ func (p *Partition) completeOldest(ctx context.Context, landed func(int, Result)
 			p.next = -1
 			return err
 		}
-		landed(pd.i, res)
+		landed(pd, res)
 		return nil
 	}
 	// The oldest append failed: the ones after it were sent behind it and
@@ -278,7 +330,7 @@ func (p *Partition) completeOldest(ctx context.Context, landed func(int, Result)
 			p.restoreAll()
 			return err
 		}
-		landed(pd.i, res)
+		landed(pd, res)
 	}
 	return nil
 }

@@ -278,3 +278,65 @@ func TestAppendAllReportsAMismatchMidPipeline(t *testing.T) {
 		}
 	}
 }
+
+// Send leaves the last appends in flight so the next Send continues the
+// pipeline; Flush waits for them. done reports every batch once, in order,
+// whichever call it lands in; other operations wait for a Flush.
+func TestSendKeepsThePipelineAcrossCallsUntilFlush(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, kfake.NumBrokers(1))
+	w := newWriter(t, c)
+	p := openPartition(t, w, testTopic, 0, &recorder{})
+	mustAppend(t, p, kvBatch(t, 0, -1, false, "k0", "v0"))
+
+	release := make(chan struct{})
+	var held atomic.Bool
+	c.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		if held.CompareAndSwap(false, true) {
+			c.SleepControl(func() { <-release })
+		}
+		return nil, nil, false
+	})
+	ctx := kfaketest.Context(t)
+	var got []int64
+	done := func(b batch.Batch, res Result) {
+		if res.BaseOffset != b.BaseOffset() {
+			t.Errorf("batch at %d landed at %d", b.BaseOffset(), res.BaseOffset)
+		}
+		got = append(got, b.BaseOffset())
+	}
+	first := seqBatches(t, 1, 3, 2, -1, false) // 1–6
+	if err := p.Send(ctx, first, done); err != nil {
+		t.Fatalf("Send: %v", err)
+	}
+	if n := p.Inflight(); n != 3 || len(got) != 0 {
+		t.Fatalf("after the first Send: %d in flight, %d landed; want 3 in flight (the first answer is held)", n, len(got))
+	}
+	if _, err := p.AppendAt(ctx, kvBatch(t, 7, -1, false, "x", "y"), 7); !errors.Is(err, ErrNotFlushed) {
+		t.Fatalf("AppendAt with appends in flight: %v, want ErrNotFlushed", err)
+	}
+	if err := p.AbortAll(ctx); !errors.Is(err, ErrNotFlushed) {
+		t.Fatalf("AbortAll with appends in flight: %v, want ErrNotFlushed", err)
+	}
+	close(release)
+	second := seqBatches(t, 7, 10, 2, -1, false) // 7–26
+	if err := p.Send(ctx, second, done); err != nil {
+		t.Fatalf("second Send: %v", err)
+	}
+	if err := p.Flush(ctx, done); err != nil {
+		t.Fatalf("Flush: %v", err)
+	}
+	var want []int64
+	for _, b := range append(first, second...) {
+		want = append(want, b.BaseOffset())
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("done reported %v, want %v", got, want)
+	}
+	if n := p.Inflight(); n != 0 {
+		t.Fatalf("%d in flight after Flush", n)
+	}
+	if got, want := keysAt(consume(t, c, testTopic, 0, false, 26)), wantKeys(0, 27); got != want {
+		t.Fatalf("destination:\n%s\nwant:\n%s", got, want)
+	}
+}

@@ -112,6 +112,9 @@ func (p *Partition) Resume(ctx context.Context, recorded []TxnWriterInfo) (Resum
 	if err := p.checkOpen(); err != nil {
 		return ResumeReport{}, err
 	}
+	if len(p.pipe) > 0 {
+		return ResumeReport{}, p.errorf("Resume", ErrNotFlushed)
+	}
 	p.mu.Lock()
 	n := len(p.writers)
 	p.mu.Unlock()
