@@ -127,6 +127,7 @@ func (r *Runner) setWriter(pw *writer.Partition) {
 	r.pw = pw
 	r.mu.Unlock()
 	if old != nil && old != pw {
+		r.dropSent() // what was in flight stays with the old writer
 		old.Close()
 	}
 }

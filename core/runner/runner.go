@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/kmirror/kmirror/core/backoff"
 	"github.com/kmirror/kmirror/core/batch"
+	"github.com/kmirror/kmirror/core/fetcher"
 	"github.com/kmirror/kmirror/core/kafkalog"
 	"github.com/kmirror/kmirror/core/offsetmap"
 	"github.com/kmirror/kmirror/core/partition"
@@ -47,9 +49,14 @@ type Runner struct {
 	// concern the partition: it re-reads the mirror's control record.
 	ctl     chan struct{}
 	dstNext int64 // next destination offset (== next in preserve mode)
-	// run holds the batches forwardAll hands the writer together (reused;
-	// runner goroutine only).
-	run []batch.Batch
+	// run holds the batches forwardAll hands the writer together (reused);
+	// sent the batches handed to the writer (Send) and not reported landed
+	// yet, oldest first; sendNext the source offset after the last batch
+	// sent (-1: none in flight, r.Next() applies). Runner goroutine only.
+	run      []batch.Batch
+	sent     []batch.Batch
+	sendNext int64
+	landedFn func(batch.Batch, writer.Result)
 
 	// recreateReq is closed when the source topic was found recreated (same
 	// name, new topic id); recreateErr is the non-retryable failure to
@@ -82,8 +89,11 @@ type Runner struct {
 // run until Run.
 func New(d Deps) *Runner {
 	p := d.Partition.Record().Partition
-	return &Runner{d: d, topic: d.Topic, topicID: d.TopicID, partition: p, state: d.Partition, next: -1, srcHW: -1, srcLS: -1, dstEnd: -1,
-		log: d.Log.With("topic", d.Topic, "partition", p), stopReq: make(chan struct{}), recreateReq: make(chan struct{}), ctl: make(chan struct{}, 1), epoch: -1}
+	r := &Runner{d: d, topic: d.Topic, topicID: d.TopicID, partition: p, state: d.Partition, next: -1, srcHW: -1, srcLS: -1, dstEnd: -1,
+		log: d.Log.With("topic", d.Topic, "partition", p), stopReq: make(chan struct{}), recreateReq: make(chan struct{}), ctl: make(chan struct{}, 1), epoch: -1,
+		sendNext: -1}
+	r.landedFn = r.landed
+	return r
 }
 
 // errorf builds an error that names the mirror, topic and partition.
@@ -512,6 +522,7 @@ func (r *Runner) mirror(ctx context.Context) error {
 		}
 	}
 	r.prepared = false
+	r.dropSent()
 	// After alignment the next offset is the base of the source batch that
 	// holds the source log start; brokers refuse fetches below the log
 	// start, so fetch from the log start: the answer starts with that batch.
@@ -524,6 +535,17 @@ func (r *Runner) mirror(ctx context.Context) error {
 		return err
 	}
 	defer r.unsubscribe()
+	err = r.forwardLoop(ctx, q)
+	if ferr := r.flush(ctx); err == nil {
+		err = ferr
+	}
+	return err
+}
+
+// forwardLoop forwards the queue's deliveries until a stop request, a
+// recreated source topic, an operator's pause, ctx's end (nil) or an error.
+// Appends may still be in flight when it returns (flush).
+func (r *Runner) forwardLoop(ctx context.Context, q *fetcher.Queue) error {
 	healthy := healthyAfter(r)
 	stop := r.stopChan()
 	for {
@@ -542,6 +564,13 @@ func (r *Runner) mirror(ctx context.Context) error {
 		default:
 		}
 		f, ok := q.TryNext()
+		if !ok {
+			// Nothing to forward now: let the appends in flight land
+			// before waiting.
+			if err := r.flush(ctx); err != nil {
+				return err
+			}
+		}
 		for !ok {
 			select {
 			case <-ctx.Done():
@@ -581,36 +610,39 @@ func (r *Runner) mirror(ctx context.Context) error {
 }
 
 // forwardAll appends a delivery's source batches to the destination in
-// order. In preserve mode, consecutive batches that continue each other
+// order. In preserve mode, batches that continue what was sent before them
 // (dense, same source leader epoch) go to the writer together, which keeps
-// several appends in flight (writer.Partition.AppendAll); any other batch
+// several appends in flight (writer.Partition.Send), also across
+// deliveries; any other batch waits for the appends in flight (flush) and
 // goes through admit first.
 func (r *Runner) forwardAll(ctx context.Context, bs []batch.Batch) error {
 	run := r.run[:0]
 	defer func() { clear(run); r.run = run[:0] }()
-	var end int64
 	for _, b := range bs {
-		if len(run) > 0 && r.mode == partition.ModePreserve && b.BaseOffset() == end && b.Dense() && b.PartitionLeaderEpoch() == r.epoch {
-			run, end = append(run, b), b.NextOffset()
+		if r.mode == partition.ModePreserve && r.sendNext >= 0 && b.BaseOffset() == r.sendNext && b.Dense() && b.PartitionLeaderEpoch() == r.epoch {
+			run, r.sendNext = append(run, b), b.NextOffset()
 			continue
 		}
-		if err := r.appendRun(ctx, run); err != nil {
+		if err := r.send(ctx, run); err != nil {
 			return err
 		}
 		run = run[:0]
+		if err := r.flush(ctx); err != nil {
+			return err
+		}
 		plain, err := r.admit(ctx, b)
 		switch {
 		case err != nil:
 			return err
 		case plain:
-			run, end = append(run, b), b.NextOffset()
+			run, r.sendNext = append(run, b), b.NextOffset()
 		case r.mode == partition.ModeMap && b.NextOffset() > r.Next():
 			if err := r.forwardMapped(ctx, b); err != nil {
 				return err
 			}
 		}
 	}
-	return r.appendRun(ctx, run)
+	return r.send(ctx, run)
 }
 
 // admit runs a source batch's checks before it is appended: it skips a
@@ -640,9 +672,10 @@ func (r *Runner) admit(ctx context.Context, b batch.Batch) (plain bool, err erro
 	return r.mode == partition.ModePreserve, nil
 }
 
-// appendRun appends batches that continue each other at their own offsets
-// (preserve mode), pipelined, advancing the partition as each lands.
-func (r *Runner) appendRun(ctx context.Context, run []batch.Batch) error {
+// send hands batches that continue what was sent before them (preserve
+// mode) to the writer, pipelined: the last ones may still be in flight when
+// it returns. The partition advances as each lands (landed).
+func (r *Runner) send(ctx context.Context, run []batch.Batch) error {
 	if len(run) == 0 {
 		return nil
 	}
@@ -650,19 +683,62 @@ func (r *Runner) appendRun(ctx context.Context, run []batch.Batch) error {
 	if err != nil {
 		return r.errorf("%w", err)
 	}
-	for len(run) > 0 {
-		n, err := pw.AppendAll(ctx, run, func(i int, _ writer.Result) { r.appended(run[i]) })
-		if err == nil {
-			break
-		}
-		// run[n] failed: a batch too large gets its one more try there.
-		if err := r.appendFailed(ctx, pw, run[n], run[n].BaseOffset(), err); err != nil {
-			return err
-		}
-		r.appended(run[n])
-		run = run[n+1:]
+	r.sent = append(r.sent, run...)
+	return r.sendDone(ctx, pw, pw.Send(ctx, run, r.landedFn))
+}
+
+// flush waits for the appends in flight to land. When ctx ended they are
+// left to the writer (the next resume reads the destination).
+func (r *Runner) flush(ctx context.Context) error {
+	if len(r.sent) == 0 {
+		return nil
 	}
-	return r.maybeDeleteAligned(ctx)
+	if ctx.Err() != nil {
+		r.dropSent()
+		return nil
+	}
+	return r.sendDone(ctx, r.pw, r.pw.Flush(ctx, r.landedFn))
+}
+
+// sendDone handles the outcome of a Send or Flush. On error nothing is in
+// flight any more and r.sent[0] is the batch that failed: a batch refused
+// for its size gets its one more try (appendFailed), and the batches sent
+// after it, which were not appended, are sent again.
+func (r *Runner) sendDone(ctx context.Context, pw *writer.Partition, err error) error {
+	if err == nil {
+		return r.maybeDeleteAligned(ctx)
+	}
+	if len(r.sent) == 0 { // not about a batch (the partition writer was closed)
+		return r.errorf("%w", err)
+	}
+	failed, rest := r.sent[0], slices.Clone(r.sent[1:])
+	r.dropSent()
+	if err := r.appendFailed(ctx, pw, failed, failed.BaseOffset(), err); err != nil {
+		return err
+	}
+	r.appended(failed)
+	r.sendNext = failed.NextOffset()
+	if len(rest) > 0 {
+		r.sendNext = rest[len(rest)-1].NextOffset()
+	}
+	return r.send(ctx, rest)
+}
+
+// landed is the writer's report of a sent batch on the destination: the
+// oldest of r.sent.
+func (r *Runner) landed(b batch.Batch, _ writer.Result) {
+	if len(r.sent) > 0 {
+		r.sent[0] = nil
+		r.sent = r.sent[1:]
+	}
+	r.appended(b)
+}
+
+// dropSent forgets the batches sent and not reported landed.
+func (r *Runner) dropSent() {
+	clear(r.sent)
+	r.sent = r.sent[:0]
+	r.sendNext = -1
 }
 
 // appended advances the partition past b, appended at its own offsets.
