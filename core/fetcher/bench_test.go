@@ -73,7 +73,7 @@ func BenchmarkResponse(b *testing.B) {
 				s.epoch = int32(i%1000 + 1)
 				scans := scanResponse(resp)
 				m.mu.Lock()
-				oor, _ := s.handle(in, resp, scans)
+				oor, _, _ := s.handle(in, resp, scans)
 				m.mu.Unlock()
 				if len(oor) > 0 {
 					b.Fatal("unexpected out of range")
