@@ -400,7 +400,7 @@ func (s *session) buildRelease() *inflight {
 // by send. Called with m.mu held.
 func (s *session) request(in *inflight, useIDs bool) *kmsg.FetchRequest {
 	req := kmsg.NewPtrFetchRequest()
-	req.ReplicaID = -1      // a consumer; v15+ carries it in ReplicaState, -1 by default
+	req.ReplicaID = -1     // a consumer; v15+ carries it in ReplicaState, -1 by default
 	req.IsolationLevel = 0 // read_uncommitted: markers and open transactions are mirrored as they are
 	in.names = make(map[[16]byte]string)
 
