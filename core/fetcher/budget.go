@@ -40,6 +40,7 @@ type Budget struct {
 	buffered   int64 // delivered and not yet acknowledged
 	reserved   int64 // reserved by fetches in flight
 	partitions int   // partitions added to the Managers that share it
+	sessions   int   // fetch sessions running
 	changed    chan struct{}
 }
 
@@ -89,9 +90,15 @@ func (b *Budget) broadcast() {
 // min(want, what remains) when at least min(want, floor) remains, or when
 // nothing is buffered or reserved at all; otherwise it grants 0 and
 // returns a channel closed when bytes are released.
+//
+// One request never gets more than half the budget over the running
+// sessions (but at least floor): a long poll of partitions that have no
+// data holds its reservation until the broker's wait ends, and must not
+// starve the sessions that have data.
 func (b *Budget) reserve(want, floor int64) (int64, <-chan struct{}) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	want = min(want, max(floor, b.max/int64(2*max(b.sessions, 1))))
 	left := b.max - b.buffered - b.reserved
 	if left >= min(want, floor) || b.buffered+b.reserved <= 0 {
 		g := max(1, min(want, left))
@@ -121,6 +128,12 @@ func (b *Budget) release(n int64) {
 	defer b.mu.Unlock()
 	b.buffered -= n
 	b.broadcast()
+}
+
+func (b *Budget) addSessions(n int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.sessions += n
 }
 
 func (b *Budget) addPartitions(n int) {

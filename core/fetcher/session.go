@@ -130,6 +130,8 @@ type fetchResult struct {
 func (s *session) run(ctx context.Context) {
 	defer s.m.wg.Done()
 	m := s.m
+	m.budget.addSessions(1)
+	defer m.budget.addSessions(-1)
 	results := make(chan fetchResult, 2)
 	for {
 		m.mu.Lock()
@@ -184,12 +186,21 @@ func (s *session) run(ctx context.Context) {
 // budget has room again. Called with m.mu held.
 func (s *session) send(ctx context.Context, in *inflight, cl *kgo.Client, results chan<- fetchResult) <-chan struct{} {
 	m := s.m
+	// A partition that has caught up with its high watermark asks for
+	// its full size (the broker's session keeps it unchanged) but is
+	// not counted in the response's size: a long poll of idle
+	// partitions reserves only one partition's worth, and data that
+	// arrives during it comes in that much; the next fetch, no longer
+	// caught up, asks for all of it.
+	floor := int64(m.partitionMax())
 	var want int64
 	for _, e := range in.next {
-		want += int64(e.maxBytes)
+		if p := e.p; p.hw < 0 || p.offset < p.hw {
+			want += int64(e.maxBytes)
+		}
 	}
-	want = min(want, int64(m.cfg.responseMaxBytes))
-	grant, wait := m.budget.reserve(want, int64(m.partitionMax()))
+	want = min(max(want, floor), int64(m.cfg.responseMaxBytes))
+	grant, wait := m.budget.reserve(want, floor)
 	if grant == 0 {
 		return wait
 	}
@@ -704,10 +715,11 @@ func (s *session) apply(p *fetchPartition, rp *kmsg.FetchResponseTopicPartition,
 		p.offset = nextOffset
 		p.lastEpoch = nextEpoch
 		// A partition whose batches are larger than its fetch size
-		// keeps asking for the largest it just got, so that it does
-		// not get a partial batch (and a second round trip) each time.
+		// (which shrinks as partitions are added) asks next for the
+		// largest it just got, so that a broker does not cut its next
+		// batch (a partial batch costs a second round trip).
 		p.maxBytes = 0
-		if largest > maxBytes {
+		if largest > m.partitionMax() {
 			p.maxBytes = largest
 		}
 		p.corrupt = 0
