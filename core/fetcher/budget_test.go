@@ -1,7 +1,6 @@
 package fetcher
 
 import (
-	"bytes"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -337,10 +336,11 @@ func TestReleasedPartitionIsFetchedWithoutWaitingForTheLongPoll(t *testing.T) {
 	}
 }
 
-// A small partition's share of a large response is copied out, so that it
-// does not keep the whole response alive; the partition holding most of
-// it keeps aliasing it.
-func TestSmallShareOfAResponseIsCopiedOut(t *testing.T) {
+// Delivered batches alias their response's buffer. The part of the buffer
+// that no delivery counts (here a batch before the fetch offset, dropped)
+// stays in the budget until the last delivery aliasing the buffer is
+// acknowledged, so the budget counts what the buffer really holds.
+func TestResponseBufferCountsUntilItsLastDeliveryIsAcknowledged(t *testing.T) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers("127.0.0.1:1"))
 	if err != nil {
 		t.Fatal(err)
@@ -356,13 +356,16 @@ func TestSmallShareOfAResponseIsCopiedOut(t *testing.T) {
 	resp := kmsg.NewPtrFetchResponse()
 	resp.Version = 12
 	rt := kmsg.NewFetchResponseTopic()
-	rt.Topic = "copy"
+	rt.Topic = "pin"
 	buf := make([]byte, 0, 1<<20) // one response buffer, never grown
-	for p, n := range []int{8, 1} { // batches of 1 KiB: 8 for partition 0, 1 for partition 1
-		part := &fetchPartition{key: tp{"copy", int32(p)}, state: psActive, hw: -1, lso: -1, logStart: -1,
+	var sizes [2]int
+	// Partition 0: 8 batches of 1 KiB from offset 0. Partition 1: 2
+	// batches, fetched from offset 1, so the first is dropped.
+	for p, n := range []int{8, 2} {
+		part := &fetchPartition{key: tp{"pin", int32(p)}, state: psActive, hw: -1, lso: -1, logStart: -1, offset: int64(p),
 			sink: SinkFunc(func(f Fetched) { got[f.Partition] = f.Batches })}
 		s.parts[part.key], m.parts[part.key] = part, part
-		in.next[part.key] = sentEntry{p: part, maxBytes: 1 << 20}
+		in.next[part.key] = sentEntry{p: part, offset: part.offset, maxBytes: 1 << 20}
 		start := len(buf)
 		for i := range n {
 			bt, err := batch.Encode(batch.EncodeOptions{BaseOffset: int64(i)}, []batch.Record{{Offset: int64(i), Value: make([]byte, 1024)}})
@@ -370,6 +373,7 @@ func TestSmallShareOfAResponseIsCopiedOut(t *testing.T) {
 				t.Fatal(err)
 			}
 			buf = append(buf, bt...)
+			sizes[p] = len(bt)
 		}
 		rp := kmsg.NewFetchResponseTopicPartition()
 		rp.Partition = int32(p)
@@ -378,19 +382,25 @@ func TestSmallShareOfAResponseIsCopiedOut(t *testing.T) {
 	}
 	resp.Topics = append(resp.Topics, rt)
 	m.mu.Lock()
-	_, _, delivered := s.handle(in, resp, scanResponse(resp))
+	_, _, counted := s.handle(in, resp, scanResponse(resp))
+	m.budget.settle(0, counted) // what the session does once handle returns
 	m.mu.Unlock()
-	if delivered != int64(len(buf)) {
-		t.Fatalf("delivered %d bytes, want %d", delivered, len(buf))
+
+	n0, n1 := int64(8*sizes[0]), int64(sizes[1])
+	if len(got[0]) != 8 || len(got[1]) != 1 || counted != int64(len(buf)) {
+		t.Fatalf("delivered %d and %d batches, %d bytes counted; want 8 and 1, and the whole %d-byte response", len(got[0]), len(got[1]), counted, len(buf))
 	}
-	before := [2][]byte{bytes.Clone(got[0][0]), bytes.Clone(got[1][0])}
-	for i := range buf {
-		buf[i] ^= 0xff // the response buffer is reused: who sees it?
+	check := func(when string, want int64) {
+		t.Helper()
+		if st := m.Stats(); st.BufferedBytes != want || st.BudgetBufferedBytes != want {
+			t.Errorf("%s: buffered %d, budget %d; want %d", when, st.BufferedBytes, st.BudgetBufferedBytes, want)
+		}
 	}
-	if !bytes.Equal(got[1][0], before[1]) {
-		t.Errorf("the small partition's batch still aliases the response")
-	}
-	if bytes.Equal(got[0][0], before[0]) {
-		t.Errorf("the large partition's batch was copied, want it to alias the response")
-	}
+	check("delivered", int64(len(buf)))
+	m.Done("pin", 1, int(n1))
+	check("the small partition acknowledged", n0+int64(len(buf))-n0-n1)
+	m.Done("pin", 0, int(n0/2))
+	check("half of the large partition acknowledged", int64(len(buf))-n1-n0/2)
+	m.Done("pin", 0, int(n0-n0/2))
+	check("everything acknowledged", 0)
 }

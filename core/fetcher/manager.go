@@ -145,6 +145,11 @@ type fetchPartition struct {
 	// for its session's next long poll.
 	parked bool
 
+	// held is what the partition was delivered and has not acknowledged,
+	// oldest first, with the response buffers it keeps alive; its n add
+	// up to outstanding.
+	held []held
+
 	offset       int64 // next offset to fetch
 	currentEpoch int32 // leader epoch from metadata (CurrentLeaderEpoch)
 	lastEpoch    int32 // PartitionLeaderEpoch of the last batch (LastFetchedEpoch)
@@ -269,16 +274,77 @@ func (m *Manager) Done(topic string, partition int32, bytes int) {
 	}
 }
 
-// unbuffer takes n acknowledged bytes off p and the budget. Called with m.mu
-// held.
+// pinnedResponse is a fetch response's buffer, kept alive by the delivered
+// batches that alias it. Batches are not copied out of it (that would
+// cost as much CPU as the rest of the response handling: bench_test.go);
+// instead the bytes of the buffer that no delivery accounts for (other
+// partitions' cut or dropped batches, protocol overhead is not counted)
+// stay in the budget until the last delivery aliasing it is acknowledged.
+// So the budget bounds the memory fetched data really holds, even when one
+// slow partition keeps a large response alive.
+type pinnedResponse struct {
+	slack int64 // record bytes of the response that no delivery counts
+	refs  int   // deliveries not yet fully acknowledged
+}
+
+// held is one delivery not yet acknowledged.
+type held struct {
+	p   *fetchPartition
+	n   int64
+	buf *pinnedResponse // nil when the response had no slack
+}
+
+// pin records the deliveries of one response, and returns the slack bytes
+// to count in the budget with them. Called with m.mu held.
+func (m *Manager) pin(deliveries []held, slack int64) int64 {
+	if len(deliveries) == 0 {
+		return 0
+	}
+	var buf *pinnedResponse
+	if slack > 0 {
+		buf = &pinnedResponse{slack: slack, refs: len(deliveries)}
+		m.buffered += slack
+	} else {
+		slack = 0
+	}
+	for _, d := range deliveries {
+		d.buf = buf
+		d.p.held = append(d.p.held, d)
+	}
+	return slack
+}
+
+// unbuffer takes n acknowledged bytes off p and the budget, oldest
+// delivery first, and unpins the responses no delivery holds any more.
+// Called with m.mu held.
 func (m *Manager) unbuffer(p *fetchPartition, n int64) {
 	n = min(n, p.outstanding)
 	if n <= 0 {
 		return
 	}
 	p.outstanding -= n
-	m.buffered -= n
-	m.budget.release(n)
+	freed := n
+	for n > 0 && len(p.held) > 0 {
+		h := &p.held[0]
+		k := min(n, h.n)
+		h.n -= k
+		n -= k
+		if h.n > 0 {
+			break
+		}
+		if b := h.buf; b != nil {
+			if b.refs--; b.refs == 0 {
+				freed += b.slack
+			}
+		}
+		p.held[0] = held{}
+		p.held = p.held[1:]
+	}
+	if len(p.held) == 0 {
+		p.held = nil // let the backing array go
+	}
+	m.buffered -= freed
+	m.budget.release(freed)
 }
 
 // partitionMax is the PartitionMaxBytes of a fetch: replica.fetch.max.bytes,
@@ -413,7 +479,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	// on the sessions' connections they would queue behind the long
 	// polls they are meant to overtake.
 	var release *kgo.Client
-	if m.cfg.quickFetch {
+	if m.cfg.releaseFetch {
 		c, err := kgo.NewClient(m.cl.Opts()...)
 		if err != nil {
 			m.log.Warn("cannot open a client for release fetches; released partitions wait for the next long poll", "error", err)

@@ -43,7 +43,7 @@ type config struct {
 	throttle          ThrottleFunc
 	budget            *Budget
 	fetchHook         FetchHook
-	quickFetch        bool
+	releaseFetch      bool // tests turn it off to compare
 	closeTimeout      time.Duration
 }
 
@@ -56,7 +56,7 @@ func defaultConfig() config {
 		maxWait:           DefaultMaxWait,
 		backoff:           DefaultBackoff,
 		log:               hclog.NewNullLogger(),
-		quickFetch:        true,
+		releaseFetch:      true,
 		closeTimeout:      500 * time.Millisecond,
 	}
 }
@@ -127,10 +127,6 @@ type FetchHook func(FetchInfo)
 // WithFetchHook sets the hook called after each fetch request, e.g. to
 // record the request latency in a histogram. Default none.
 func WithFetchHook(f FetchHook) Option { return func(c *config) { c.fetchHook = f } }
-
-// withoutReleaseFetch turns release fetches off (tests compare with the
-// behaviour without them).
-func withoutReleaseFetch() Option { return func(c *config) { c.quickFetch = false } }
 
 // WithLogger sets the logger. Default: discard.
 func WithLogger(l hclog.Logger) Option { return func(c *config) { c.log = l } }

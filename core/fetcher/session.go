@@ -568,6 +568,8 @@ func (s *session) handleRelease(in *inflight, resp *kmsg.FetchResponse, scans *s
 // Called with m.mu held.
 func (s *session) handlePartitions(in *inflight, resp *kmsg.FetchResponse, scans *scannedResponse) (oor []oorItem, resetSession bool, delivered int64) {
 	m := s.m
+	var pinned []held
+	defer func() { delivered += m.pin(pinned, int64(scans.bytes)-delivered) }()
 	for i := range resp.Topics {
 		rt := &resp.Topics[i]
 		name := rt.Topic
@@ -588,7 +590,10 @@ func (s *session) handlePartitions(in *inflight, resp *kmsg.FetchResponse, scans
 			err := kerr.ErrorForCode(rp.ErrorCode)
 			switch {
 			case err == nil:
-				delivered += s.apply(p, rp, &scans.parts[i][j], scans.bytes, ent.maxBytes)
+				if n := s.apply(p, rp, &scans.parts[i][j], ent.maxBytes); n > 0 {
+					delivered += n
+					pinned = append(pinned, held{p: p, n: n})
+				}
 			case errors.Is(err, kerr.OffsetOutOfRange):
 				m.detach(p)
 				p.state = psReporting
@@ -644,10 +649,10 @@ func scanResponse(resp *kmsg.FetchResponse) *scannedResponse {
 	return sr
 }
 
-// apply delivers one partition's error-free response, from a response of
-// respBytes record bytes in which the partition was asked for at most
-// maxBytes, and returns the bytes delivered. Called with m.mu held.
-func (s *session) apply(p *fetchPartition, rp *kmsg.FetchResponseTopicPartition, sc *scanned, respBytes int, maxBytes int32) int64 {
+// apply delivers one partition's error-free response, in which it was
+// asked for at most maxBytes, and returns the bytes delivered. Called with
+// m.mu held.
+func (s *session) apply(p *fetchPartition, rp *kmsg.FetchResponseTopicPartition, sc *scanned, maxBytes int32) int64 {
 	m := s.m
 	if rp.DivergingEpoch.Epoch >= 0 || rp.DivergingEpoch.EndOffset >= 0 {
 		m.fail(p, &DivergedError{
@@ -679,16 +684,6 @@ func (s *session) apply(p *fetchPartition, rp *kmsg.FetchResponseTopicPartition,
 	for _, b := range batches {
 		n += len(b)
 		largest = max(largest, int32(min(len(b), math.MaxInt32)))
-	}
-	if n > 0 && 2*n <= respBytes {
-		// The batches alias the response buffer, which stays alive
-		// while any of them is held: a partition with a small share
-		// of a large response would pin all of it while it waits for
-		// its append. Copy a share of half or less out, so that a
-		// response is only ever kept alive by the one partition that
-		// holds most of it, and memory stays within twice what is
-		// accounted (bench_test.go measures the cost).
-		batches = copyBatches(batches, n)
 	}
 	p.err = nil
 	// Read what the fetcher needs from the batches before delivering them:
@@ -751,17 +746,7 @@ func (s *session) apply(p *fetchPartition, rp *kmsg.FetchResponseTopicPartition,
 	return int64(n)
 }
 
-// copyBatches copies batches (n bytes in all) into one new buffer.
-func copyBatches(batches []batch.Batch, n int) []batch.Batch {
-	buf := make([]byte, 0, n)
-	out := make([]batch.Batch, len(batches))
-	for i, b := range batches {
-		start := len(buf)
-		buf = append(buf, b...)
-		out[i] = batch.Batch(buf[start:len(buf):len(buf)])
-	}
-	return out
-}
+
 
 // reportOutOfRange reads the log bounds of partitions found out of range
 // and fails them with an *OffsetOutOfRangeError.
