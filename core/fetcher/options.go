@@ -84,8 +84,8 @@ func WithMinBytes(n int32) Option { return func(c *config) { c.minBytes = n } }
 func WithResponseMaxBytes(n int32) Option { return func(c *config) { c.responseMaxBytes = n } }
 
 // WithMaxWait sets replica.fetch.wait.max.ms: how long a broker holds a fetch
-// that has less than the min bytes. It is also the longest a newly added or
-// resumed partition waits for its session's in-flight fetch to return.
+// that has less than the min bytes. A partition added or resumed while a
+// long poll is out does not wait for it: it gets a release fetch at once.
 // Default 500ms; from 0 to MaxInt32 milliseconds.
 func WithMaxWait(d time.Duration) Option { return func(c *config) { c.maxWait = d } }
 

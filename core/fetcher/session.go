@@ -746,8 +746,6 @@ func (s *session) apply(p *fetchPartition, rp *kmsg.FetchResponseTopicPartition,
 	return int64(n)
 }
 
-
-
 // reportOutOfRange reads the log bounds of partitions found out of range
 // and fails them with an *OffsetOutOfRangeError.
 func (s *session) reportOutOfRange(ctx context.Context, items []oorItem) {
