@@ -254,7 +254,9 @@ func (m *Manager) Remove(topic string, partition int32) bool {
 }
 
 // Done acknowledges that bytes of a partition's deliveries (Fetched.Bytes)
-// are written, so that a paused partition is fetched again.
+// are written, oldest delivery first: they leave the Budget, and a paused
+// partition is fetched again (at once, by a release fetch, when its
+// session's long poll is out).
 func (m *Manager) Done(topic string, partition int32, bytes int) {
 	if bytes <= 0 {
 		return
@@ -367,7 +369,8 @@ type Stats struct {
 	// answered (long polls and release fetches).
 	FetchesInFlight int
 	// BufferedBytes is how many bytes this Manager delivered that are not
-	// yet acknowledged with Done.
+	// yet acknowledged with Done, plus the rest of the response buffers
+	// those deliveries keep alive.
 	BufferedBytes int64
 	// PartitionMaxBytes is the per-partition fetch size now in use.
 	PartitionMaxBytes int32

@@ -95,7 +95,7 @@ func (e *Engine) Start(ctx context.Context, cfg *config.Config) error {
 	}
 	e.cfg, e.machine, e.dst, e.dstAdm = cfg, machine, dst, kadm.NewClient(dst)
 	e.limiter.SetRate(cfg.ReplicationThrottledRate)
-	e.budget.SetMax(cfg.BufferMaxBytes)
+	e.setBudget(cfg)
 	for i := range cfg.Mirrors {
 		e.startMirror(cfg.Mirrors[i])
 	}
@@ -130,7 +130,7 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) error {
 		return errors.New("the state store's settings changed; they take effect after a restart (the running configuration stays)")
 	}
 	e.limiter.SetRate(cfg.ReplicationThrottledRate)
-	e.budget.SetMax(cfg.BufferMaxBytes)
+	e.setBudget(cfg)
 	old := e.cfg
 	e.cfg = cfg
 	for name, m := range e.mirrors {
@@ -274,6 +274,14 @@ func (e *Engine) Status() Status {
 		st.Mirrors = append(st.Mirrors, m.status())
 	}
 	return st
+}
+
+// setBudget applies mirror.buffer.max.bytes; a configuration built without
+// the key (0) keeps the default.
+func (e *Engine) setBudget(cfg *config.Config) {
+	if cfg.BufferMaxBytes > 0 {
+		e.budget.SetMax(cfg.BufferMaxBytes)
+	}
 }
 
 // fetcherStats returns the fetcher figures of every connected mirror.
