@@ -2,6 +2,7 @@ package fetcher
 
 import (
 	"math/bits"
+	"slices"
 	"sync"
 )
 
@@ -42,6 +43,11 @@ type Budget struct {
 	partitions int   // partitions added to the Managers that share it
 	sessions   int   // fetch sessions running
 	changed    chan struct{}
+	// queue is the sessions waiting for room, served in order: a
+	// session that just got its reservation back must not take the room
+	// again before the ones already waiting (an idle long poll, returning
+	// every replica.fetch.wait.max.ms, would starve them otherwise).
+	queue []*session
 }
 
 // NewBudget returns a budget of max bytes (at least 1).
@@ -86,26 +92,49 @@ func (b *Budget) broadcast() {
 	b.changed = make(chan struct{})
 }
 
-// reserve asks for want bytes (at least 1) for a fetch. It grants
-// min(want, what remains) when at least min(want, floor) remains, or when
-// nothing is buffered or reserved at all; otherwise it grants 0 and
-// returns a channel closed when bytes are released.
+// reserve asks for want bytes (at least 1) for a fetch of session s. It
+// grants min(want, what remains) when at least min(want, floor) remains, or
+// when nothing is buffered or reserved at all, and no other session waits
+// ahead of s; otherwise it grants 0, queues s, and returns a channel closed
+// when s should ask again. A queued session must ask again or leave.
 //
 // One request never gets more than half the budget over the running
 // sessions (but at least floor): a long poll of partitions that have no
 // data holds its reservation until the broker's wait ends, and must not
 // starve the sessions that have data.
-func (b *Budget) reserve(want, floor int64) (int64, <-chan struct{}) {
+func (b *Budget) reserve(s *session, want, floor int64) (int64, <-chan struct{}) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	want = min(want, max(floor, b.max/int64(2*max(b.sessions, 1))))
 	left := b.max - b.buffered - b.reserved
-	if left >= min(want, floor) || b.buffered+b.reserved <= 0 {
+	first := len(b.queue) == 0 || b.queue[0] == s
+	if first && (left >= min(want, floor) || b.buffered+b.reserved <= 0) {
 		g := max(1, min(want, left))
 		b.reserved += g
+		if len(b.queue) > 0 {
+			b.queue = b.queue[1:]
+			b.broadcast() // the next in line may fit too
+		}
 		return g, nil
 	}
+	if !slices.Contains(b.queue, s) {
+		b.queue = append(b.queue, s)
+	}
 	return 0, b.changed
+}
+
+// leave takes s out of the queue: it no longer asks for room.
+func (b *Budget) leave(s *session) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	i := slices.Index(b.queue, s)
+	if i < 0 {
+		return
+	}
+	b.queue = slices.Delete(b.queue, i, i+1)
+	if i == 0 {
+		b.broadcast()
+	}
 }
 
 // settle ends a fetch's reservation and counts the bytes it delivered.

@@ -41,13 +41,13 @@ func TestBudgetPartitionMaxShrinksWithPartitionsToAFloor(t *testing.T) {
 func TestBudgetReserveCapsWaitsAndNeverDeadlocks(t *testing.T) {
 	b := NewBudget(1000)
 	b.sessions = 1 // so one request may take half of the budget
-	if g, w := b.reserve(600, 100); g != 500 || w != nil {
+	if g, w := b.reserve(nil, 600, 100); g != 500 || w != nil {
 		t.Fatalf("first reserve: %d, want half of the budget", g)
 	}
-	if g, _ := b.reserve(600, 100); g != 500 {
+	if g, _ := b.reserve(nil, 600, 100); g != 500 {
 		t.Fatalf("second reserve: %d, want what remains (500)", g)
 	}
-	g, w := b.reserve(600, 100)
+	g, w := b.reserve(nil, 600, 100)
 	if g != 0 || w == nil {
 		t.Fatalf("reserve of a full budget: %d, want to wait", g)
 	}
@@ -57,7 +57,7 @@ func TestBudgetReserveCapsWaitsAndNeverDeadlocks(t *testing.T) {
 	default:
 		t.Fatal("released reservation did not wake the waiter")
 	}
-	if g, _ := b.reserve(600, 100); g != 450 {
+	if g, _ := b.reserve(nil, 600, 100); g != 450 {
 		t.Fatalf("reserve after settle: %d, want 450", g)
 	}
 	b.settle(500, 0)
@@ -66,9 +66,36 @@ func TestBudgetReserveCapsWaitsAndNeverDeadlocks(t *testing.T) {
 	if b.Buffered() != 0 || b.Reserved() != 0 {
 		t.Fatalf("buffered %d reserved %d, want 0", b.Buffered(), b.Reserved())
 	}
+	// Sessions waiting are served in order: one that gets its
+	// reservation back cannot take the room again before them.
+	a, c := &session{}, &session{}
+	if g, _ := b.reserve(a, 1000, 100); g != 500 {
+		t.Fatalf("a: %d, want 500", g)
+	}
+	if g, _ := b.reserve(c, 1000, 100); g != 500 {
+		t.Fatalf("c: %d, want 500", g)
+	}
+	if g, _ := b.reserve(c, 1000, 100); g != 0 {
+		t.Fatalf("c again: %d, want to wait", g)
+	}
+	b.settle(500, 0) // a's fetch returns
+	if g, _ := b.reserve(a, 1000, 100); g != 0 {
+		t.Fatalf("a again: %d, want to wait behind c", g)
+	}
+	if g, _ := b.reserve(c, 1000, 100); g != 500 {
+		t.Fatalf("c when first in line: %d, want 500", g)
+	}
+	b.settle(500, 0)
+	b.leave(a) // a no longer asks
+	if g, _ := b.reserve(c, 1000, 100); g != 500 {
+		t.Fatalf("c after a left: %d, want 500", g)
+	}
+	b.settle(500, 0)
+	b.settle(500, 0)
+
 	// Nothing buffered: a fetch larger than the whole budget still goes.
 	b.SetMax(10)
-	if g, _ := b.reserve(600, 100); g != 10 {
+	if g, _ := b.reserve(nil, 600, 100); g != 10 {
 		t.Fatalf("reserve with nothing buffered: %d, want the whole budget", g)
 	}
 }

@@ -132,6 +132,7 @@ func (s *session) run(ctx context.Context) {
 	m := s.m
 	m.budget.addSessions(1)
 	defer m.budget.addSessions(-1)
+	defer m.budget.leave(s)
 	results := make(chan fetchResult, 2)
 	for {
 		m.mu.Lock()
@@ -170,12 +171,20 @@ func (s *session) run(ctx context.Context) {
 			}
 		}
 		m.mu.Unlock()
+		if budgetWait == nil {
+			// Nothing to ask the budget for now (or granted): do
+			// not hold the sessions queued behind.
+			m.budget.leave(s)
+		}
 
 		select {
 		case <-ctx.Done():
 		case <-s.wake:
 		case <-budgetWait:
 		case r := <-results:
+			// Handling may block (throttle, backoff, out of range
+			// reports): let the sessions queued behind go first.
+			m.budget.leave(s)
 			s.received(ctx, r)
 		}
 	}
@@ -200,7 +209,7 @@ func (s *session) send(ctx context.Context, in *inflight, cl *kgo.Client, result
 		}
 	}
 	want = min(max(want, floor), int64(m.cfg.responseMaxBytes))
-	grant, wait := m.budget.reserve(want, floor)
+	grant, wait := m.budget.reserve(s, want, floor)
 	if grant == 0 {
 		return wait
 	}
