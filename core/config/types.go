@@ -54,6 +54,7 @@ type Config struct {
 
 	// kmirror's own daemon keys.
 	OffsetAlignmentMaxRecords int64         // mirror.offset.alignment.max.records
+	BufferMaxBytes            int64         // mirror.buffer.max.bytes
 	TransactionTimeout        time.Duration // mirror.transaction.timeout.ms (0: the destination's maximum)
 	TransactionWriterIdle     time.Duration // mirror.transaction.writer.idle.ms
 	AppendsInFlight           int           // mirror.appends.in.flight.per.partition

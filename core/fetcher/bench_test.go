@@ -19,6 +19,7 @@ func BenchmarkResponse(b *testing.B) {
 		parts, batches, recordBytes int
 	}{
 		{1, 64, 16 << 10},  // one busy partition, 1 MiB
+		{4, 16, 16 << 10},  // four busy partitions, 1 MiB
 		{100, 10, 1 << 10}, // many quiet partitions, 1 MiB
 		{1000, 0, 0},       // watermarks only
 	} {
@@ -69,11 +70,12 @@ func BenchmarkResponse(b *testing.B) {
 				// with watermarks that change, as fresh data would.
 				for _, p := range s.parts {
 					p.offset, p.hw = 0, -1
+					p.held = p.held[:0] // as if acknowledged
 				}
 				s.epoch = int32(i%1000 + 1)
 				scans := scanResponse(resp)
 				m.mu.Lock()
-				oor, _ := s.handle(in, resp, scans)
+				oor, _, _ := s.handle(in, resp, scans)
 				m.mu.Unlock()
 				if len(oor) > 0 {
 					b.Fatal("unexpected out of range")

@@ -7,10 +7,13 @@
 // One Manager serves one mirror. Partitions are grouped by their current
 // source leader and spread over mirror.num.replica.fetchers fetchers per
 // leader (fetcher id = Kafka's hash(topic, partition) % n). Each (leader,
-// fetcher id) pair is one session: one goroutine sending one FetchRequest at
-// a time for all of its partitions, with an incremental fetch session
+// fetcher id) pair is one session: one goroutine with one long poll in
+// flight for all of its partitions, with an incremental fetch session
 // (KIP-227) when the broker grants one, and topic IDs (Fetch v13+) when
-// every topic has one. Batches are never decoded: core/batch cuts the
+// every topic has one. A partition that becomes fetchable while the long
+// poll is out (added, placed, resumed) gets a release fetch at once: a
+// sessionless, no-wait FetchRequest on a client of its own, so it does not
+// wait up to replica.fetch.wait.max.ms for the long poll to return. Batches are never decoded: core/batch cuts the
 // response's Records bytes into whole, CRC-checked batches that are handed
 // to the partition's Sink as views into the response.
 //
@@ -38,7 +41,10 @@
 //
 //   - A partition belongs to at most one session at a time, and only the
 //     goroutine of that session delivers its data, so deliveries of one
-//     partition are in offset order even across leader moves.
+//     partition are in offset order even across leader moves. Within a
+//     session a partition is never in both the long poll and the release
+//     fetch in flight, and a response is applied to a partition only if its
+//     fetch offset is still the one fetched from.
 //   - Deliveries happen with the Manager's lock held; after Remove returns,
 //     the partition's Sink receives nothing more.
 //   - The fetch offset only moves forward, to the NextOffset of the last
@@ -47,20 +53,28 @@
 //   - The first delivered batch of a fetch may start before the fetch offset
 //     (it is the batch that holds it); batches that end before it are
 //     dropped. A trailing partial batch is dropped and fetched again.
-//   - Memory: a partition with MaxBufferedBytes or more delivered but not
-//     acknowledged (Done) is left out of fetches (forgotten in the session)
-//     until the runner catches up, so one slow partition never stalls the
-//     others. A partition buffers at most MaxBufferedBytes plus one fetch.
-//     Delivered batches alias the response buffer they came in, which stays
-//     alive while any of them is held.
+//   - Memory: one Budget, shared by the daemon's Managers, bounds the bytes
+//     fetched and not yet acknowledged (Done): a fetch reserves the most its
+//     response may bring before it is sent, and the bytes it delivers count
+//     until they are acknowledged, so the total exceeds the budget by at
+//     most one batch (a response's first batch comes whole). Delivered
+//     batches alias the response buffer they came in, which stays alive
+//     while any of them is held: the bytes of that buffer no delivery counts
+//     stay in the budget until its last delivery is acknowledged. Fetch
+//     sizes shrink as partitions are added (Budget). A partition with twice
+//     its fetch size (or MaxBufferedBytes) delivered and not acknowledged is
+//     also left out of fetches (forgotten in the session) until the runner
+//     catches up, so one slow partition never takes the whole budget.
 //   - The session's view of the broker (session id, epoch, the partitions
 //     the broker holds for it) changes only when a response is accepted; any
 //     failure resets it, and the next request is a full fetch.
 //
 // # Stop
 //
-// Run owns every goroutine. When its context ends, sessions stop (an
-// in-flight fetch is abandoned), each closes its broker fetch session with a
-// short best-effort request, Run waits for all of them, closes the extra
-// clients it opened for fetcher ids above 0, and returns.
+// Run owns every goroutine; a session owns the goroutines of its requests
+// in flight. When its context ends, sessions stop (in-flight fetches are
+// abandoned, and each session waits for their goroutines), each closes its
+// broker fetch session with a short best-effort request, Run waits for all
+// of them, closes the extra clients it opened for fetcher ids above 0 and
+// for release fetches, and returns.
 package fetcher

@@ -841,13 +841,19 @@ func TestOversizedPartialBatchIsFetchedWhole(t *testing.T) {
 	if bs := col.batches(k); len(bs) != 1 || len(bs[0]) != len(whole) {
 		t.Errorf("delivered %d batches, want the whole batch once", len(bs))
 	}
-	// Back to the configured limit afterwards.
+	// The next fetch asks for as much as the batch just delivered (so
+	// that a broker does not cut another large batch); once a small
+	// batch is delivered, fetches are back to the configured limit.
 	produce(t, ctx, prod, "big", 0, 1, 10)
 	col.waitDelivered("next record", k, 2)
-	rs := log.all()
-	for _, r := range rs {
-		if p, ok := r.has(k); ok && p.offset == 1 && p.maxBytes != partMax {
-			t.Errorf("fetch at 1 asks for %d bytes, want the configured %d", p.maxBytes, partMax)
+	produce(t, ctx, prod, "big", 0, 1, 10)
+	col.waitDelivered("the record after", k, 3)
+	for _, r := range log.all() {
+		if p, ok := r.has(k); ok && p.offset == 1 && p.maxBytes != int32(len(whole)) {
+			t.Errorf("fetch at 1 asks for %d bytes, want the last batch's %d", p.maxBytes, len(whole))
+		}
+		if p, ok := r.has(k); ok && p.offset == 2 && p.maxBytes != partMax {
+			t.Errorf("fetch at 2 asks for %d bytes, want the configured %d", p.maxBytes, partMax)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf16"
 
@@ -95,13 +96,18 @@ type Manager struct {
 	cfg config
 	log hclog.Logger
 
-	wake chan struct{} // the placement loop in Run
+	wake   chan struct{} // the placement loop in Run
+	budget *Budget
+
+	inFlight atomic.Int64 // fetch requests sent and not yet answered
 
 	mu       sync.Mutex
+	buffered int64 // the partitions' outstanding bytes, summed
 	parts    map[tp]*fetchPartition
 	pending  map[tp]*fetchPartition // StateWaitingForLeader
 	sessions map[sessionKey]*session
 	clients  []*kgo.Client // per fetcher id; [0] is cl; set by Run
+	release  *kgo.Client   // release fetches' own connections; nil if off; set by Run
 	runState int           // 0 new, 1 running, 2 stopped
 	metaFail int           // consecutive failed metadata reads, for quieter logs
 	wg       sync.WaitGroup
@@ -135,6 +141,14 @@ type fetchPartition struct {
 	sess      *session  // psActive
 	leader    int32
 	paused    bool
+	// parked: a release fetch found nothing new; the partition waits
+	// for its session's next long poll.
+	parked bool
+
+	// held is what the partition was delivered and has not acknowledged,
+	// oldest first, with the response buffers it keeps alive; its n add
+	// up to outstanding.
+	held []held
 
 	offset       int64 // next offset to fetch
 	currentEpoch int32 // leader epoch from metadata (CurrentLeaderEpoch)
@@ -166,6 +180,7 @@ func New(client *kgo.Client, opts ...Option) (*Manager, error) {
 		cfg:      cfg,
 		log:      cfg.log,
 		wake:     make(chan struct{}, 1),
+		budget:   cfg.budget,
 		parts:    make(map[tp]*fetchPartition),
 		pending:  make(map[tp]*fetchPartition),
 		sessions: make(map[sessionKey]*session),
@@ -211,6 +226,7 @@ func (m *Manager) Add(p PartitionSpec, sink Sink) error {
 	}
 	m.parts[key] = part
 	m.pending[key] = part
+	m.budget.addPartitions(1)
 	m.signal()
 	return nil
 }
@@ -231,11 +247,16 @@ func (m *Manager) Remove(topic string, partition int32) bool {
 	delete(m.parts, key)
 	delete(m.pending, key)
 	p.state = psRemoved
+	m.budget.addPartitions(-1)
+	// What it delivered is dropped with it: no Done comes for it.
+	m.unbuffer(p, p.outstanding)
 	return true
 }
 
 // Done acknowledges that bytes of a partition's deliveries (Fetched.Bytes)
-// are written, so that a paused partition is fetched again.
+// are written, oldest delivery first: they leave the Budget, and a paused
+// partition is fetched again (at once, by a release fetch, when its
+// session's long poll is out).
 func (m *Manager) Done(topic string, partition int32, bytes int) {
 	if bytes <= 0 {
 		return
@@ -246,12 +267,136 @@ func (m *Manager) Done(topic string, partition int32, bytes int) {
 	if !ok {
 		return
 	}
-	p.outstanding = max(0, p.outstanding-int64(bytes))
-	if p.paused && p.outstanding < m.cfg.maxBuffered {
+	m.unbuffer(p, int64(bytes))
+	if p.paused && p.outstanding < m.pauseAt() {
 		p.paused = false
 		if p.sess != nil {
 			p.sess.signal()
 		}
+	}
+}
+
+// pinnedResponse is a fetch response's buffer, kept alive by the delivered
+// batches that alias it. Batches are not copied out of it (that would
+// cost as much CPU as the rest of the response handling: bench_test.go);
+// instead the bytes of the buffer that no delivery accounts for (other
+// partitions' cut or dropped batches, protocol overhead is not counted)
+// stay in the budget until the last delivery aliasing it is acknowledged.
+// So the budget bounds the memory fetched data really holds, even when one
+// slow partition keeps a large response alive.
+type pinnedResponse struct {
+	slack int64 // record bytes of the response that no delivery counts
+	refs  int   // deliveries not yet fully acknowledged
+}
+
+// held is one delivery not yet acknowledged.
+type held struct {
+	p   *fetchPartition
+	n   int64
+	buf *pinnedResponse // nil when the response had no slack
+}
+
+// pin records the deliveries of one response, and returns the slack bytes
+// to count in the budget with them. Called with m.mu held.
+func (m *Manager) pin(deliveries []held, slack int64) int64 {
+	if len(deliveries) == 0 {
+		return 0
+	}
+	var buf *pinnedResponse
+	if slack > 0 {
+		buf = &pinnedResponse{slack: slack, refs: len(deliveries)}
+		m.buffered += slack
+	} else {
+		slack = 0
+	}
+	for _, d := range deliveries {
+		d.buf = buf
+		d.p.held = append(d.p.held, d)
+	}
+	return slack
+}
+
+// unbuffer takes n acknowledged bytes off p and the budget, oldest
+// delivery first, and unpins the responses no delivery holds any more.
+// Called with m.mu held.
+func (m *Manager) unbuffer(p *fetchPartition, n int64) {
+	n = min(n, p.outstanding)
+	if n <= 0 {
+		return
+	}
+	p.outstanding -= n
+	freed := n
+	for n > 0 && len(p.held) > 0 {
+		h := &p.held[0]
+		k := min(n, h.n)
+		h.n -= k
+		n -= k
+		if h.n > 0 {
+			break
+		}
+		if b := h.buf; b != nil {
+			if b.refs--; b.refs == 0 {
+				freed += b.slack
+			}
+		}
+		p.held[0] = held{}
+		p.held = p.held[1:]
+	}
+	if len(p.held) == 0 {
+		p.held = nil // let the backing array go
+	}
+	m.buffered -= freed
+	m.budget.release(freed)
+}
+
+// partitionMax is the PartitionMaxBytes of a fetch: replica.fetch.max.bytes,
+// or less when the budget is shared by many partitions.
+func (m *Manager) partitionMax() int32 {
+	return m.budget.partitionMax(m.cfg.partitionMaxBytes)
+}
+
+// pauseAt is how many outstanding bytes pause a partition.
+func (m *Manager) pauseAt() int64 {
+	if m.cfg.maxBufferedSet {
+		return m.cfg.maxBuffered
+	}
+	return 2 * int64(m.partitionMax())
+}
+
+// Stats are a Manager's figures for metrics.
+type Stats struct {
+	// FetchesInFlight is how many fetch requests are sent and not yet
+	// answered (long polls and release fetches).
+	FetchesInFlight int
+	// BufferedBytes is how many bytes this Manager delivered that are not
+	// yet acknowledged with Done, plus the rest of the response buffers
+	// those deliveries keep alive.
+	BufferedBytes int64
+	// PartitionMaxBytes is the per-partition fetch size now in use.
+	PartitionMaxBytes int32
+	// The shared Budget: its size, what every Manager sharing it has
+	// buffered, and what fetches in flight have reserved.
+	BudgetMaxBytes      int64
+	BudgetBufferedBytes int64
+	BudgetReservedBytes int64
+}
+
+// Stats returns the Manager's figures now.
+func (m *Manager) Stats() Stats {
+	m.mu.Lock()
+	buffered := m.buffered
+	m.mu.Unlock()
+	b := m.budget
+	b.mu.Lock()
+	bmax, bbuf, bres := b.max, b.buffered, b.reserved
+	b.mu.Unlock()
+	return Stats{
+		FetchesInFlight:     int(m.inFlight.Load()),
+		BufferedBytes:       buffered,
+		PartitionMaxBytes:   m.partitionMax(),
+		BudgetMaxBytes:      bmax,
+		BudgetBufferedBytes: bbuf,
+		BudgetReservedBytes: bres,
 	}
 }
 
@@ -333,8 +478,21 @@ func (m *Manager) Run(ctx context.Context) error {
 		}
 		clients = append(clients, c)
 	}
+	// Release fetches (see session.run) need connections of their own:
+	// on the sessions' connections they would queue behind the long
+	// polls they are meant to overtake.
+	var release *kgo.Client
+	if m.cfg.releaseFetch {
+		c, err := kgo.NewClient(m.cl.Opts()...)
+		if err != nil {
+			m.log.Warn("cannot open a client for release fetches; released partitions wait for the next long poll", "error", err)
+		} else {
+			release = c
+		}
+	}
 	m.mu.Lock()
 	m.clients = clients
+	m.release = release
 	m.mu.Unlock()
 
 	m.place(ctx)
@@ -349,6 +507,9 @@ func (m *Manager) Run(ctx context.Context) error {
 		if c != m.cl {
 			c.Close()
 		}
+	}
+	if release != nil {
+		release.Close()
 	}
 	m.mu.Lock()
 	m.runState = 2
@@ -533,6 +694,7 @@ func (m *Manager) detach(p *fetchPartition) {
 		p.sess = nil
 	}
 	p.paused = false
+	p.parked = false
 	p.leader = -1
 }
 

@@ -41,6 +41,9 @@ type config struct {
 	maxBufferedSet    bool
 	log               hclog.Logger
 	throttle          ThrottleFunc
+	budget            *Budget
+	fetchHook         FetchHook
+	releaseFetch      bool // tests turn it off to compare
 	closeTimeout      time.Duration
 }
 
@@ -53,6 +56,7 @@ func defaultConfig() config {
 		maxWait:           DefaultMaxWait,
 		backoff:           DefaultBackoff,
 		log:               hclog.NewNullLogger(),
+		releaseFetch:      true,
 		closeTimeout:      500 * time.Millisecond,
 	}
 }
@@ -80,8 +84,8 @@ func WithMinBytes(n int32) Option { return func(c *config) { c.minBytes = n } }
 func WithResponseMaxBytes(n int32) Option { return func(c *config) { c.responseMaxBytes = n } }
 
 // WithMaxWait sets replica.fetch.wait.max.ms: how long a broker holds a fetch
-// that has less than the min bytes. It is also the longest a newly added or
-// resumed partition waits for its session's in-flight fetch to return.
+// that has less than the min bytes. A partition added or resumed while a
+// long poll is out does not wait for it: it gets a release fetch at once.
 // Default 500ms; from 0 to MaxInt32 milliseconds.
 func WithMaxWait(d time.Duration) Option { return func(c *config) { c.maxWait = d } }
 
@@ -93,10 +97,36 @@ func WithBackoff(d time.Duration) Option { return func(c *config) { c.backoff = 
 
 // WithMaxBufferedBytes sets how many bytes of one partition may be delivered
 // and not yet acknowledged with Done before the partition is left out of
-// fetches. Default twice the partition max bytes; at least 1.
+// fetches. Default twice the partition's fetch size (the partition max
+// bytes, or less when the Budget is shared by many partitions); at least 1.
 func WithMaxBufferedBytes(n int64) Option {
 	return func(c *config) { c.maxBuffered, c.maxBufferedSet = n, true }
 }
+
+// WithBudget shares a Budget, the bound on bytes buffered between fetch and
+// append, with the other Managers of the daemon (mirror.buffer.max.bytes).
+// Default: a budget of DefaultBudgetBytes for this Manager alone.
+func WithBudget(b *Budget) Option { return func(c *config) { c.budget = b } }
+
+// FetchInfo describes one fetch request once its response (or error) has
+// arrived, for metrics.
+type FetchInfo struct {
+	Broker  int32
+	Latency time.Duration // from send to response
+	Bytes   int           // record bytes in the response
+	// Release is true for a short fetch sent for partitions released
+	// while the session's long poll was in flight.
+	Release bool
+	Err     error
+}
+
+// FetchHook is called by a session goroutine after each fetch request. It
+// must return promptly and must not call the Manager.
+type FetchHook func(FetchInfo)
+
+// WithFetchHook sets the hook called after each fetch request, e.g. to
+// record the request latency in a histogram. Default none.
+func WithFetchHook(f FetchHook) Option { return func(c *config) { c.fetchHook = f } }
 
 // WithLogger sets the logger. Default: discard.
 func WithLogger(l hclog.Logger) Option { return func(c *config) { c.log = l } }
@@ -140,8 +170,8 @@ func (c *config) validate() error {
 	if c.log == nil {
 		bad("logger", "nil", "pass a logger or leave the option out")
 	}
-	if !c.maxBufferedSet {
-		c.maxBuffered = 2 * int64(c.partitionMaxBytes)
+	if c.budget == nil {
+		c.budget = NewBudget(DefaultBudgetBytes)
 	}
 	return errors.Join(errs...)
 }

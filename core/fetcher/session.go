@@ -46,6 +46,11 @@ type session struct {
 	sent       map[tp]sentEntry
 	sessionErr int // consecutive top-level session errors
 	failures   int // consecutive failed requests, for quieter logs
+
+	// The requests in flight (see run). Guarded by m.mu; only the
+	// session goroutine writes them.
+	main    *inflight
+	release *inflight
 }
 
 // sentEntry is one partition as the broker's fetch session holds it.
@@ -60,10 +65,12 @@ type sentEntry struct {
 
 // inflight is a request and the session state that its success makes true.
 type inflight struct {
-	req   *fetchRequest
-	full  bool
-	next  map[tp]sentEntry    // the broker's session after the request
-	names map[[16]byte]string // topic id -> name, for v13+ responses
+	req      *fetchRequest
+	full     bool
+	release  bool                // a release fetch (see run), outside the broker's session
+	next     map[tp]sentEntry    // the broker's session after the request; a release fetch's partitions
+	names    map[[16]byte]string // topic id -> name, for v13+ responses
+	reserved int64               // budget bytes reserved for the response
 }
 
 // oorItem is a partition whose fetch offset the source rejected as out of
@@ -97,95 +104,276 @@ func (s *session) reset() {
 	s.sent = nil
 }
 
+// fetchResult is what a request goroutine brings back to its session.
+type fetchResult struct {
+	in   *inflight
+	resp *kmsg.FetchResponse
+	err  error
+	took time.Duration
+}
+
 // run is the session goroutine. It exits when ctx is done or when the
-// session has no partition left (placement starts it again).
+// session has no partition left and nothing in flight (placement starts it
+// again).
+//
+// At most two requests are in flight, each sent by a goroutine this one
+// waits for: the long poll (the main fetch, in the broker's fetch session)
+// and a release fetch. A partition that becomes fetchable while the long
+// poll is out (added, placed, resumed after Done) is not in it; instead of
+// waiting for it to return (up to replica.fetch.wait.max.ms), it gets a
+// release fetch at once: sessionless, no wait, on connections of its own.
+// The two requests never share a partition; a partition whose release
+// fetch finds nothing new is parked until the next long poll takes it.
+// Whatever the timing, a delivery is accepted only from the fetch offset
+// the partition has when it arrives (handle), so no offset is delivered
+// twice or out of order.
 func (s *session) run(ctx context.Context) {
 	defer s.m.wg.Done()
 	m := s.m
+	m.budget.addSessions(1)
+	defer m.budget.addSessions(-1)
+	defer m.budget.leave(s)
+	results := make(chan fetchResult, 2)
 	for {
 		m.mu.Lock()
-		if ctx.Err() != nil || len(s.parts) == 0 {
+		if ctx.Err() != nil || len(s.parts) == 0 && s.main == nil && s.release == nil {
 			s.running = false
+			pending := 0
+			for _, in := range []*inflight{s.main, s.release} {
+				if in != nil {
+					pending++
+				}
+			}
 			id, epoch := s.id, s.epoch
 			s.id = 0
 			s.reset()
 			m.mu.Unlock()
+			for range pending { // ctx is done: they end at once
+				r := <-results
+				m.mu.Lock()
+				s.settle(r, 0)
+				m.mu.Unlock()
+			}
 			if id != 0 && epoch > 0 {
 				s.closeBrokerSession(ctx, id)
 			}
 			return
 		}
-		in := s.build()
-		m.mu.Unlock()
-
-		if in == nil { // every partition paused
-			select {
-			case <-ctx.Done():
-			case <-s.wake:
-			}
-			continue
-		}
-
-		kresp, err := s.cl.Broker(int(s.key.broker)).Request(ctx, in.req)
-		if ctx.Err() != nil {
-			continue
-		}
-		if err != nil {
-			s.requestFailed(err)
-			continue
-		}
-		resp := kresp.(*kmsg.FetchResponse)
-		if n := recordBytes(resp); n > 0 && m.cfg.throttle != nil {
-			if err := m.cfg.throttle(ctx, n); err != nil {
-				// Nothing delivered; the broker's session moved on
-				// without us, so start a new one.
-				m.mu.Lock()
-				s.reset()
-				m.mu.Unlock()
-				if ctx.Err() == nil {
-					m.log.Warn("fetch throttle failed; refetching", "broker", s.key.broker, "error", err)
-					_ = backoff.Sleep(ctx, m.cfg.backoff) // an ended ctx ends the loop
-				}
-				continue
+		var budgetWait <-chan struct{}
+		if s.main == nil {
+			if in := s.build(); in != nil {
+				budgetWait = s.send(ctx, in, s.cl, results)
 			}
 		}
-
-		// Cutting and CRC-checking batches is the costly part: do it
-		// before taking the Manager's lock.
-		scans := scanResponse(resp)
-		m.mu.Lock()
-		oor, wait := s.handle(in, resp, scans)
-		m.mu.Unlock()
-		if len(oor) > 0 {
-			s.reportOutOfRange(ctx, oor)
+		if s.main != nil && s.release == nil && m.release != nil && budgetWait == nil {
+			if in := s.buildRelease(); in != nil {
+				budgetWait = s.send(ctx, in, m.release, results)
+			}
 		}
-		if wait {
-			_ = backoff.Sleep(ctx, m.cfg.backoff) // an ended ctx ends the loop
+		m.mu.Unlock()
+		if budgetWait == nil {
+			// Nothing to ask the budget for now (or granted): do
+			// not hold the sessions queued behind.
+			m.budget.leave(s)
+		}
+
+		select {
+		case <-ctx.Done():
+		case <-s.wake:
+		case <-budgetWait:
+		case r := <-results:
+			// Handling may block (throttle, backoff, out of range
+			// reports): let the sessions queued behind go first.
+			m.budget.leave(s)
+			s.received(ctx, r)
 		}
 	}
 }
 
-// build makes the next request from the session's fetchable partitions, nil
-// when there is none. Called with m.mu held.
-func (s *session) build() *inflight {
-	cfg := &s.m.cfg
-	want := make(map[tp]sentEntry, len(s.parts))
-	allIDs := true
+// send reserves the request's possible response size in the budget and
+// sends it from a new goroutine, or returns a channel that tells when the
+// budget has room again. Called with m.mu held.
+func (s *session) send(ctx context.Context, in *inflight, cl *kgo.Client, results chan<- fetchResult) <-chan struct{} {
+	m := s.m
+	// A partition that has caught up with its high watermark asks for
+	// its full size (the broker's session keeps it unchanged) but is
+	// not counted in the response's size: a long poll of idle
+	// partitions reserves only one partition's worth, and data that
+	// arrives during it comes in that much; the next fetch, no longer
+	// caught up, asks for all of it.
+	floor := int64(m.partitionMax())
+	var want int64
+	for _, e := range in.next {
+		if p := e.p; p.hw < 0 || p.offset < p.hw {
+			want += int64(e.maxBytes)
+		}
+	}
+	want = min(max(want, floor), int64(m.cfg.responseMaxBytes))
+	grant, wait := m.budget.reserve(s, want, floor)
+	if grant == 0 {
+		return wait
+	}
+	in.reserved = grant
+	in.req.MaxBytes = int32(grant)
+	if in.release {
+		s.release = in
+	} else {
+		s.main = in
+		for k := range in.next {
+			s.parts[k].parked = false // the long poll has it
+		}
+	}
+	m.inFlight.Add(1)
+	broker := cl.Broker(int(s.key.broker))
+	go func() {
+		start := time.Now()
+		kresp, err := broker.Request(ctx, in.req)
+		r := fetchResult{in: in, err: err, took: time.Since(start)}
+		if err == nil {
+			r.resp = kresp.(*kmsg.FetchResponse)
+		}
+		results <- r // buffered for both requests: never blocks
+	}()
+	return nil
+}
+
+// settle ends a request: it is no longer in flight, its reservation gives
+// way to the bytes it delivered. Called with m.mu held, except when the
+// session exits.
+func (s *session) settle(r fetchResult, delivered int64) {
+	m := s.m
+	m.inFlight.Add(-1)
+	if r.in == s.main {
+		s.main = nil
+	} else if r.in == s.release {
+		s.release = nil
+	}
+	m.budget.settle(r.in.reserved, delivered)
+}
+
+// received handles a request's result in the session goroutine.
+func (s *session) received(ctx context.Context, r fetchResult) {
+	m := s.m
+	in := r.in
+	if hook := m.cfg.fetchHook; hook != nil && ctx.Err() == nil {
+		info := FetchInfo{Broker: s.key.broker, Latency: r.took, Release: in.release, Err: r.err}
+		if r.resp != nil {
+			info.Bytes = recordBytes(r.resp)
+		}
+		hook(info)
+	}
+	abandon := func(f func()) {
+		m.mu.Lock()
+		s.settle(r, 0)
+		if f != nil {
+			f()
+		}
+		m.mu.Unlock()
+	}
+	if ctx.Err() != nil {
+		abandon(nil)
+		return
+	}
+	if r.err != nil {
+		if in.release {
+			// The long poll, on its own connections, finds out
+			// whether the broker is gone; these partitions wait for
+			// it.
+			m.log.Debug("release fetch failed; its partitions wait for the next long poll", "broker", s.key.broker, "error", r.err)
+			abandon(func() { s.park(in) })
+			return
+		}
+		abandon(nil)
+		s.requestFailed(r.err)
+		return
+	}
+	resp := r.resp
+	if n := recordBytes(resp); n > 0 && m.cfg.throttle != nil {
+		if err := m.cfg.throttle(ctx, n); err != nil {
+			// Nothing delivered; the broker's session moved on
+			// without us, so start a new one.
+			abandon(func() {
+				if in.release {
+					s.park(in)
+				} else {
+					s.reset()
+				}
+			})
+			if ctx.Err() == nil {
+				m.log.Warn("fetch throttle failed; refetching", "broker", s.key.broker, "error", err)
+				_ = backoff.Sleep(ctx, m.cfg.backoff) // an ended ctx ends the loop
+			}
+			return
+		}
+	}
+
+	// Cutting and CRC-checking batches is the costly part: do it
+	// before taking the Manager's lock.
+	scans := scanResponse(resp)
+	m.mu.Lock()
+	var oor []oorItem
+	var wait bool
+	var delivered int64
+	if in.release {
+		oor, delivered = s.handleRelease(in, resp, scans)
+	} else {
+		oor, wait, delivered = s.handle(in, resp, scans)
+	}
+	s.settle(r, delivered)
+	m.mu.Unlock()
+	if len(oor) > 0 {
+		s.reportOutOfRange(ctx, oor)
+	}
+	if wait {
+		_ = backoff.Sleep(ctx, m.cfg.backoff) // an ended ctx ends the loop
+	}
+}
+
+// park leaves the partitions of a release fetch to the next long poll.
+// Called with m.mu held.
+func (s *session) park(in *inflight) {
+	for k, e := range in.next {
+		if p := s.parts[k]; p == e.p {
+			p.parked = true
+		}
+	}
+}
+
+// fetchable is the session's partitions that may be fetched, without
+// those that skip says to leave out, each with what to send for it.
+// Called with m.mu held.
+func (s *session) fetchable(skip func(tp, *fetchPartition) bool) (want map[tp]sentEntry, allIDs bool) {
+	partMax := s.m.partitionMax()
+	want = make(map[tp]sentEntry, len(s.parts))
+	allIDs = true
 	for k, p := range s.parts {
-		if p.paused {
+		if p.paused || skip(k, p) {
 			continue
 		}
-		e := sentEntry{
+		want[k] = sentEntry{
 			p:            p,
 			topicID:      p.topicID,
 			offset:       p.offset,
 			currentEpoch: p.currentEpoch,
 			lastEpoch:    p.lastEpoch,
-			maxBytes:     max(cfg.partitionMaxBytes, p.maxBytes),
+			maxBytes:     max(partMax, p.maxBytes),
 		}
-		want[k] = e
 		allIDs = allIDs && p.topicID != [16]byte{}
 	}
+	return want, allIDs
+}
+
+// build makes the next long poll from the session's fetchable partitions
+// (but those in a release fetch), nil when there is none. Called with m.mu
+// held.
+func (s *session) build() *inflight {
+	want, allIDs := s.fetchable(func(k tp, _ *fetchPartition) bool {
+		if s.release == nil {
+			return false
+		}
+		_, ok := s.release.next[k]
+		return ok
+	})
 	if len(want) == 0 {
 		return nil
 	}
@@ -193,19 +381,48 @@ func (s *session) build() *inflight {
 		// A topic without an id cannot join a session addressed by id.
 		s.reset()
 	}
-	in := &inflight{full: s.epoch == 0, next: want, names: make(map[[16]byte]string)}
+	in := &inflight{full: s.epoch == 0, next: want}
 	if in.full {
 		s.useIDs = allIDs
 	}
-
-	req := kmsg.NewPtrFetchRequest()
-	req.ReplicaID = -1 // a consumer; v15+ carries it in ReplicaState, -1 by default
-	req.MaxWaitMillis = int32(cfg.maxWait.Milliseconds())
-	req.MinBytes = cfg.minBytes
-	req.MaxBytes = cfg.responseMaxBytes
-	req.IsolationLevel = 0 // read_uncommitted: markers and open transactions are mirrored as they are
+	req := s.request(in, s.useIDs)
+	req.MaxWaitMillis = int32(s.m.cfg.maxWait.Milliseconds())
+	req.MinBytes = s.m.cfg.minBytes
 	req.SessionID = s.id
 	req.SessionEpoch = s.epoch
+	return in
+}
+
+// buildRelease makes a release fetch for the session's fetchable
+// partitions that are neither in the long poll in flight nor parked, nil
+// when there is none. Called with m.mu held, while the long poll is out.
+func (s *session) buildRelease() *inflight {
+	want, allIDs := s.fetchable(func(k tp, p *fetchPartition) bool {
+		_, inMain := s.main.next[k]
+		return inMain || p.parked
+	})
+	if len(want) == 0 {
+		return nil
+	}
+	in := &inflight{full: true, release: true, next: want}
+	req := s.request(in, allIDs)
+	// Sessionless and without waiting: what is there now.
+	req.MaxWaitMillis = 0
+	req.MinBytes = 0
+	req.SessionID = 0
+	req.SessionEpoch = -1
+	return in
+}
+
+// request fills in.req with in.next's partitions: all of them for a full
+// fetch, else those the broker's session does not hold as they are, and
+// the ones it holds that are no longer wanted as forgotten. MaxBytes is set
+// by send. Called with m.mu held.
+func (s *session) request(in *inflight, useIDs bool) *kmsg.FetchRequest {
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID = -1     // a consumer; v15+ carries it in ReplicaState, -1 by default
+	req.IsolationLevel = 0 // read_uncommitted: markers and open transactions are mirrored as they are
+	in.names = make(map[[16]byte]string)
 
 	topicIdx := make(map[string]int)
 	add := func(k tp, e sentEntry) {
@@ -226,7 +443,7 @@ func (s *session) build() *inflight {
 		rp.PartitionMaxBytes = e.maxBytes
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 	}
-	for k, e := range want {
+	for k, e := range in.next {
 		in.names[e.topicID] = k.topic // responses may carry any partition of the session
 		if old, ok := s.sent[k]; !in.full && ok && old == e {
 			continue // the broker has it as it is
@@ -236,7 +453,7 @@ func (s *session) build() *inflight {
 	if !in.full {
 		forgotten := make(map[string]int)
 		for k, old := range s.sent {
-			if _, ok := want[k]; ok {
+			if _, ok := in.next[k]; ok {
 				continue
 			}
 			i, ok := forgotten[k.topic]
@@ -251,10 +468,10 @@ func (s *session) build() *inflight {
 		}
 	}
 	in.req = &fetchRequest{FetchRequest: req, maxVersion: 12}
-	if s.useIDs {
+	if useIDs {
 		in.req.maxVersion = req.MaxVersion()
 	}
-	return in
+	return req
 }
 
 // requestFailed handles a fetch that got no response: the broker is
@@ -285,11 +502,11 @@ func (s *session) requestFailed(err error) {
 	}
 }
 
-// handle applies a response: session bookkeeping, then each partition.
-// Called with m.mu held. It returns the partitions found out of range (to
-// report once their log bounds are read, without the lock) and whether the
-// session should back off.
-func (s *session) handle(in *inflight, resp *kmsg.FetchResponse, scans [][]scanned) (oor []oorItem, wait bool) {
+// handle applies a long poll's response: session bookkeeping, then each
+// partition. Called with m.mu held. It returns the partitions found out of
+// range (to report once their log bounds are read, without the lock),
+// whether the session should back off, and the bytes delivered.
+func (s *session) handle(in *inflight, resp *kmsg.FetchResponse, scans *scannedResponse) (oor []oorItem, wait bool, delivered int64) {
 	m := s.m
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
 		s.sessionErr++
@@ -316,7 +533,7 @@ func (s *session) handle(in *inflight, resp *kmsg.FetchResponse, scans [][]scann
 			wait = true
 			m.log.Warn("unexpected fetch error from source broker; starting a new session after a backoff", "broker", s.key.broker, "error", err)
 		}
-		return nil, wait
+		return nil, wait, 0
 	}
 	s.sessionErr = 0
 	s.failures = 0
@@ -332,7 +549,36 @@ func (s *session) handle(in *inflight, resp *kmsg.FetchResponse, scans [][]scann
 		s.epoch, s.sent = nextEpoch(s.epoch), in.next
 	}
 
-	resetSession := false
+	oor, resetSession, delivered := s.handlePartitions(in, resp, scans)
+	if resetSession {
+		s.reset()
+	}
+	return oor, false, delivered
+}
+
+// handleRelease applies a release fetch's response. Its partitions that got
+// nothing new are parked until the next long poll. Called with m.mu held.
+func (s *session) handleRelease(in *inflight, resp *kmsg.FetchResponse, scans *scannedResponse) (oor []oorItem, delivered int64) {
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		s.m.log.Debug("release fetch failed; its partitions wait for the next long poll", "broker", s.key.broker, "error", err)
+		s.park(in)
+		return nil, 0
+	}
+	oor, _, delivered = s.handlePartitions(in, resp, scans)
+	for k, e := range in.next {
+		if p := s.parts[k]; p == e.p && p.offset == e.offset {
+			p.parked = true
+		}
+	}
+	return oor, delivered
+}
+
+// handlePartitions applies each partition of an error-free response.
+// Called with m.mu held.
+func (s *session) handlePartitions(in *inflight, resp *kmsg.FetchResponse, scans *scannedResponse) (oor []oorItem, resetSession bool, delivered int64) {
+	m := s.m
+	var pinned []held
+	defer func() { delivered += m.pin(pinned, int64(scans.bytes)-delivered) }()
 	for i := range resp.Topics {
 		rt := &resp.Topics[i]
 		name := rt.Topic
@@ -353,7 +599,10 @@ func (s *session) handle(in *inflight, resp *kmsg.FetchResponse, scans [][]scann
 			err := kerr.ErrorForCode(rp.ErrorCode)
 			switch {
 			case err == nil:
-				s.apply(p, rp, &scans[i][j])
+				if n := s.apply(p, rp, &scans.parts[i][j], ent.maxBytes); n > 0 {
+					delivered += n
+					pinned = append(pinned, held{p: p, n: n})
+				}
 			case errors.Is(err, kerr.OffsetOutOfRange):
 				m.detach(p)
 				p.state = psReporting
@@ -370,10 +619,7 @@ func (s *session) handle(in *inflight, resp *kmsg.FetchResponse, scans [][]scann
 			}
 		}
 	}
-	if resetSession {
-		s.reset()
-	}
-	return oor, false
+	return oor, resetSession, delivered
 }
 
 // scanned is one partition's Records cut into whole, CRC-checked batches.
@@ -383,10 +629,16 @@ type scanned struct {
 	rest    []byte // trailing partial batch, or the invalid batch onwards
 }
 
-// scanResponse cuts every partition's Records, indexed like resp.Topics and
-// their Partitions.
-func scanResponse(resp *kmsg.FetchResponse) [][]scanned {
-	out := make([][]scanned, len(resp.Topics))
+// scannedResponse is a response's partitions cut into batches.
+type scannedResponse struct {
+	parts [][]scanned // indexed like resp.Topics and their Partitions
+	bytes int         // record bytes of the whole response
+}
+
+// scanResponse cuts every partition's Records.
+func scanResponse(resp *kmsg.FetchResponse) *scannedResponse {
+	sr := &scannedResponse{parts: make([][]scanned, len(resp.Topics))}
+	out := sr.parts
 	for i := range resp.Topics {
 		parts := resp.Topics[i].Partitions
 		out[i] = make([]scanned, len(parts))
@@ -394,6 +646,7 @@ func scanResponse(resp *kmsg.FetchResponse) [][]scanned {
 			if len(parts[j].RecordBatches) == 0 {
 				continue
 			}
+			sr.bytes += len(parts[j].RecordBatches)
 			sc := batch.NewScanner(parts[j].RecordBatches)
 			var bs []batch.Batch
 			for sc.Next() {
@@ -402,11 +655,13 @@ func scanResponse(resp *kmsg.FetchResponse) [][]scanned {
 			out[i][j] = scanned{batches: bs, err: sc.Err(), rest: sc.Rest()}
 		}
 	}
-	return out
+	return sr
 }
 
-// apply delivers one partition's error-free response. Called with m.mu held.
-func (s *session) apply(p *fetchPartition, rp *kmsg.FetchResponseTopicPartition, sc *scanned) {
+// apply delivers one partition's error-free response, in which it was
+// asked for at most maxBytes, and returns the bytes delivered. Called with
+// m.mu held.
+func (s *session) apply(p *fetchPartition, rp *kmsg.FetchResponseTopicPartition, sc *scanned, maxBytes int32) int64 {
 	m := s.m
 	if rp.DivergingEpoch.Epoch >= 0 || rp.DivergingEpoch.EndOffset >= 0 {
 		m.fail(p, &DivergedError{
@@ -417,7 +672,7 @@ func (s *session) apply(p *fetchPartition, rp *kmsg.FetchResponseTopicPartition,
 			DivergingEpoch:     rp.DivergingEpoch.Epoch,
 			DivergingEndOffset: rp.DivergingEpoch.EndOffset,
 		})
-		return
+		return 0
 	}
 	changed := false
 	update := func(dst *int64, v int64) {
@@ -434,8 +689,10 @@ func (s *session) apply(p *fetchPartition, rp *kmsg.FetchResponseTopicPartition,
 		batches = batches[1:] // ends before the fetch offset
 	}
 	n := 0
+	var largest int32
 	for _, b := range batches {
 		n += len(b)
+		largest = max(largest, int32(min(len(b), math.MaxInt32)))
 	}
 	p.err = nil
 	// Read what the fetcher needs from the batches before delivering them:
@@ -461,10 +718,18 @@ func (s *session) apply(p *fetchPartition, rp *kmsg.FetchResponseTopicPartition,
 	if len(batches) > 0 {
 		p.offset = nextOffset
 		p.lastEpoch = nextEpoch
+		// A partition whose batches are larger than its fetch size
+		// (which shrinks as partitions are added) asks next for the
+		// largest it just got, so that a broker does not cut its next
+		// batch (a partial batch costs a second round trip).
 		p.maxBytes = 0
+		if largest > m.partitionMax() {
+			p.maxBytes = largest
+		}
 		p.corrupt = 0
 		p.outstanding += int64(n)
-		if p.outstanding >= m.cfg.maxBuffered {
+		m.buffered += int64(n)
+		if p.outstanding >= m.pauseAt() {
 			p.paused = true // forgotten in the next request until Done
 		}
 	}
@@ -472,21 +737,22 @@ func (s *session) apply(p *fetchPartition, rp *kmsg.FetchResponseTopicPartition,
 		err = fmt.Errorf("%s: source batch at or after offset %d: %w", p.key, p.offset, err)
 		if errors.Is(err, batch.ErrUnsupportedMagic) || p.corrupt >= maxCorruptRefetches {
 			m.fail(p, err)
-			return
+			return int64(n)
 		}
 		p.corrupt++
 		m.relocate(p, err)
-		return
+		return int64(n)
 	}
 	if rest := sc.rest; len(batches) == 0 && len(rest) >= batch.LogOverhead {
 		// Only a partial batch: it is larger than the partition limit
 		// (a broker that does not return an oversized first batch
 		// whole). Ask for it whole, once.
 		size := int64(binary.BigEndian.Uint32(rest[8:12])) + batch.LogOverhead
-		if size > int64(m.cfg.partitionMaxBytes) && size <= math.MaxInt32 {
+		if size > int64(maxBytes) && size <= math.MaxInt32 {
 			p.maxBytes = int32(size)
 		}
 	}
+	return int64(n)
 }
 
 // reportOutOfRange reads the log bounds of partitions found out of range

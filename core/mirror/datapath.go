@@ -38,6 +38,8 @@ func newDataPath(m *mirrorRun, cfg *config.Config, src *kgo.Client, topics *topi
 		fetcher.WithBackoff(cfg.ReplicaFetchBackoff),
 		fetcher.WithLogger(m.log.Named("fetcher")),
 		fetcher.WithThrottle(m.e.limiter.Wait),
+		fetcher.WithBudget(m.e.budget),
+		fetcher.WithFetchHook(m.e.inst.fetched(m.name)),
 	)
 	if err != nil {
 		return nil, err

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kmirror/kmirror/core/config"
 	"github.com/kmirror/kmirror/core/control"
+	"github.com/kmirror/kmirror/core/fetcher"
 	"github.com/kmirror/kmirror/core/metrics"
 	"github.com/kmirror/kmirror/core/partition"
 	"github.com/kmirror/kmirror/core/throttle"
@@ -37,6 +38,9 @@ type Engine struct {
 	log     hclog.Logger
 	inst    *instruments
 	limiter *throttle.Limiter
+	// budget bounds the bytes fetched and not yet appended, shared by
+	// every mirror's fetcher (mirror.buffer.max.bytes).
+	budget *fetcher.Budget
 
 	mu      sync.Mutex
 	cfg     *config.Config
@@ -57,7 +61,7 @@ func New(opts Options) (*Engine, error) {
 	if opts.Store == nil || opts.Logger == nil || opts.Metrics == nil {
 		return nil, errors.New("mirror: Options.Store, Logger and Metrics are required")
 	}
-	e := &Engine{opts: opts, log: opts.Logger.Named("mirror"), limiter: throttle.New(throttle.Unlimited), mirrors: map[string]*mirrorRun{}, claims: map[string]string{}, controls: map[string]*control.Holder{}}
+	e := &Engine{opts: opts, log: opts.Logger.Named("mirror"), limiter: throttle.New(throttle.Unlimited), budget: fetcher.NewBudget(fetcher.DefaultBudgetBytes), mirrors: map[string]*mirrorRun{}, claims: map[string]string{}, controls: map[string]*control.Holder{}}
 	inst, err := newInstruments(opts.Metrics, e)
 	if err != nil {
 		return nil, err
@@ -91,6 +95,7 @@ func (e *Engine) Start(ctx context.Context, cfg *config.Config) error {
 	}
 	e.cfg, e.machine, e.dst, e.dstAdm = cfg, machine, dst, kadm.NewClient(dst)
 	e.limiter.SetRate(cfg.ReplicationThrottledRate)
+	e.setBudget(cfg)
 	for i := range cfg.Mirrors {
 		e.startMirror(cfg.Mirrors[i])
 	}
@@ -125,6 +130,7 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) error {
 		return errors.New("the state store's settings changed; they take effect after a restart (the running configuration stays)")
 	}
 	e.limiter.SetRate(cfg.ReplicationThrottledRate)
+	e.setBudget(cfg)
 	old := e.cfg
 	e.cfg = cfg
 	for name, m := range e.mirrors {
@@ -268,6 +274,34 @@ func (e *Engine) Status() Status {
 		st.Mirrors = append(st.Mirrors, m.status())
 	}
 	return st
+}
+
+// setBudget applies mirror.buffer.max.bytes; a configuration built without
+// the key (0) keeps the default.
+func (e *Engine) setBudget(cfg *config.Config) {
+	if cfg.BufferMaxBytes > 0 {
+		e.budget.SetMax(cfg.BufferMaxBytes)
+	}
+}
+
+// fetcherStats returns the fetcher figures of every connected mirror.
+func (e *Engine) fetcherStats() map[string]fetcher.Stats {
+	e.mu.Lock()
+	ms := make([]*mirrorRun, 0, len(e.mirrors))
+	for _, m := range e.mirrors {
+		ms = append(ms, m)
+	}
+	e.mu.Unlock()
+	out := make(map[string]fetcher.Stats, len(ms))
+	for _, m := range ms {
+		m.mu.Lock()
+		dp := m.dp
+		m.mu.Unlock()
+		if dp != nil {
+			out[m.name] = dp.f.Stats()
+		}
+	}
+	return out
 }
 
 // observe logs every state transition once and counts it.
