@@ -83,12 +83,19 @@ func (dp *dataPath) Refused(ctx context.Context, topic string, b batch.Batch, ex
 	return dp.topics.Refused(ctx, topic, b, expect, cause)
 }
 
-// mirrorEvents reports a mirror's runners' events to the engine.
-type mirrorEvents struct{ m *mirrorRun }
-
-func (ev mirrorEvents) Appended(bytes, offsets int64) {
-	ev.m.e.inst.appended(ev.m.name, bytes, offsets)
+// mirrorEvents reports a mirror's runners' events to the engine. Each
+// runner has its own, holding the mirror's counts of appended batches, so
+// that Appended (run on every batch) takes no lock and builds nothing.
+type mirrorEvents struct {
+	m       *mirrorRun
+	appends *appendCounts
 }
+
+func newMirrorEvents(m *mirrorRun) mirrorEvents {
+	return mirrorEvents{m: m, appends: m.e.inst.appendCountsOf(m.name)}
+}
+
+func (ev mirrorEvents) Appended(bytes, offsets int64) { ev.appends.appended(bytes, offsets) }
 
 func (ev mirrorEvents) Mismatch(topic string, p int32, action string) {
 	ev.m.e.inst.destinationMismatch(ev.m.name, topic, p, action)
@@ -103,7 +110,7 @@ func runnerFor(m *mirrorRun, t sourceTopic, part *partition.Partition) *runner.R
 		Mirror: m.name, Topic: t.Name, TopicID: t.ID, Partition: part,
 		Store: m.e.opts.Store, Log: m.log,
 		Source: m.dp.src, Dest: m.dst, DestAdmin: m.dstAdm,
-		Path: m.dp, Control: m.e.controlOf(m.name), Events: mirrorEvents{m},
+		Path: m.dp, Control: m.e.controlOf(m.name), Events: newMirrorEvents(m),
 		Settings: runner.Settings{
 			AlignmentBudget: m.dcfg.OffsetAlignmentMaxRecords,
 			MismatchAction:  m.cfg.DestinationMismatchAction,
