@@ -9,6 +9,7 @@ import (
 	"github.com/kmirror/kmirror/core/batch"
 	"github.com/kmirror/kmirror/core/config"
 	"github.com/kmirror/kmirror/core/fetcher"
+	"github.com/kmirror/kmirror/core/metrics"
 	"github.com/kmirror/kmirror/core/partition"
 	"github.com/kmirror/kmirror/core/runner"
 	"github.com/kmirror/kmirror/core/topicsync"
@@ -23,12 +24,21 @@ type dataPath struct {
 	src *kgo.Client
 	f   *fetcher.Manager
 	w   *writer.Writer
+	// metrics records the fetch and produce requests' figures.
+	metrics *metrics.DataPath
 	// topics knows the destination topics' max.message.bytes (map-mode
 	// decoding bound, batches refused for their size).
 	topics *topicsync.Syncer
 }
 
 func newDataPath(m *mirrorRun, cfg *config.Config, src *kgo.Client, topics *topicsync.Syncer) (*dataPath, error) {
+	mdp, err := m.e.opts.Metrics.NewDataPath(m.name)
+	if err != nil {
+		return nil, err
+	}
+	// The fetch side of mdp (FetchDone per fetch request, ObserveFetcher
+	// for fetches in flight and buffered bytes) is wired where the fetcher
+	// reports them: a fetch hook and Manager.Stats.
 	f, err := fetcher.New(src,
 		fetcher.WithFetchersPerBroker(cfg.NumReplicaFetchers),
 		fetcher.WithPartitionMaxBytes(int32(cfg.ReplicaFetchMaxBytes)),
@@ -42,11 +52,22 @@ func newDataPath(m *mirrorRun, cfg *config.Config, src *kgo.Client, topics *topi
 	if err != nil {
 		return nil, err
 	}
-	w, err := writer.New(m.dst, writer.MirrorName(m.name), writer.Logger(m.log.Named("writer")), writer.RequestTimeout(cfg.RequestTimeout), writer.TransactionTimeout(cfg.TransactionTimeout), writer.IdleWriterTimeout(cfg.TransactionWriterIdle))
+	w, err := writer.New(m.dst, writer.MirrorName(m.name), writer.Logger(m.log.Named("writer")), writer.RequestTimeout(cfg.RequestTimeout), writer.TransactionTimeout(cfg.TransactionTimeout), writer.IdleWriterTimeout(cfg.TransactionWriterIdle),
+		writer.Observer(produceMetrics{mdp}))
 	if err != nil {
 		return nil, err
 	}
-	return &dataPath{m: m, src: src, f: f, w: w, topics: topics}, nil
+	return &dataPath{m: m, src: src, f: f, w: w, metrics: mdp, topics: topics}, nil
+}
+
+// produceMetrics records the writer's ProduceRequests in the mirror's
+// data-path metrics.
+type produceMetrics struct{ d *metrics.DataPath }
+
+func (p produceMetrics) ProduceSent(info writer.ProduceRequestInfo) { p.d.ProduceSent(info.Broker) }
+
+func (p produceMetrics) ProduceDone(info writer.ProduceRequestInfo, res writer.ProduceResult) {
+	p.d.ProduceDone(info.Broker, res.Latency, info.Partitions, info.Bytes, res.Err != nil || res.FailedPartitions > 0)
 }
 
 // run runs the fetcher until ctx is done.
@@ -58,6 +79,9 @@ func (dp *dataPath) run(ctx context.Context) {
 
 func (dp *dataPath) close() {
 	dp.w.Close()
+	if err := dp.metrics.Close(); err != nil {
+		dp.m.log.Debug("data path metrics", "error", err)
+	}
 }
 
 // Subscribe starts fetching a partition into q.
