@@ -79,9 +79,7 @@ func (dp *dataPath) run(ctx context.Context) {
 
 func (dp *dataPath) close() {
 	dp.w.Close()
-	if err := dp.metrics.Close(); err != nil {
-		dp.m.log.Debug("data path metrics", "error", err)
-	}
+	dp.metrics.Close()
 }
 
 // Subscribe starts fetching a partition into q.
