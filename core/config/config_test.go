@@ -250,6 +250,7 @@ func TestInvalid(t *testing.T) {
 		{"endpoint identification", dst("  security.protocol: SSL\n  ssl.endpoint.identification.algorithm: http\n"), "destination.ssl.endpoint.identification.algorithm", `unknown value "http"; valid values: https, "" (empty)`},
 		{"log level", minimal + "log.level: verbose\n", "log.level", `unknown value "verbose"; valid values: trace, debug, info, warn, error`},
 		{"log format", minimal + "log.format: xml\n", "log.format", `unknown value "xml"; valid values: text, json`},
+		{"pprof switch", minimal + "http.pprof.enable: yes please\n", "http.pprof.enable", `expected true or false, got "yes please"`},
 		{"http address without port", minimal + "http.address: localhost\n", "http.address", `"localhost" is not host:port`},
 		{"http address bad host", minimal + "http.address: 'bad host:80'\n", "http.address", "is neither an IP address nor a host name"},
 		{"state type", "destination: {bootstrap.servers: 'd:1'}\nstate:\n  type: etcd\n  dir: /x\n", "state.type", `unknown value "etcd"; valid values: file`},
@@ -673,5 +674,20 @@ func TestStateDirMayNotExistYet(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
 		t.Error("loading a configuration must not create the state directory")
+	}
+}
+
+func TestPprofSwitch(t *testing.T) {
+	if cfg := mustParse(t, minimal, nil, nil); cfg.HTTPPprofEnable {
+		t.Error("http.pprof.enable is on by default, want off")
+	}
+	if cfg := mustParse(t, minimal+"http.pprof.enable: true\n", nil, nil); !cfg.HTTPPprofEnable {
+		t.Error("http.pprof.enable: true in the file not applied")
+	}
+	if cfg := mustParse(t, minimal, []string{"KMIRROR_HTTP_PPROF_ENABLE=TRUE"}, nil); !cfg.HTTPPprofEnable {
+		t.Error("KMIRROR_HTTP_PPROF_ENABLE=TRUE not applied")
+	}
+	if cfg := mustParse(t, minimal+"http.pprof.enable: true\n", []string{"KMIRROR_HTTP_PPROF_ENABLE=false"}, nil); cfg.HTTPPprofEnable {
+		t.Error("KMIRROR_HTTP_PPROF_ENABLE=false does not override the file")
 	}
 }

@@ -293,6 +293,30 @@ func bufferCodec() codec[int] {
 	}
 }
 
+// boolCodec is true or false (a YAML boolean, or the words in any case, as
+// an environment variable or a flag gives them).
+func boolCodec() codec[bool] {
+	return codec[bool]{
+		typ:        "boolean",
+		constraint: "true, false",
+		parse: func(raw any) (bool, error) {
+			switch v := raw.(type) {
+			case bool:
+				return v, nil
+			case string:
+				switch strings.ToLower(strings.TrimSpace(v)) {
+				case "true":
+					return true, nil
+				case "false":
+					return false, nil
+				}
+			}
+			return false, &typeError{want: "true or false", raw: raw}
+		},
+		format: strconv.FormatBool,
+	}
+}
+
 // longCodec is a 64-bit integer (Kafka's long) at least min.
 func longCodec(min int64) codec[int64] {
 	return codec[int64]{

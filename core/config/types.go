@@ -61,6 +61,7 @@ type Config struct {
 	LogLevel                  string        // log.level, lower case
 	LogFormat                 string        // log.format
 	HTTPAddress               string        // http.address; "" = no HTTP listener
+	HTTPPprofEnable           bool          // http.pprof.enable: /debug/pprof/ on http.address
 	ShutdownTimeout           time.Duration // shutdown.timeout.ms
 
 	// Admin API (see AdminTokenPath, AdminServerTLS).

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -256,7 +257,8 @@ func (d *Daemon) startHTTP(cfg *config.Config) (*http.Server, <-chan error, erro
 	return srv, errCh, nil
 }
 
-// Handler serves /healthz, /readyz, /metrics and /v1/describe.
+// Handler serves /healthz, /readyz, /metrics and /v1/describe, and
+// /debug/pprof/ while http.pprof.enable is on.
 func (d *Daemon) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -273,6 +275,7 @@ func (d *Daemon) Handler() http.Handler {
 		_, _ = w.Write([]byte("ready\n"))
 	})
 	mux.Handle("GET /metrics", d.opts.Metrics.Handler())
+	mux.Handle("/debug/pprof/", d.pprofHandler())
 	mux.HandleFunc("GET /v1/describe", func(w http.ResponseWriter, _ *http.Request) {
 		out := map[string]any{}
 		d.mu.Lock()
@@ -289,6 +292,26 @@ func (d *Daemon) Handler() http.Handler {
 		_ = enc.Encode(out)
 	})
 	return mux
+}
+
+// pprofHandler serves Go's profiles (net/http/pprof) under /debug/pprof/
+// while the configuration in force has http.pprof.enable on, and 404
+// otherwise: the switch is read per request, so a reload turns it on or
+// off without a restart. /debug/pprof/cmdline is left out on purpose: the
+// command line may carry a secret (--set destination.sasl.password=...).
+func (d *Daemon) pprofHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index) // the index, and every named profile (heap, allocs, goroutine, ...)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if cfg := d.cfg.Load(); cfg == nil || !cfg.HTTPPprofEnable {
+			http.NotFound(w, r)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
 }
 
 // shutdown stops components in reverse order, then the HTTP listener, within

@@ -299,3 +299,52 @@ func TestDescribeCollectsComponentStatus(t *testing.T) {
 		t.Fatalf("describe = %v, want only the describing component", got)
 	}
 }
+
+func TestPprofServedOnlyWhileSwitchedOn(t *testing.T) {
+	t.Parallel()
+	h := startDaemon(t, twoComponents, 5000)
+	// Off by default: nothing under /debug/pprof/.
+	for _, p := range []string{"/debug/pprof/", "/debug/pprof/heap", "/debug/pprof/cmdline"} {
+		if code, _ := h.get(t, p); code != http.StatusNotFound {
+			t.Fatalf("GET %s with http.pprof.enable off = %d, want 404", p, code)
+		}
+	}
+
+	// Switched on by a reload: the index and the profiles answer.
+	*h.yaml = configYAML("info", 5000) + "http.pprof.enable: true\n"
+	h.reload <- struct{}{}
+	kfaketest.WaitFor(t, "http.pprof.enable to be in force", func() (bool, string) {
+		return h.d.Config().HTTPPprofEnable, "logs:\n" + h.logs.String()
+	})
+	if code, body := h.get(t, "/debug/pprof/"); code != 200 || !strings.Contains(body, "heap") || !strings.Contains(body, "goroutine") {
+		t.Fatalf("GET /debug/pprof/ = %d, want 200 and the list of profiles:\n%s", code, body)
+	}
+	if code, body := h.get(t, "/debug/pprof/heap?debug=1"); code != 200 || !strings.Contains(body, "heap profile:") {
+		t.Fatalf("GET /debug/pprof/heap?debug=1 = %d, want 200 and a heap profile:\n%.500s", code, body)
+	}
+	// The binary form is a gzipped protocol buffer, what `go tool pprof` reads.
+	if code, body := h.get(t, "/debug/pprof/heap"); code != 200 || !strings.HasPrefix(body, "\x1f\x8b") {
+		t.Fatalf("GET /debug/pprof/heap = %d, want 200 and a gzipped profile (%d bytes)", code, len(body))
+	}
+	if code, body := h.get(t, "/debug/pprof/goroutine?debug=1"); code != 200 || !strings.Contains(body, "goroutine profile:") {
+		t.Fatalf("GET /debug/pprof/goroutine?debug=1 = %d:\n%.500s", code, body)
+	}
+
+	// The command line is never served: it may hold a secret (--set).
+	if code, body := h.get(t, "/debug/pprof/cmdline"); code == 200 {
+		t.Fatalf("GET /debug/pprof/cmdline = 200, want it refused:\n%s", body)
+	}
+
+	// Switched off again: 404 once more, and the other endpoints are unaffected.
+	*h.yaml = configYAML("info", 5000)
+	h.reload <- struct{}{}
+	kfaketest.WaitFor(t, "http.pprof.enable to be off", func() (bool, string) {
+		return !h.d.Config().HTTPPprofEnable, "logs:\n" + h.logs.String()
+	})
+	if code, _ := h.get(t, "/debug/pprof/heap"); code != http.StatusNotFound {
+		t.Fatalf("GET /debug/pprof/heap after switching off = %d, want 404", code)
+	}
+	if code, _ := h.get(t, "/metrics"); code != 200 {
+		t.Fatalf("/metrics = %d", code)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -25,6 +26,17 @@ const Namespace = "kmirror"
 type Provider struct {
 	registry *prometheus.Registry
 	provider *sdkmetric.MeterProvider
+
+	// The data paths' instruments, created at the first NewDataPath, and
+	// each mirror's DataPath, kept for the life of the Provider so that
+	// its counters stay monotonic across the mirror's restarts.
+	// dpMu is never held while calling the SDK, whose collection holds its
+	// own lock while it runs the callbacks that take dpMu.
+	dpOnce    sync.Once
+	dpInst    *dataPathInstruments
+	dpErr     error
+	dpMu      sync.Mutex
+	dataPaths map[string]*DataPath
 }
 
 // New builds a Provider with its own registry. Go runtime and process collectors

@@ -105,3 +105,44 @@ func BenchmarkMirrorEndToEndKfake(b *testing.B) {
 	b.SetBytes(moved)
 	b.ReportMetric(float64(records)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
 }
+
+// BenchmarkEventsAppended measures what the engine does for every batch a
+// runner appends (runner.Events.Appended): the mirror's byte, batch and
+// offset counters. It runs on every batch of every partition, so it must
+// not allocate.
+func BenchmarkEventsAppended(b *testing.B) {
+	mp, err := metrics.New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	e, err := New(Options{Store: memstore.New(), Logger: hclog.NewNullLogger(), Metrics: mp})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ev := newMirrorEvents(&mirrorRun{e: e, name: "bench"})
+	b.ReportAllocs()
+	for b.Loop() {
+		ev.Appended(16<<10, 16)
+	}
+}
+
+// BenchmarkEventsAppendedParallel is BenchmarkEventsAppended with runners
+// of one mirror appending on every core at once (the counts are shared).
+func BenchmarkEventsAppendedParallel(b *testing.B) {
+	mp, err := metrics.New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	e, err := New(Options{Store: memstore.New(), Logger: hclog.NewNullLogger(), Metrics: mp})
+	if err != nil {
+		b.Fatal(err)
+	}
+	m := &mirrorRun{e: e, name: "bench"}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		ev := newMirrorEvents(m) // one runner per goroutine
+		for pb.Next() {
+			ev.Appended(16<<10, 16)
+		}
+	})
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/kmirror/kmirror/core/batch"
 	"github.com/kmirror/kmirror/core/config"
 	"github.com/kmirror/kmirror/core/fetcher"
+	"github.com/kmirror/kmirror/core/metrics"
 	"github.com/kmirror/kmirror/core/partition"
 	"github.com/kmirror/kmirror/core/runner"
 	"github.com/kmirror/kmirror/core/topicsync"
@@ -23,12 +24,21 @@ type dataPath struct {
 	src *kgo.Client
 	f   *fetcher.Manager
 	w   *writer.Writer
+	// metrics records the fetch and produce requests' figures.
+	metrics *metrics.DataPath
 	// topics knows the destination topics' max.message.bytes (map-mode
 	// decoding bound, batches refused for their size).
 	topics *topicsync.Syncer
 }
 
 func newDataPath(m *mirrorRun, cfg *config.Config, src *kgo.Client, topics *topicsync.Syncer) (*dataPath, error) {
+	mdp, err := m.e.opts.Metrics.NewDataPath(m.name)
+	if err != nil {
+		return nil, err
+	}
+	// The fetch side of mdp (FetchDone per fetch request, ObserveFetcher
+	// for fetches in flight and buffered bytes) is wired where the fetcher
+	// reports them: a fetch hook and Manager.Stats.
 	f, err := fetcher.New(src,
 		fetcher.WithFetchersPerBroker(cfg.NumReplicaFetchers),
 		fetcher.WithPartitionMaxBytes(int32(cfg.ReplicaFetchMaxBytes)),
@@ -45,11 +55,21 @@ func newDataPath(m *mirrorRun, cfg *config.Config, src *kgo.Client, topics *topi
 		return nil, err
 	}
 	w, err := writer.New(m.dst, writer.MirrorName(m.name), writer.Logger(m.log.Named("writer")), writer.RequestTimeout(cfg.RequestTimeout), writer.TransactionTimeout(cfg.TransactionTimeout), writer.IdleWriterTimeout(cfg.TransactionWriterIdle),
-		writer.MaxInflightPerPartition(cfg.AppendsInFlight))
+		writer.MaxInflightPerPartition(cfg.AppendsInFlight), writer.Observer(produceMetrics{mdp}))
 	if err != nil {
 		return nil, err
 	}
-	return &dataPath{m: m, src: src, f: f, w: w, topics: topics}, nil
+	return &dataPath{m: m, src: src, f: f, w: w, metrics: mdp, topics: topics}, nil
+}
+
+// produceMetrics records the writer's ProduceRequests in the mirror's
+// data-path metrics.
+type produceMetrics struct{ d *metrics.DataPath }
+
+func (p produceMetrics) ProduceSent(info writer.ProduceRequestInfo) { p.d.ProduceSent(info.Broker) }
+
+func (p produceMetrics) ProduceDone(info writer.ProduceRequestInfo, res writer.ProduceResult) {
+	p.d.ProduceDone(info.Broker, res.Latency, info.Partitions, info.Bytes, res.Err != nil || res.FailedPartitions > 0)
 }
 
 // run runs the fetcher until ctx is done.
@@ -61,6 +81,7 @@ func (dp *dataPath) run(ctx context.Context) {
 
 func (dp *dataPath) close() {
 	dp.w.Close()
+	dp.metrics.Close()
 }
 
 // Subscribe starts fetching a partition into q.
@@ -86,12 +107,19 @@ func (dp *dataPath) Refused(ctx context.Context, topic string, b batch.Batch, ex
 	return dp.topics.Refused(ctx, topic, b, expect, cause)
 }
 
-// mirrorEvents reports a mirror's runners' events to the engine.
-type mirrorEvents struct{ m *mirrorRun }
-
-func (ev mirrorEvents) Appended(bytes, offsets int64) {
-	ev.m.e.inst.appended(ev.m.name, bytes, offsets)
+// mirrorEvents reports a mirror's runners' events to the engine. Each
+// runner has its own, holding the mirror's counts of appended batches, so
+// that Appended (run on every batch) takes no lock and builds nothing.
+type mirrorEvents struct {
+	m       *mirrorRun
+	appends *appendCounts
 }
+
+func newMirrorEvents(m *mirrorRun) mirrorEvents {
+	return mirrorEvents{m: m, appends: m.e.inst.appendCountsOf(m.name)}
+}
+
+func (ev mirrorEvents) Appended(bytes, offsets int64) { ev.appends.appended(bytes, offsets) }
 
 func (ev mirrorEvents) Mismatch(topic string, p int32, action string) {
 	ev.m.e.inst.destinationMismatch(ev.m.name, topic, p, action)
@@ -106,7 +134,7 @@ func runnerFor(m *mirrorRun, t sourceTopic, part *partition.Partition) *runner.R
 		Mirror: m.name, Topic: t.Name, TopicID: t.ID, Partition: part,
 		Store: m.e.opts.Store, Log: m.log,
 		Source: m.dp.src, Dest: m.dst, DestAdmin: m.dstAdm,
-		Path: m.dp, Control: m.e.controlOf(m.name), Events: mirrorEvents{m},
+		Path: m.dp, Control: m.e.controlOf(m.name), Events: newMirrorEvents(m),
 		Settings: runner.Settings{
 			AlignmentBudget: m.dcfg.OffsetAlignmentMaxRecords,
 			MismatchAction:  m.cfg.DestinationMismatchAction,

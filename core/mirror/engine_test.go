@@ -208,6 +208,53 @@ func TestEngineMirrorsPlainAndTransactionalTrafficWithOffsetsPreserved(t *testin
 	}
 }
 
+// The writer's ProduceRequests show on /metrics: their count, bytes,
+// latency, and none left in flight once everything is mirrored.
+func TestEngineRecordsProduceRequestMetrics(t *testing.T) {
+	f := newFixture(t)
+	f.createTopic(t, "orders", 2)
+	f.produce(t, "orders", 100, "tx-a")
+	e := startEngine(t, f.config(t, "orders"), memstore.New())
+	f.waitMirrored(t, e, "orders", 2)
+	mp := e.opts.Metrics
+	value := func(name string, labels map[string]string) float64 {
+		t.Helper()
+		v, ok, err := mp.Value(name, labels)
+		if err != nil || !ok {
+			t.Fatalf("%s%v: found %v, err %v", name, labels, ok, err)
+		}
+		return v
+	}
+	mirror := map[string]string{"mirror": "test"}
+	requests := value("kmirror_produce_requests_total", map[string]string{"mirror": "test", "result": "ok"})
+	if requests < 1 {
+		t.Errorf("kmirror_produce_requests_total{result=ok} = %v, want at least 1", requests)
+	}
+	// Markers are replayed with EndTxn, not produced, and retries count
+	// again: the bytes produced are not the bytes mirrored.
+	if sent := value("kmirror_produce_bytes_total", mirror); sent <= 0 {
+		t.Errorf("kmirror_produce_bytes_total = %v, want positive", sent)
+	}
+	if v := value("kmirror_produce_requests_in_flight", mirror); v != 0 {
+		t.Errorf("kmirror_produce_requests_in_flight = %v once mirrored, want 0", v)
+	}
+	fams, err := mp.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var latencies uint64
+	for _, fam := range fams {
+		if fam.GetName() == "kmirror_produce_request_latency_seconds" {
+			for _, m := range fam.GetMetric() {
+				latencies += m.GetHistogram().GetSampleCount()
+			}
+		}
+	}
+	if latencies < uint64(requests) {
+		t.Errorf("kmirror_produce_request_latency_seconds holds %d samples, want one per answered request (at least %v)", latencies, requests)
+	}
+}
+
 func TestEngineResumesFromTheDestinationAfterARestart(t *testing.T) {
 	f := newFixture(t)
 	f.createTopic(t, "events", 2)

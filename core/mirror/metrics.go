@@ -3,6 +3,8 @@ package mirror
 import (
 	"context"
 	"math"
+	"sync"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -17,13 +19,26 @@ import (
 // ByteRate) in Prometheus form; docs/operations.md has the mapping.
 type instruments struct {
 	transitions metric.Int64Counter
-	bytes       metric.Int64Counter
-	batches     metric.Int64Counter
-	records     metric.Int64Counter
 	mdErrors    metric.Int64Counter
 	cfgErrors   metric.Int64Counter
 	mismatches  metric.Int64Counter
 	fetchTime   metric.Float64Histogram
+
+	// appends holds each mirror's per-batch counts (mirrored.bytes,
+	// .batches, .offsets), read by observable counters when metrics are
+	// collected; entries are never removed, so the counters stay monotonic
+	// across a mirror's restarts.
+	appendsMu sync.Mutex
+	appends   map[string]*appendCounts
+}
+
+// appendCounts are one mirror's counts of appended batches. They are
+// atomics rather than synchronous OpenTelemetry counters because they move
+// on every batch of every partition: a batch costs three atomic adds, and
+// the SDK's aggregation runs once per collection instead.
+type appendCounts struct {
+	bytes, batches, offsets atomic.Int64
+	attrs                   metric.ObserveOption // {mirror}, built once
 }
 
 func newInstruments(p *metrics.Provider, e *Engine) (*instruments, error) {
@@ -33,14 +48,27 @@ func newInstruments(p *metrics.Provider, e *Engine) (*instruments, error) {
 	if in.transitions, err = m.Int64Counter("partition.state.transitions", metric.WithDescription("Partition state transitions, by mirror, from and to state.")); err != nil {
 		return nil, err
 	}
-	if in.bytes, err = m.Int64Counter("mirrored.bytes", metric.WithDescription("Bytes of record batches appended to the destination (KIP-1279 FetcherStats BytesPerSec as a counter), by mirror.")); err != nil {
-		return nil, err
-	}
-	if in.batches, err = m.Int64Counter("mirrored.batches", metric.WithDescription("Record batches (data and control) appended to the destination, by mirror.")); err != nil {
-		return nil, err
-	}
-	if in.records, err = m.Int64Counter("mirrored.offsets", metric.WithDescription("Source offsets mirrored (records and markers), by mirror.")); err != nil {
-		return nil, err
+	in.appends = map[string]*appendCounts{}
+	for _, c := range []struct {
+		name, doc string
+		value     func(*appendCounts) int64
+	}{
+		{"mirrored.bytes", "Bytes of record batches appended to the destination (KIP-1279 FetcherStats BytesPerSec as a counter), by mirror.", func(a *appendCounts) int64 { return a.bytes.Load() }},
+		{"mirrored.batches", "Record batches (data and control) appended to the destination, by mirror.", func(a *appendCounts) int64 { return a.batches.Load() }},
+		{"mirrored.offsets", "Source offsets mirrored (records and markers), by mirror.", func(a *appendCounts) int64 { return a.offsets.Load() }},
+	} {
+		_, err = m.Int64ObservableCounter(c.name, metric.WithDescription(c.doc),
+			metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+				in.appendsMu.Lock()
+				defer in.appendsMu.Unlock()
+				for _, a := range in.appends {
+					o.Observe(c.value(a), a.attrs)
+				}
+				return nil
+			}))
+		if err != nil {
+			return nil, err
+		}
 	}
 	if in.mdErrors, err = m.Int64Counter("metadata.refresh.error", metric.WithDescription("Failed rounds of the topics sync loop (KIP-1279 MetadataRefreshError), by mirror.")); err != nil {
 		return nil, err
@@ -220,11 +248,25 @@ func (in *instruments) transition(mirror string, from, to partition.State) {
 		attribute.String("mirror", mirror), attribute.String("from", from.String()), attribute.String("to", to.String())))
 }
 
-func (in *instruments) appended(mirror string, bytes, offsets int64) {
-	attrs := metric.WithAttributes(attribute.String("mirror", mirror))
-	in.bytes.Add(context.Background(), bytes, attrs)
-	in.batches.Add(context.Background(), 1, attrs)
-	in.records.Add(context.Background(), offsets, attrs)
+// appendCountsOf returns the counts of appended batches of a mirror,
+// creating them at the mirror's first runner. A runner keeps the pointer,
+// so the per-batch path takes no lock and looks nothing up.
+func (in *instruments) appendCountsOf(mirror string) *appendCounts {
+	in.appendsMu.Lock()
+	defer in.appendsMu.Unlock()
+	a, ok := in.appends[mirror]
+	if !ok {
+		a = &appendCounts{attrs: metric.WithAttributeSet(attribute.NewSet(attribute.String("mirror", mirror)))}
+		in.appends[mirror] = a
+	}
+	return a
+}
+
+// appended counts one batch appended.
+func (a *appendCounts) appended(bytes, offsets int64) {
+	a.bytes.Add(bytes)
+	a.batches.Add(1)
+	a.offsets.Add(offsets)
 }
 
 func (in *instruments) metadataRefreshError(mirror string) {

@@ -144,7 +144,10 @@ func (r *Runner) checkpoint(ctx context.Context, dest int64) error {
 
 // maybeCheckpoint records the checkpoint of a mirroring partition when the
 // last one is older than checkpointEvery: the destination end, or the
-// start of the earliest transaction the partition holds open.
+// start of the earliest transaction the partition holds open. It runs after
+// every delivery and writes to the state store at most once per
+// checkpointEvery; a checkpoint found unchanged (deliveries of watermarks
+// only) waits checkpointEvery too before it is looked at again.
 func (r *Runner) maybeCheckpoint(ctx context.Context) error {
 	if time.Since(r.checkpointed) < checkpointEvery {
 		return nil
@@ -159,7 +162,11 @@ func (r *Runner) maybeCheckpoint(ctx context.Context) error {
 			p = t.StartOffset
 		}
 	}
-	return r.checkpoint(ctx, p)
+	if err := r.checkpoint(ctx, p); err != nil {
+		return err
+	}
+	r.checkpointed = time.Now()
+	return nil
 }
 
 // checkStart is where the comparison of the destination with the source

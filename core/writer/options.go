@@ -26,6 +26,7 @@ type config struct {
 	backoffMax           time.Duration
 	idleWriter           time.Duration
 	logger               hclog.Logger
+	observer             ProduceObserver // nil: none
 }
 
 // Defaults of the options.
@@ -119,6 +120,10 @@ func IdleWriterTimeout(d time.Duration) Option { return func(c *config) { c.idle
 // Logger is where the Writer logs (retries, leader moves, resumed
 // transactions). Default: no logging.
 func Logger(l hclog.Logger) Option { return func(c *config) { c.logger = l } }
+
+// Observer sets the ProduceObserver told of every ProduceRequest sent, for
+// metrics. Default none (and then nothing is measured).
+func Observer(o ProduceObserver) Option { return func(c *config) { c.observer = o } }
 
 // mirrorNameRE keeps mirror names to the characters Kafka allows in topic
 // names, so a transactional id built from one (fields separated by ':') is

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -230,10 +231,12 @@ func (wk *sinkWorker) send(ctx context.Context, ticket uint64) {
 	req.Topics = req.Topics[:0]
 	clear(wk.topicIdx)
 	clear(wk.byTP)
+	bytes := 0
 	for i, op := range wk.ops {
 		if op.txnID != "" {
 			req.TransactionID = &op.txnID
 		}
+		bytes += len(op.records)
 		wk.byTP[tpKey{op.topic, op.partition}] = i
 		ti, ok := wk.topicIdx[op.topic]
 		if !ok {
@@ -251,12 +254,25 @@ func (wk *sinkWorker) send(ctx context.Context, ticket uint64) {
 		req.Topics[ti].Partitions = append(req.Topics[ti].Partitions, rp)
 	}
 
+	obs := w.cfg.observer
+	var info ProduceRequestInfo
+	var sent time.Time
+	if obs != nil {
+		info = ProduceRequestInfo{Broker: wk.s.node, Partitions: len(wk.ops), Bytes: bytes, Transactional: req.TransactionID != nil}
+		obs.ProduceSent(info)
+		sent = time.Now()
+	}
+
 	// No per-request context: franz-go bounds the wait with the
 	// connection's read deadline (RequestTimeoutOverhead plus the request's
 	// TimeoutMillis), and a context per request would allocate on every
 	// append.
 	wk.s.waitTurn(ticket)
 	resp, err := w.cl.Broker(int(wk.s.node)).Request(ctx, pinnedProduce{req})
+	var latency time.Duration
+	if obs != nil {
+		latency = time.Since(sent)
+	}
 	version := req.Version
 	// Drop the references to the batches: they belong to the callers.
 	for i := range req.Topics {
@@ -293,6 +309,7 @@ func (wk *sinkWorker) send(ctx context.Context, ticket uint64) {
 			}
 		}
 	}
+	failed := 0
 	for _, op := range wk.ops {
 		if _, ok := answered[tpKey{op.topic, op.partition}]; !ok {
 			op.err = err
@@ -301,6 +318,16 @@ func (wk *sinkWorker) send(ctx context.Context, ticket uint64) {
 			}
 			op.currentLeader = -1
 		}
+		if op.err != nil || op.errCode != 0 {
+			failed++
+		}
+	}
+	// Observed before the appends return, so that what an append's caller
+	// reads from the observer includes its request.
+	if obs != nil {
+		obs.ProduceDone(info, ProduceResult{Latency: latency, Err: err, FailedPartitions: failed})
+	}
+	for _, op := range wk.ops {
 		op.finish()
 	}
 	clear(wk.ops)

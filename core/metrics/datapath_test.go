@@ -1,0 +1,141 @@
+package metrics
+
+import (
+	"testing"
+	"time"
+)
+
+// histogram returns the sample count and sum of histogram name whose labels
+// include labels.
+func histogram(t *testing.T, p *Provider, name string, labels map[string]string) (uint64, float64) {
+	t.Helper()
+	fams, err := p.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if hasLabels(m, labels) && m.GetHistogram() != nil {
+				return m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum()
+			}
+		}
+	}
+	t.Fatalf("no histogram %s%v", name, labels)
+	return 0, 0
+}
+
+func value(t *testing.T, p *Provider, name string, labels map[string]string) float64 {
+	t.Helper()
+	v, ok, err := p.Value(name, labels)
+	if err != nil || !ok {
+		t.Fatalf("%s%v: found %v, err %v", name, labels, ok, err)
+	}
+	return v
+}
+
+func TestDataPathMetrics(t *testing.T) {
+	p, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := p.NewDataPath("m1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b1 := map[string]string{"mirror": "m1", "broker": "1"}
+
+	d.ProduceSent(1)
+	d.ProduceSent(1)
+	d.ProduceSent(2)
+	if v := value(t, p, "kmirror_produce_requests_in_flight", b1); v != 2 {
+		t.Errorf("produce requests in flight on broker 1 = %v, want 2", v)
+	}
+	d.ProduceDone(1, 3*time.Millisecond, 2, 1000, false)
+	d.ProduceDone(1, 5*time.Millisecond, 1, 500, true)
+	if v := value(t, p, "kmirror_produce_requests_in_flight", b1); v != 0 {
+		t.Errorf("produce requests in flight on broker 1 = %v after both answers, want 0", v)
+	}
+	if v := value(t, p, "kmirror_produce_requests_in_flight", map[string]string{"broker": "2"}); v != 1 {
+		t.Errorf("produce requests in flight on broker 2 = %v, want 1", v)
+	}
+	if v := value(t, p, "kmirror_produce_bytes_total", b1); v != 1500 {
+		t.Errorf("produce bytes = %v, want 1500", v)
+	}
+	for result, want := range map[string]float64{"ok": 1, "error": 1} {
+		if v := value(t, p, "kmirror_produce_requests_total", map[string]string{"mirror": "m1", "broker": "1", "result": result}); v != want {
+			t.Errorf("produce requests %s = %v, want %v", result, v, want)
+		}
+	}
+	if n, sum := histogram(t, p, "kmirror_produce_request_latency_seconds", b1); n != 2 || sum < 0.0079 || sum > 0.0081 {
+		t.Errorf("produce latency histogram: %d samples, sum %v s; want 2 and 0.008", n, sum)
+	}
+	if n, sum := histogram(t, p, "kmirror_produce_request_partitions", b1); n != 2 || sum != 3 {
+		t.Errorf("produce partitions histogram: %d samples, sum %v; want 2 and 3", n, sum)
+	}
+
+	d.FetchDone(7, 500*time.Millisecond, 4096, false)
+	d.FetchDone(7, time.Second, 0, true)
+	b7 := map[string]string{"mirror": "m1", "broker": "7"}
+	if v := value(t, p, "kmirror_fetch_bytes_total", b7); v != 4096 {
+		t.Errorf("fetch bytes = %v, want 4096", v)
+	}
+	if v := value(t, p, "kmirror_fetch_requests_total", map[string]string{"broker": "7", "result": "error"}); v != 1 {
+		t.Errorf("failed fetch requests = %v, want 1", v)
+	}
+	if n, sum := histogram(t, p, "kmirror_fetch_request_latency_seconds", b7); n != 2 || sum != 1.5 {
+		t.Errorf("fetch latency histogram: %d samples, sum %v s; want 2 and 1.5", n, sum)
+	}
+
+	// The fetcher's figures are read at collection, until Close.
+	if _, ok, _ := p.Value("kmirror_fetch_buffered_bytes", nil); ok {
+		t.Error("kmirror_fetch_buffered_bytes shown before ObserveFetcher")
+	}
+	inFlight, buffered := 3, int64(1<<20)
+	d.ObserveFetcher(func() (int, int64) { return inFlight, buffered })
+	if v := value(t, p, "kmirror_fetch_requests_in_flight", map[string]string{"mirror": "m1"}); v != 3 {
+		t.Errorf("fetch requests in flight = %v, want 3", v)
+	}
+	buffered = 42
+	if v := value(t, p, "kmirror_fetch_buffered_bytes", map[string]string{"mirror": "m1"}); v != 42 {
+		t.Errorf("fetch buffered bytes = %v, want 42", v)
+	}
+	d.Close()
+	if _, ok, _ := p.Value("kmirror_fetch_buffered_bytes", nil); ok {
+		t.Error("kmirror_fetch_buffered_bytes still shown after Close")
+	}
+	// A second data path of the same mirror (a restart) adds to the counters.
+	d2, err := p.NewDataPath("m1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d2.ProduceSent(1)
+	d2.ProduceDone(1, time.Millisecond, 1, 10, false)
+	if v := value(t, p, "kmirror_produce_bytes_total", b1); v != 1510 {
+		t.Errorf("produce bytes after a restart = %v, want 1510", v)
+	}
+}
+
+// Recording a request allocates nothing once its broker was seen.
+func TestDataPathRecordingDoesNotAllocate(t *testing.T) {
+	p, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := p.NewDataPath("m1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.ProduceSent(1)
+	d.ProduceDone(1, time.Millisecond, 1, 1, false)
+	d.FetchDone(1, time.Millisecond, 1, false)
+	if n := testing.AllocsPerRun(100, func() {
+		d.ProduceSent(1)
+		d.ProduceDone(1, time.Millisecond, 4, 16384, false)
+		d.FetchDone(1, time.Millisecond, 16384, false)
+	}); n != 0 {
+		t.Errorf("recording a produce and a fetch request allocates %v times, want 0", n)
+	}
+}
