@@ -183,6 +183,9 @@ func (r *Runner) append(ctx context.Context, b batch.Batch, expect int64) error 
 // destination's limit was raised; otherwise the error to fail the partition
 // with.
 func (r *Runner) appendFailed(ctx context.Context, pw *writer.Partition, b batch.Batch, expect int64, err error) error {
+	if errors.Is(err, writer.ErrDuplicateMarker) {
+		return err // for the caller (markerDuplicated)
+	}
 	if isTooLarge(err) && ctx.Err() == nil {
 		retry, refused := r.d.Path.Refused(ctx, r.topic, b, expect, err)
 		if retry {

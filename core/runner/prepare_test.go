@@ -140,8 +140,14 @@ func TestPrepareDecidesTheModeAndTheResumePoint(t *testing.T) {
 // store, the real writer.
 func newTestRunner(t *testing.T, src, dst side, budget int64) *Runner {
 	t.Helper()
+	return newTestRunnerOn(t, src, dst, budget, kfaketest.NewCluster(t))
+}
+
+// newTestRunnerOn is newTestRunner with the destination cluster given.
+func newTestRunnerOn(t *testing.T, src, dst side, budget int64, dc *kfake.Cluster) *Runner {
+	t.Helper()
 	srcCl := src.build(t, kfaketest.NewCluster(t))
-	dstCl := dst.build(t, kfaketest.NewCluster(t))
+	dstCl := dst.build(t, dc)
 	store := memstore.New()
 	m, err := partition.NewMachine(store)
 	if err != nil {

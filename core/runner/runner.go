@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"sync"
 	"time"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/kmirror/kmirror/core/backoff"
 	"github.com/kmirror/kmirror/core/batch"
+	"github.com/kmirror/kmirror/core/config"
 	"github.com/kmirror/kmirror/core/fetcher"
 	"github.com/kmirror/kmirror/core/kafkalog"
 	"github.com/kmirror/kmirror/core/offsetmap"
@@ -713,6 +715,20 @@ func (r *Runner) sendDone(ctx context.Context, pw *writer.Partition, err error) 
 	}
 	failed, rest := r.sent[0], slices.Clone(r.sent[1:])
 	r.dropSent()
+	var dup *writer.DuplicateMarkerError
+	if errors.As(err, &dup) {
+		// failed is the marker; the partition is in map mode now, and
+		// the batches after it go that way.
+		if err := r.markerDuplicated(ctx, failed, dup); err != nil {
+			return err
+		}
+		for _, b := range rest {
+			if err := r.forwardMapped(ctx, b); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	if err := r.appendFailed(ctx, pw, failed, failed.BaseOffset(), err); err != nil {
 		return err
 	}
@@ -722,6 +738,38 @@ func (r *Runner) sendDone(ctx context.Context, pw *writer.Partition, err error) 
 		r.sendNext = rest[len(rest)-1].NextOffset()
 	}
 	return r.send(ctx, rest)
+}
+
+// markerDuplicated handles marker b that the destination wrote more than
+// once (its transaction coordinator failed over while writing it): b is on
+// the destination at its offset and the copies after it move every later
+// offset. What mirror.destination.mismatch.action says of a destination
+// that differs from its source applies: fail stops the partition; map (the
+// default) goes on in map mode after the copies, which keeps every source
+// record, and records the mapping.
+func (r *Runner) markerDuplicated(ctx context.Context, b batch.Batch, dup *writer.DuplicateMarkerError) error {
+	copies := dup.End - dup.Marker
+	action := r.d.Settings.MismatchAction
+	if action == "" {
+		action = config.MismatchMap
+	}
+	r.d.Events.Mismatch(r.topic, r.partition, action)
+	if action == config.MismatchFail {
+		r.log.Error("destination wrote a transaction marker more than once", "marker_offset", dup.Marker, "copies", copies, "action", action)
+		return partition.NonRetryable(r.errorf("%w; mirror.destination.mismatch.action is fail, so the partition waits: set it to map and run "+
+			"`kmirror mirrors start --mirror %s --topics '%s'` to go on in map mode", dup, r.d.Mirror, regexp.QuoteMeta(r.topic)))
+	}
+	r.advance(b.NextOffset(), dup.End)
+	r.d.Events.Appended(int64(len(b)), 1)
+	if r.mode == partition.ModeMap {
+		reason := fmt.Sprintf("the destination wrote the transaction marker of source offset %d %d times (destination offset %d on; its transaction coordinator failed over): later offsets move by %d more",
+			b.BaseOffset(), copies, dup.Marker, copies-1)
+		r.note(reason)
+		r.log.Warn("destination wrote a transaction marker more than once", "reason", reason)
+		return nil
+	}
+	return r.enterMap(ctx, b.NextOffset(), fmt.Sprintf("map mode from source offset %d: the destination wrote the transaction marker at offset %d %d times "+
+		"(its transaction coordinator failed over while writing it), so later offsets move by %d", b.NextOffset(), dup.Marker, copies, copies-1))
 }
 
 // landed is the writer's report of a sent batch on the destination: the
@@ -765,6 +813,13 @@ func (r *Runner) maybeDeleteAligned(ctx context.Context) error {
 // next (== destination offset next), because batch b cannot land at its own
 // offsets (a compaction gap).
 func (r *Runner) switchToMap(ctx context.Context, next int64, b batch.Batch) error {
+	return r.enterMap(ctx, next, fmt.Sprintf("map mode from source offset %d: the source batch at %d–%d has gaps (compaction), so offsets cannot be kept", next, b.BaseOffset(), b.LastOffset()))
+}
+
+// enterMap moves a preserve-mode partition to map mode at source offset
+// next: source offsets before it are at their own offsets on the
+// destination; reason says why the next ones cannot be.
+func (r *Runner) enterMap(ctx context.Context, next int64, reason string) error {
 	m := &offsetmap.Map{}
 	if start := r.getLogStart(); next > start && start >= 0 {
 		if err := m.AddRun(start, start, next-start); err != nil {
@@ -775,7 +830,6 @@ func (r *Runner) switchToMap(ctx context.Context, next int64, b batch.Batch) err
 	if err := r.saveMap(ctx); err != nil {
 		return err
 	}
-	reason := fmt.Sprintf("map mode from source offset %d: the source batch at %d–%d has gaps (compaction), so offsets cannot be kept", next, b.BaseOffset(), b.LastOffset())
 	if err := r.state.Update(ctx, func(d *partition.Data) error { d.Mode = partition.ModeMap; return nil }); err != nil {
 		return r.errorf("recording map mode: %w", err)
 	}
@@ -831,6 +885,10 @@ func (r *Runner) forwardMapped(ctx context.Context, b batch.Batch) error {
 		return err
 	}
 	if err := r.append(ctx, out, r.dstNext); err != nil {
+		var dup *writer.DuplicateMarkerError
+		if errors.As(err, &dup) {
+			return r.markerDuplicated(ctx, b, dup)
+		}
 		return err
 	}
 	n := out.NextOffset() - out.BaseOffset()

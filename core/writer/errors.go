@@ -22,6 +22,16 @@ var (
 	// mode, where gapped batches are re-encoded.
 	ErrNotDense = errors.New("record batch has offset gaps and cannot be appended offset for offset")
 
+	// ErrDuplicateMarker: the destination wrote a replayed transaction's
+	// marker more than once, so its end offset is past the marker's
+	// offset + 1 and later source offsets cannot land at their own offsets.
+	// Kafka's transaction coordinator writes the markers of a transaction
+	// again when it fails over between writing them and recording the
+	// transaction complete (a broker restart); consumers skip the extra
+	// markers. Returned as a *DuplicateMarkerError, which also matches
+	// ErrOffsetMismatch.
+	ErrDuplicateMarker = errors.New("the destination wrote the transaction marker more than once")
+
 	// ErrNotFlushed: an operation was called while appends of Send are
 	// still in flight on the partition; Flush first.
 	ErrNotFlushed = errors.New("appends are in flight on the partition (Flush first)")
@@ -75,3 +85,24 @@ func (e *OffsetMismatchError) Error() string {
 
 // Is reports whether target is ErrOffsetMismatch.
 func (e *OffsetMismatchError) Is(target error) bool { return target == ErrOffsetMismatch }
+
+// DuplicateMarkerError says that the destination holds the marker a replay
+// asked for at Marker and, after it, End-Marker-1 more markers of the same
+// producer and type (a coordinator failover wrote them again): the
+// destination's end offset is End. errors.Is matches ErrDuplicateMarker and
+// ErrOffsetMismatch.
+type DuplicateMarkerError struct {
+	Mirror    string
+	Topic     string
+	Partition int32
+	Marker    int64
+	End       int64
+}
+
+func (e *DuplicateMarkerError) Error() string {
+	return fmt.Sprintf("writer: mirror %q, destination %s/%d: the transaction marker at offset %d was written %d times by the destination "+
+		"(its transaction coordinator failed over while writing it); the destination's end offset is %d, not %d: %v",
+		e.Mirror, e.Topic, e.Partition, e.Marker, e.End-e.Marker, e.End, e.Marker+1, ErrDuplicateMarker)
+}
+
+func (e *DuplicateMarkerError) Unwrap() []error { return []error{ErrDuplicateMarker, ErrOffsetMismatch} }

@@ -356,7 +356,7 @@ func (p *Partition) appendMarker(ctx context.Context, b batch.Batch, expect int6
 		return Result{}, err
 	}
 	p.next = -1
-	if err := p.waitMarker(ctx, expect); err != nil {
+	if err := p.waitMarker(ctx, tw, expect); err != nil {
 		return Result{}, err
 	}
 	p.next = expect + 1
@@ -381,7 +381,7 @@ func (p *Partition) checkNext(ctx context.Context, expect int64) error {
 
 // waitMarker waits until the destination's end offset is marker+1: the
 // marker written after EndTxn returned.
-func (p *Partition) waitMarker(ctx context.Context, marker int64) error {
+func (p *Partition) waitMarker(ctx context.Context, tw *txnWriter, marker int64) error {
 	r := p.w.newRetrier()
 	for {
 		end, err := p.listEnd(ctx)
@@ -390,6 +390,10 @@ func (p *Partition) waitMarker(ctx context.Context, marker int64) error {
 			case end == marker+1:
 				return nil
 			case end > marker+1:
+				if p.duplicateMarkers(ctx, tw.info.ProducerID, marker, end) {
+					p.next = end
+					return &DuplicateMarkerError{Mirror: p.w.cfg.mirror, Topic: p.topic, Partition: p.partition, Marker: marker, End: end}
+				}
 				return p.mismatch(marker, end-1, "destination end offset passed the marker (last offset shown as got)")
 			}
 			err = fmt.Errorf("marker expected at offset %d not visible yet, destination end offset %d", marker, end)
@@ -694,7 +698,7 @@ func (p *Partition) AbortAll(ctx context.Context) error {
 			continue
 		}
 		p.next = -1
-		if err := p.waitMarker(ctx, marker); err != nil {
+		if err := p.waitMarker(ctx, tw, marker); err != nil {
 			errs = append(errs, err)
 			continue
 		}
