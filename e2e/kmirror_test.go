@@ -445,12 +445,18 @@ func destinationBlock(daemonKeys *[]string) string {
 // file state store (snapshot and journal).
 func storedOffsetMap(t testing.TB, ctx context.Context, d *daemon, topic string) *offsetmap.Map {
 	t.Helper()
+	return storedPartitionMap(t, ctx, d, topic, 0)
+}
+
+// storedPartitionMap is storedOffsetMap for topic/partition.
+func storedPartitionMap(t testing.TB, ctx context.Context, d *daemon, topic string, partition int32) *offsetmap.Map {
+	t.Helper()
 	store, err := file.Open(d.stateDir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	m, err := offsetmap.Load(ctx, store, d.mirror, topic, 0)
+	m, err := offsetmap.Load(ctx, store, d.mirror, topic, partition)
 	if err != nil {
 		t.Fatalf("reading the offset map: %v", err)
 	}

@@ -153,28 +153,51 @@ func TestPipelinedAppendsKeepOffsetsThroughLeaderChangesAndKills(t *testing.T) {
 	<-more
 
 	d.waitMirroredFrom(ctx, from, topic, partitions)
+	// A destination broker restarted while its transaction coordinator
+	// was writing markers may write one twice (Kafka rewrites the markers
+	// after a coordinator failover): the partition then says so and goes
+	// on in map mode, and the copy is checked through its offset map.
+	remapped := map[int32]bool{}
+	for p := range int32(partitions) {
+		ps, _ := d.partitionStatus(topic, p)
+		if ps.Mode == "map" {
+			if notes := strings.Join(ps.Notes, "; "); !strings.Contains(notes, "wrote the transaction marker") {
+				t.Fatalf("%s[%d] in map mode for another reason: %q", topic, p, notes)
+			}
+			remapped[p] = true
+		}
+	}
+	lg := d.log()
+	d.stop(syscall.SIGTERM)
 	src, dst := newClient(t, from, kafkatest.Identity{}), newClient(t, to, kafkatest.Identity{})
 	for p := range int32(partitions) {
-		log, diff, err := verify.Partition(ctx, src, dst, topic, p)
+		srcLog, err := verify.ReadLog(ctx, src, topic, p)
 		if err != nil {
-			t.Fatalf("verifying %s[%d]: %v", topic, p, err)
+			t.Fatal(err)
+		}
+		dstLog, err := verify.ReadLog(ctx, dst, topic, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var diff string
+		if remapped[p] {
+			t.Logf("%s[%d]: a marker was written twice by the destination; comparing through the offset map", topic, p)
+			diff = verify.DiffMapped(srcLog, dstLog, storedPartitionMap(t, ctx, d, topic, p).Lookup)
+		} else {
+			diff = verify.Diff(srcLog, dstLog)
 		}
 		if diff != "" {
 			t.Fatalf("%s[%d] differs between source and destination: %s", topic, p, diff)
 		}
-		if log.HighWatermark < 10000 {
-			t.Fatalf("%s[%d]: only %d offsets on the source (test premise: a large backlog)", topic, p, log.HighWatermark)
+		if srcLog.HighWatermark < 10000 {
+			t.Fatalf("%s[%d]: only %d offsets on the source (test premise: a large backlog)", topic, p, srcLog.HighWatermark)
 		}
 	}
 	// Test premise: the leader changes reached appends (kmirror logs each
 	// resent pipeline and each retried append at debug level).
-	lg := d.log()
 	resent, retried := strings.Count(lg, "resending pipelined appends"), strings.Count(lg, "retrying append")
 	t.Logf("pipelines resent %d times, appends retried %d times", resent, retried)
 	if resent+retried == 0 {
 		t.Fatal("no append was resent or retried: the leader changes did not reach the data path (test premise)")
-	}
-	if n, ok := d.metric("kmirror_destination_mismatches_total"); ok && n != 0 {
-		t.Fatalf("kmirror_destination_mismatches_total %v, want 0", n)
 	}
 }
