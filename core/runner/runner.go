@@ -519,6 +519,13 @@ func (r *Runner) mirror(ctx context.Context) error {
 	// The resume point comes from the destination every time mirroring
 	// (re)starts, never from memory: a failed append may have landed.
 	if !r.prepared {
+		// Until resume reads the source's end again, the one known is
+		// from before (a pause, a failure): a lag computed from it could
+		// say caught up when the source moved on (a planned failover
+		// waits for lag 0).
+		r.mu.Lock()
+		r.srcHW = -1
+		r.mu.Unlock()
 		if err := r.resume(ctx); err != nil {
 			return err
 		}
@@ -541,6 +548,11 @@ func (r *Runner) mirror(ctx context.Context) error {
 	if ferr := r.flush(ctx); err == nil {
 		err = ferr
 	}
+	// Not fetching any more: the source's end is unknown until the next
+	// resume reads it (see above).
+	r.mu.Lock()
+	r.srcHW = -1
+	r.mu.Unlock()
 	return err
 }
 
