@@ -22,25 +22,28 @@ var latencyBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 
 var partitionBuckets = []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024}
 
 // DataPath records the figures of one mirror's data path: the
-// ProduceRequests its writer sends to the destination and the fetch
-// requests its fetcher sends to the source. Names, in Prometheus form:
+// ProduceRequests its writer sends to the destination, the fetch requests
+// its fetcher sends to the source, and what is buffered or in flight
+// between them. Names, in Prometheus form:
 //
-//	kmirror_produce_request_latency_seconds{mirror,broker}  histogram
-//	kmirror_produce_request_partitions{mirror,broker}       histogram
-//	kmirror_produce_requests_total{mirror,broker,result}    counter (result: ok, error)
-//	kmirror_produce_requests_in_flight{mirror,broker}       gauge
-//	kmirror_produce_bytes_total{mirror,broker}              counter
-//	kmirror_fetch_request_latency_seconds{mirror,broker}    histogram
-//	kmirror_fetch_requests_total{mirror,broker,result}      counter
-//	kmirror_fetch_bytes_total{mirror,broker}                counter
-//	kmirror_fetch_requests_in_flight{mirror}                gauge (ObserveFetcher)
-//	kmirror_fetch_buffered_bytes{mirror}                    gauge (ObserveFetcher)
+//	kmirror_produce_request_latency_seconds{mirror,broker}     histogram
+//	kmirror_produce_request_partitions{mirror,broker}          histogram
+//	kmirror_produce_requests_total{mirror,broker,result}       counter (result: ok, error)
+//	kmirror_produce_requests_in_flight{mirror,broker}          gauge
+//	kmirror_produce_bytes_total{mirror,broker}                 counter
+//	kmirror_fetch_request_latency_seconds{mirror,broker,type}  histogram (type: long_poll, release)
+//	kmirror_fetch_requests_total{mirror,broker,result}         counter
+//	kmirror_fetch_bytes_total{mirror,broker}                   counter
+//	kmirror_fetch_requests_in_flight{mirror}                   gauge (Observe)
+//	kmirror_fetch_buffered_bytes{mirror}                       gauge (Observe)
+//	kmirror_fetch_partition_max_bytes{mirror}                  gauge (Observe)
+//	kmirror_appends_in_flight{mirror}                          gauge (Observe)
 //
-// Its methods are called once per request (not per batch), from several
-// goroutines at once. They allocate nothing: the counters and the in-flight
-// gauge are atomics per broker, read when metrics are collected, and only
-// the two histograms go through the OpenTelemetry SDK, with attribute sets
-// built once per broker.
+// Its request methods are called once per request (not per batch), from
+// several goroutines at once. They allocate nothing: the counters and the
+// in-flight gauge are atomics per broker, read when metrics are collected,
+// and only the histograms go through the OpenTelemetry SDK, with attribute
+// sets built once per broker.
 type DataPath struct {
 	inst   *dataPathInstruments
 	mirror string
@@ -48,15 +51,32 @@ type DataPath struct {
 
 	brokers sync.Map // int32 → *brokerStats
 
-	mu      sync.Mutex
-	fetcher func() (inFlight int, buffered int64) // ObserveFetcher's; nil: none
+	mu       sync.Mutex
+	observed *observer // Observe's; nil: none
 }
+
+// DataPathStats are the figures of a mirror's data path read when metrics
+// are collected (Observe).
+type DataPathStats struct {
+	// FetchesInFlight: fetch requests sent to the source, not yet answered.
+	FetchesInFlight int
+	// BufferedBytes: bytes fetched and not yet appended to the destination.
+	BufferedBytes int64
+	// PartitionMaxBytes: the per-partition fetch size in use.
+	PartitionMaxBytes int32
+	// AppendsInFlight: pipelined appends sent to the destination and not
+	// yet answered.
+	AppendsInFlight int64
+}
+
+type observer struct{ stats func() DataPathStats }
 
 // brokerStats are a data path's figures for one broker.
 type brokerStats struct {
-	record   []metric.RecordOption // {mirror, broker}
-	observe  metric.ObserveOption  // {mirror, broker}
-	ok, fail metric.ObserveOption  // {mirror, broker, result}
+	record   []metric.RecordOption    // {mirror, broker}
+	fetch    [2][]metric.RecordOption // {mirror, broker, type}: [0] long_poll, [1] release
+	observe  metric.ObserveOption     // {mirror, broker}
+	ok, fail metric.ObserveOption     // {mirror, broker, result}
 
 	produceInFlight, produceBytes, produceOK, produceFailed atomic.Int64
 	fetchBytes, fetchOK, fetchFailed                        atomic.Int64
@@ -102,7 +122,7 @@ func (p *Provider) newDataPathInstruments() (*dataPathInstruments, error) {
 		return nil, err
 	}
 	if in.fetchLatency, err = m.Float64Histogram("fetch.request.latency", metric.WithUnit("s"), metric.WithExplicitBucketBoundaries(latencyBuckets...),
-		metric.WithDescription("Time from sending a fetch request to the source to its answer, long polls included (up to replica.fetch.wait.max.ms when there is nothing new), by mirror and source broker.")); err != nil {
+		metric.WithDescription("Time from sending a fetch request to a source broker to its answer (Kafka's FetchRequestRateAndTimeMs, KIP-1279 FetcherStats RequestRate), by mirror, source broker and type (long_poll: the session's fetch, which the broker holds up to replica.fetch.wait.max.ms when there is no data; release: a no-wait fetch for partitions released while the long poll is out).")); err != nil {
 		return nil, err
 	}
 	type perBroker struct {
@@ -157,21 +177,26 @@ func (p *Provider) newDataPathInstruments() (*dataPathInstruments, error) {
 			return nil, err
 		}
 	}
-	type perMirror struct {
-		name, doc string
-		value     func(inFlight int, buffered int64) int64
-	}
-	for _, c := range []perMirror{
-		{"fetch.requests.in.flight", "Fetch requests sent to the source and not yet answered, by mirror.", func(n int, _ int64) int64 { return int64(n) }},
-		{"fetch.buffered.bytes", "Bytes fetched and not yet appended to the destination, by mirror.", func(_ int, b int64) int64 { return b }},
+	for _, c := range []struct {
+		name, unit, doc string
+		value           func(DataPathStats) int64
+	}{
+		{"fetch.requests.in.flight", "", "Fetch requests sent to the source and not yet answered (long polls and release fetches), by mirror.",
+			func(s DataPathStats) int64 { return int64(s.FetchesInFlight) }},
+		{"fetch.buffered.bytes", "By", "Bytes fetched from the source and not yet appended to the destination, by mirror; all mirrors together stay within mirror.buffer.max.bytes.",
+			func(s DataPathStats) int64 { return s.BufferedBytes }},
+		{"fetch.partition.max.bytes", "By", "The per-partition fetch size in use, by mirror: replica.fetch.max.bytes, or less when mirror.buffer.max.bytes is shared by many partitions.",
+			func(s DataPathStats) int64 { return int64(s.PartitionMaxBytes) }},
+		{"appends.in.flight", "", "Pipelined appends sent to the destination and not yet answered, by mirror (at most mirror.appends.in.flight.per.partition per partition).",
+			func(s DataPathStats) int64 { return s.AppendsInFlight }},
 	} {
-		_, err = m.Int64ObservableGauge(c.name, metric.WithDescription(c.doc), metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+		_, err = m.Int64ObservableGauge(c.name, metric.WithUnit(c.unit), metric.WithDescription(c.doc), metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
 			for _, d := range p.dataPathList() {
 				d.mu.Lock()
-				f := d.fetcher
+				obs := d.observed
 				d.mu.Unlock()
-				if f != nil {
-					o.Observe(c.value(f()), d.attrs)
+				if obs != nil {
+					o.Observe(c.value(obs.stats()), d.attrs)
 				}
 			}
 			return nil
@@ -209,7 +234,11 @@ func (d *DataPath) broker(node int32) *brokerStats {
 	m, br := attribute.String("mirror", d.mirror), attribute.String("broker", strconv.Itoa(int(node)))
 	base := metric.WithAttributeSet(attribute.NewSet(m, br))
 	b := &brokerStats{
-		record:  []metric.RecordOption{base},
+		record: []metric.RecordOption{base},
+		fetch: [2][]metric.RecordOption{
+			{metric.WithAttributeSet(attribute.NewSet(m, br, attribute.String("type", "long_poll")))},
+			{metric.WithAttributeSet(attribute.NewSet(m, br, attribute.String("type", "release")))},
+		},
 		observe: base,
 		ok:      metric.WithAttributeSet(attribute.NewSet(m, br, attribute.String("result", "ok"))),
 		fail:    metric.WithAttributeSet(attribute.NewSet(m, br, attribute.String("result", "error"))),
@@ -243,8 +272,10 @@ func (d *DataPath) ProduceDone(broker int32, latency time.Duration, partitions, 
 }
 
 // FetchDone records the answer to a fetch request sent to broker: its
-// latency, the record bytes it brought, and whether it failed.
-func (d *DataPath) FetchDone(broker int32, latency time.Duration, bytes int, failed bool) {
+// latency, the record bytes it brought, whether it was a release fetch
+// (a no-wait fetch for partitions released while the session's long poll
+// is out) rather than the long poll, and whether it failed.
+func (d *DataPath) FetchDone(broker int32, latency time.Duration, bytes int, release, failed bool) {
 	b := d.broker(broker)
 	b.fetchBytes.Add(int64(bytes))
 	if failed {
@@ -253,23 +284,28 @@ func (d *DataPath) FetchDone(broker int32, latency time.Duration, bytes int, fai
 		b.fetchOK.Add(1)
 	}
 	b.fetched.Store(true)
-	d.inst.fetchLatency.Record(context.Background(), latency.Seconds(), b.record...)
+	typ := 0
+	if release {
+		typ = 1
+	}
+	d.inst.fetchLatency.Record(context.Background(), latency.Seconds(), b.fetch[typ]...)
 }
 
-// ObserveFetcher reads the fetcher's figures when metrics are collected:
-// fetch requests in flight and bytes buffered between fetch and append. It
-// replaces any function given before; Close removes it.
-func (d *DataPath) ObserveFetcher(f func() (inFlight int, buffered int64)) {
+// Observe reads stats (the fetcher's and the writer's figures) when metrics
+// are collected, until stop is called. It replaces any stats given before;
+// a stop of an earlier Observe (the mirror's previous run, stopped late)
+// leaves the new one in place. The counters keep their values across
+// Observe and stop: the mirror started again adds to them.
+func (d *DataPath) Observe(stats func() DataPathStats) (stop func()) {
+	o := &observer{stats: stats}
 	d.mu.Lock()
-	d.fetcher = f
+	d.observed = o
 	d.mu.Unlock()
-}
-
-// Close stops observing the fetcher (ObserveFetcher) when the mirror's data
-// path stops. The counters keep their values: the mirror started again
-// adds to them.
-func (d *DataPath) Close() {
-	d.mu.Lock()
-	d.fetcher = nil
-	d.mu.Unlock()
+	return func() {
+		d.mu.Lock()
+		if d.observed == o {
+			d.observed = nil
+		}
+		d.mu.Unlock()
+	}
 }

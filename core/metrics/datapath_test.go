@@ -76,35 +76,54 @@ func TestDataPathMetrics(t *testing.T) {
 		t.Errorf("produce partitions histogram: %d samples, sum %v; want 2 and 3", n, sum)
 	}
 
-	d.FetchDone(7, 500*time.Millisecond, 4096, false)
-	d.FetchDone(7, time.Second, 0, true)
+	d.FetchDone(7, 500*time.Millisecond, 4096, false, false)
+	d.FetchDone(7, time.Second, 0, false, true)
+	d.FetchDone(7, 2*time.Millisecond, 100, true, false)
 	b7 := map[string]string{"mirror": "m1", "broker": "7"}
-	if v := value(t, p, "kmirror_fetch_bytes_total", b7); v != 4096 {
-		t.Errorf("fetch bytes = %v, want 4096", v)
+	if v := value(t, p, "kmirror_fetch_bytes_total", b7); v != 4196 {
+		t.Errorf("fetch bytes = %v, want 4196", v)
 	}
 	if v := value(t, p, "kmirror_fetch_requests_total", map[string]string{"broker": "7", "result": "error"}); v != 1 {
 		t.Errorf("failed fetch requests = %v, want 1", v)
 	}
-	if n, sum := histogram(t, p, "kmirror_fetch_request_latency_seconds", b7); n != 2 || sum != 1.5 {
-		t.Errorf("fetch latency histogram: %d samples, sum %v s; want 2 and 1.5", n, sum)
+	if n, sum := histogram(t, p, "kmirror_fetch_request_latency_seconds", map[string]string{"mirror": "m1", "broker": "7", "type": "long_poll"}); n != 2 || sum != 1.5 {
+		t.Errorf("long poll latency histogram: %d samples, sum %v s; want 2 and 1.5", n, sum)
+	}
+	if n, _ := histogram(t, p, "kmirror_fetch_request_latency_seconds", map[string]string{"mirror": "m1", "broker": "7", "type": "release"}); n != 1 {
+		t.Errorf("release fetch latency histogram: %d samples, want 1", n)
 	}
 
-	// The fetcher's figures are read at collection, until Close.
-	if _, ok, _ := p.Value("kmirror_fetch_buffered_bytes", nil); ok {
-		t.Error("kmirror_fetch_buffered_bytes shown before ObserveFetcher")
+	// The fetcher's and writer's figures are read at collection, until stop.
+	observed := []string{"kmirror_fetch_requests_in_flight", "kmirror_fetch_buffered_bytes", "kmirror_fetch_partition_max_bytes", "kmirror_appends_in_flight"}
+	for _, name := range observed {
+		if _, ok, _ := p.Value(name, nil); ok {
+			t.Errorf("%s shown before Observe", name)
+		}
 	}
-	inFlight, buffered := 3, int64(1<<20)
-	d.ObserveFetcher(func() (int, int64) { return inFlight, buffered })
-	if v := value(t, p, "kmirror_fetch_requests_in_flight", map[string]string{"mirror": "m1"}); v != 3 {
-		t.Errorf("fetch requests in flight = %v, want 3", v)
+	st := DataPathStats{FetchesInFlight: 3, BufferedBytes: 1 << 20, PartitionMaxBytes: 65536, AppendsInFlight: 5}
+	stop := d.Observe(func() DataPathStats { return st })
+	m1 := map[string]string{"mirror": "m1"}
+	for i, want := range []float64{3, 1 << 20, 65536, 5} {
+		if v := value(t, p, observed[i], m1); v != want {
+			t.Errorf("%s = %v, want %v", observed[i], v, want)
+		}
 	}
-	buffered = 42
-	if v := value(t, p, "kmirror_fetch_buffered_bytes", map[string]string{"mirror": "m1"}); v != 42 {
+	st.BufferedBytes = 42
+	if v := value(t, p, "kmirror_fetch_buffered_bytes", m1); v != 42 {
 		t.Errorf("fetch buffered bytes = %v, want 42", v)
 	}
-	d.Close()
-	if _, ok, _ := p.Value("kmirror_fetch_buffered_bytes", nil); ok {
-		t.Error("kmirror_fetch_buffered_bytes still shown after Close")
+	// The mirror started again observes its new data path; the previous
+	// run's stop, late, leaves it in place.
+	stop2 := d.Observe(func() DataPathStats { return DataPathStats{AppendsInFlight: 7} })
+	stop()
+	if v := value(t, p, "kmirror_appends_in_flight", m1); v != 7 {
+		t.Errorf("appends in flight after the previous run's stop = %v, want 7", v)
+	}
+	stop2()
+	for _, name := range observed {
+		if _, ok, _ := p.Value(name, nil); ok {
+			t.Errorf("%s still shown after stop", name)
+		}
 	}
 	// A second data path of the same mirror (a restart) adds to the counters.
 	d2, err := p.NewDataPath("m1")
@@ -130,11 +149,12 @@ func TestDataPathRecordingDoesNotAllocate(t *testing.T) {
 	}
 	d.ProduceSent(1)
 	d.ProduceDone(1, time.Millisecond, 1, 1, false)
-	d.FetchDone(1, time.Millisecond, 1, false)
+	d.FetchDone(1, time.Millisecond, 1, false, false)
 	if n := testing.AllocsPerRun(100, func() {
 		d.ProduceSent(1)
 		d.ProduceDone(1, time.Millisecond, 4, 16384, false)
-		d.FetchDone(1, time.Millisecond, 16384, false)
+		d.FetchDone(1, time.Millisecond, 16384, false, false)
+		d.FetchDone(1, time.Millisecond, 0, true, false)
 	}); n != 0 {
 		t.Errorf("recording a produce and a fetch request allocates %v times, want 0", n)
 	}

@@ -24,8 +24,10 @@ type dataPath struct {
 	src *kgo.Client
 	f   *fetcher.Manager
 	w   *writer.Writer
-	// metrics records the fetch and produce requests' figures.
-	metrics *metrics.DataPath
+	// metrics records the fetch and produce requests' figures;
+	// unobserve stops it reading f's and w's (close).
+	metrics   *metrics.DataPath
+	unobserve func()
 	// topics knows the destination topics' max.message.bytes (map-mode
 	// decoding bound, batches refused for their size).
 	topics *topicsync.Syncer
@@ -36,9 +38,6 @@ func newDataPath(m *mirrorRun, cfg *config.Config, src *kgo.Client, topics *topi
 	if err != nil {
 		return nil, err
 	}
-	// The fetch side of mdp (FetchDone per fetch request, ObserveFetcher
-	// for fetches in flight and buffered bytes) is wired where the fetcher
-	// reports them: a fetch hook and Manager.Stats.
 	f, err := fetcher.New(src,
 		fetcher.WithFetchersPerBroker(cfg.NumReplicaFetchers),
 		fetcher.WithPartitionMaxBytes(int32(cfg.ReplicaFetchMaxBytes)),
@@ -49,7 +48,7 @@ func newDataPath(m *mirrorRun, cfg *config.Config, src *kgo.Client, topics *topi
 		fetcher.WithLogger(m.log.Named("fetcher")),
 		fetcher.WithThrottle(m.e.limiter.Wait),
 		fetcher.WithBudget(m.e.budget),
-		fetcher.WithFetchHook(m.e.inst.fetched(m.name)),
+		fetcher.WithFetchHook(func(i fetcher.FetchInfo) { mdp.FetchDone(i.Broker, i.Latency, i.Bytes, i.Release, i.Err != nil) }),
 	)
 	if err != nil {
 		return nil, err
@@ -59,7 +58,12 @@ func newDataPath(m *mirrorRun, cfg *config.Config, src *kgo.Client, topics *topi
 	if err != nil {
 		return nil, err
 	}
-	return &dataPath{m: m, src: src, f: f, w: w, metrics: mdp, topics: topics}, nil
+	unobserve := mdp.Observe(func() metrics.DataPathStats {
+		st := f.Stats()
+		return metrics.DataPathStats{FetchesInFlight: st.FetchesInFlight, BufferedBytes: st.BufferedBytes,
+			PartitionMaxBytes: st.PartitionMaxBytes, AppendsInFlight: w.InflightAppends()}
+	})
+	return &dataPath{m: m, src: src, f: f, w: w, metrics: mdp, unobserve: unobserve, topics: topics}, nil
 }
 
 // produceMetrics records the writer's ProduceRequests in the mirror's
@@ -80,8 +84,8 @@ func (dp *dataPath) run(ctx context.Context) {
 }
 
 func (dp *dataPath) close() {
+	dp.unobserve()
 	dp.w.Close()
-	dp.metrics.Close()
 }
 
 // Subscribe starts fetching a partition into q.

@@ -284,26 +284,6 @@ func (e *Engine) setBudget(cfg *config.Config) {
 	}
 }
 
-// fetcherStats returns the fetcher figures of every connected mirror.
-func (e *Engine) fetcherStats() map[string]fetcher.Stats {
-	e.mu.Lock()
-	ms := make([]*mirrorRun, 0, len(e.mirrors))
-	for _, m := range e.mirrors {
-		ms = append(ms, m)
-	}
-	e.mu.Unlock()
-	out := make(map[string]fetcher.Stats, len(ms))
-	for _, m := range ms {
-		m.mu.Lock()
-		dp := m.dp
-		m.mu.Unlock()
-		if dp != nil {
-			out[m.name] = dp.f.Stats()
-		}
-	}
-	return out
-}
-
 // observe logs every state transition once and counts it.
 func (e *Engine) observe(ev partition.Event) {
 	r := ev.Record

@@ -9,12 +9,13 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
-	"github.com/kmirror/kmirror/core/fetcher"
 	"github.com/kmirror/kmirror/core/metrics"
 	"github.com/kmirror/kmirror/core/partition"
 )
 
-// instruments are the engine's metrics. Names follow KIP-1279's (MaxLag,
+// instruments are the engine's metrics; the per-mirror data-path figures
+// (produce and fetch requests, bytes buffered and appends in flight) are
+// core/metrics.DataPath's, fed in datapath.go. Names follow KIP-1279's (MaxLag,
 // ConsumerLag, FailedPartitionsCount, <State>PartitionState, BytesPerSec,
 // ByteRate) in Prometheus form; docs/operations.md has the mapping.
 type instruments struct {
@@ -22,7 +23,6 @@ type instruments struct {
 	mdErrors    metric.Int64Counter
 	cfgErrors   metric.Int64Counter
 	mismatches  metric.Int64Counter
-	fetchTime   metric.Float64Histogram
 
 	// appends holds each mirror's per-batch counts (mirrored.bytes,
 	// .batches, .offsets), read by observable counters when metrics are
@@ -146,34 +146,6 @@ func newInstruments(p *metrics.Provider, e *Engine) (*instruments, error) {
 	if err != nil {
 		return nil, err
 	}
-	if in.fetchTime, err = m.Float64Histogram("fetch.request.latency", metric.WithUnit("s"),
-		metric.WithDescription("Time from sending a fetch request to a source broker to its response (KIP-1279 FetcherStats RequestRate and Kafka's FetchRequestRateAndTimeMs), by mirror, type (long_poll: the session's fetch, which the broker holds up to replica.fetch.wait.max.ms when there is no data; release: a no-wait fetch for partitions released while the long poll is out) and result (ok or error)."),
-		metric.WithExplicitBucketBoundaries(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)); err != nil {
-		return nil, err
-	}
-	_, err = m.Int64ObservableGauge("fetch.requests.in.flight",
-		metric.WithDescription("Fetch requests sent to source brokers and not yet answered, by mirror."),
-		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
-			for name, st := range e.fetcherStats() {
-				o.Observe(int64(st.FetchesInFlight), metric.WithAttributes(attribute.String("mirror", name)))
-			}
-			return nil
-		}))
-	if err != nil {
-		return nil, err
-	}
-	_, err = m.Int64ObservableGauge("fetch.buffered.bytes",
-		metric.WithUnit("By"),
-		metric.WithDescription("Bytes fetched from the source and not yet appended to the destination, by mirror; all mirrors together stay within mirror.buffer.max.bytes."),
-		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
-			for name, st := range e.fetcherStats() {
-				o.Observe(st.BufferedBytes, metric.WithAttributes(attribute.String("mirror", name)))
-			}
-			return nil
-		}))
-	if err != nil {
-		return nil, err
-	}
 	_, err = m.Int64ObservableGauge("fetch.buffer.max.bytes",
 		metric.WithUnit("By"),
 		metric.WithDescription("The daemon-wide budget of bytes fetched and not yet appended (mirror.buffer.max.bytes)."),
@@ -194,18 +166,6 @@ func newInstruments(p *metrics.Provider, e *Engine) (*instruments, error) {
 	if err != nil {
 		return nil, err
 	}
-	_, err = m.Int64ObservableGauge("fetch.partition.max.bytes",
-		metric.WithUnit("By"),
-		metric.WithDescription("The per-partition fetch size in use, by mirror: replica.fetch.max.bytes, or less when mirror.buffer.max.bytes is shared by many partitions."),
-		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
-			for name, st := range e.fetcherStats() {
-				o.Observe(int64(st.PartitionMaxBytes), metric.WithAttributes(attribute.String("mirror", name)))
-			}
-			return nil
-		}))
-	if err != nil {
-		return nil, err
-	}
 	_, err = m.Int64ObservableGauge("replication.throttled.rate",
 		metric.WithDescription("The daemon-wide throttle in bytes/s (KIP-1279 MirrorReplication byte-rate); -1 when unlimited."),
 		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
@@ -220,27 +180,6 @@ func newInstruments(p *metrics.Provider, e *Engine) (*instruments, error) {
 		return nil, err
 	}
 	return in, nil
-}
-
-// fetched returns a mirror's fetch hook, recording each request's latency.
-// The attribute sets are built once, not per request.
-func (in *instruments) fetched(mirror string) fetcher.FetchHook {
-	var sets [2][2]metric.RecordOption // [release][error]
-	for i, typ := range []string{"long_poll", "release"} {
-		for j, result := range []string{"ok", "error"} {
-			sets[i][j] = metric.WithAttributeSet(attribute.NewSet(attribute.String("mirror", mirror), attribute.String("type", typ), attribute.String("result", result)))
-		}
-	}
-	return func(f fetcher.FetchInfo) {
-		i, j := 0, 0
-		if f.Release {
-			i = 1
-		}
-		if f.Err != nil {
-			j = 1
-		}
-		in.fetchTime.Record(context.Background(), f.Latency.Seconds(), sets[i][j])
-	}
 }
 
 func (in *instruments) transition(mirror string, from, to partition.State) {

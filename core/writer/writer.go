@@ -56,7 +56,7 @@ type Writer struct {
 	inflight atomic.Int64 // pipelined appends sent and not yet answered
 }
 
-// InflightAppends returns how many pipelined appends (AppendAll) of the
+// InflightAppends returns how many pipelined appends (Send, AppendAll) of the
 // Writer's partitions are sent and not yet answered.
 func (w *Writer) InflightAppends() int64 { return w.inflight.Load() }
 
