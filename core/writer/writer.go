@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/core/backoff"
+	"github.com/kmirror/kmirror/core/internal/coalesce"
 )
 
 // Request versions pinned to transaction protocol v1 (see the package doc).
@@ -51,6 +52,13 @@ type Writer struct {
 
 	timeoutMu  sync.Mutex
 	txnTimeout int32 // ms; 0 until read from the destination
+
+	// producers gathers the partitions' DescribeProducers per topic
+	// (producers.go).
+	producers *coalesce.Group[string, int32, activeProducers]
+	// ends gathers the partitions' end-offset reads per topic
+	// (producers.go).
+	ends *coalesce.Group[string, int32, int64]
 }
 
 type tpKey struct {
@@ -81,7 +89,7 @@ func New(client *kgo.Client, opts ...Option) (*Writer, error) {
 			"kmirror needs acks=all answers, use a client without that option")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Writer{
+	w := &Writer{
 		cl:     client,
 		cfg:    cfg,
 		log:    cfg.logger.With("mirror", cfg.mirror),
@@ -91,7 +99,9 @@ func New(client *kgo.Client, opts ...Option) (*Writer, error) {
 		parts:  make(map[tpKey]*Partition),
 		idem:   make(map[tpKey]*idemState),
 		pid:    -1,
-	}, nil
+	}
+	w.producers, w.ends = newProducersBatcher(w), newEndsBatcher(w)
+	return w, nil
 }
 
 // Close stops the Writer's sinks and waits for them. Appends in progress
