@@ -17,6 +17,7 @@ import (
 
 	"github.com/kmirror/kmirror/core/config"
 	"github.com/kmirror/kmirror/core/metrics"
+	"github.com/kmirror/kmirror/internal/kfaketest"
 	"github.com/kmirror/kmirror/sdk/statestore"
 	"github.com/kmirror/kmirror/sdk/statestore/memstore"
 )
@@ -128,10 +129,10 @@ func (f *startupFixture) caughtUp(e *Engine) (int, string) {
 	for _, m := range e.Status().Mirrors {
 		for _, p := range m.Partitions {
 			o, ok := f.ends.Lookup(f.topic, p.Partition)
-			if ok && p.State == "MIRRORING" && p.LastMirroredOffset+1 == o.Offset {
+			if ok && p.State == "MIRRORING" && p.Mode == "preserve" && p.LastMirroredOffset+1 == o.Offset {
 				done++
 			} else {
-				state = fmt.Sprintf("partition %d: %s, last mirrored %d, source end %d, %s", p.Partition, p.State, p.LastMirroredOffset, o.Offset, p.LastError)
+				state = fmt.Sprintf("partition %d: %s %s mode, last mirrored %d, source end %d, %s", p.Partition, p.State, p.Mode, p.LastMirroredOffset, o.Offset, p.LastError)
 			}
 		}
 	}
@@ -193,4 +194,71 @@ func BenchmarkMirrorStartManyPartitionsKfake(b *testing.B) {
 	}
 	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/start")
 	b.ReportMetric(float64(requests)/float64(b.N), "offset+metadata+producer-requests/start")
+}
+
+// TestStartManyPartitionsAsksPerTopicNotPerPartition starts a mirror of one
+// topic with 1,000 partitions, then a second engine on the same state
+// (every partition resumes: DescribeProducers, the destination proven),
+// and counts the ListOffsets, Metadata and DescribeProducers requests that
+// reach both clusters: preparation batches them per topic and broker, so
+// they stay a small number however many partitions the topic has, and every
+// partition mirrors every record at its own offsets.
+func TestStartManyPartitionsAsksPerTopicNotPerPartition(t *testing.T) {
+	const partitions, perPartition = 1000, 3
+	// Per start, a batch per preparation step and a few for the partitions
+	// that do not start together; one request per partition would be
+	// thousands.
+	const limit = 60
+	f := newStartupFixture(t, "wide", partitions, perPartition)
+	kinds := []kmsg.Key{kmsg.ListOffsets, kmsg.Metadata, kmsg.DescribeProducers}
+	store := memstore.New()
+	run := func(what string, e *Engine) {
+		t.Helper()
+		src := countRequests(f.src, kinds...)
+		dst := countRequests(f.dst, kinds...)
+		ctx := context.Background()
+		if err := e.Start(ctx, f.cfg); err != nil {
+			t.Fatal(err)
+		}
+		f.waitCaughtUp(t, e, 2*time.Minute)
+		t.Logf("%s: source %s; destination %s", what, src, dst)
+		for _, k := range kinds {
+			if n := src.get(k) + dst.get(k); n > limit {
+				t.Errorf("%s: %d %s requests for %d partitions of one topic (source %s; destination %s); want at most %d", what, n, k.Name(), partitions, src, dst, limit)
+			}
+		}
+		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		if err := e.Stop(sctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := f.engine(t, store)
+	t.Cleanup(func() { f.dst.Close() })
+	run("first start", e)
+
+	// The same destination, a new engine on the same records: every
+	// partition is MIRRORING and resumes from the destination.
+	mp, _ := metrics.New()
+	e2, err := New(Options{Store: store, Logger: hclog.New(&hclog.LoggerOptions{Output: io.Discard}), Metrics: mp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run("restart", e2)
+
+	// Offsets kept: partition p's destination log is its source log.
+	ctx := context.Background()
+	dcl := kfaketest.NewClient(t, f.dst)
+	ends, err := kadm.NewClient(dcl).ListEndOffsets(ctx, f.topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends.Each(func(o kadm.ListedOffset) {
+		if want, _ := f.ends.Lookup(f.topic, o.Partition); o.Err != nil || o.Offset != want.Offset {
+			t.Errorf("destination partition %d ends at %d (%v), source at %d", o.Partition, o.Offset, o.Err, want.Offset)
+		}
+	})
+	if len(ends[f.topic]) != partitions {
+		t.Errorf("destination has %d partitions, want %d", len(ends[f.topic]), partitions)
+	}
 }

@@ -15,8 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmirror/kmirror/core/batch"
-	"github.com/kmirror/kmirror/core/internal/coalesce"
 	"github.com/kmirror/kmirror/core/failpoint"
+	"github.com/kmirror/kmirror/core/internal/coalesce"
 )
 
 // TxnWriterInfo identifies a destination transactional writer: the

@@ -45,7 +45,7 @@ type Group[K comparable, I comparable, V any] struct {
 }
 
 type keyState[I comparable, V any] struct {
-	pending  *batch[I, V]   // gathering; nil: none
+	pending  *batch[I, V]  // gathering; nil: none
 	inflight chan struct{} // closed when the batch in flight ends; nil: none
 }
 
