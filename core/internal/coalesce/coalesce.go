@@ -74,9 +74,10 @@ func (g *Group[K, I, V]) Calls() int64 {
 }
 
 // Get returns item's value, from a batch sent after the call. The first
-// request of a batch sends it (on behalf of every request in it, even when
-// its own ctx ends first: the batch is dropped only once all its requests
-// gave up); the others wait for it.
+// request of a batch starts its sender, which sends it on behalf of every
+// request in it (even when the first request's ctx ends first: the call is
+// cancelled only once all its requests gave up); every request waits for
+// the answer or for its own ctx.
 func (g *Group[K, I, V]) Get(ctx context.Context, key K, item I) (V, error) {
 	var zero V
 	if err := ctx.Err(); err != nil {
@@ -103,7 +104,9 @@ func (g *Group[K, I, V]) Get(ctx context.Context, key K, item I) (V, error) {
 	g.mu.Unlock()
 
 	if lead {
-		g.send(ctx, key, st, b, prev)
+		// The batch's sender: it ends when the call does, and the call's
+		// context ends once every request of the batch gave up.
+		go g.send(ctx, key, st, b, prev)
 	}
 	select {
 	case <-b.done:
@@ -127,8 +130,8 @@ func (g *Group[K, I, V]) Get(ctx context.Context, key K, item I) (V, error) {
 }
 
 // send gathers b for the window and until the batch in flight (prev) ends,
-// then sends it. Its context outlives the leader's own: it ends when every
-// request of b gave up.
+// then sends it. The call's context keeps the values of the first
+// request's ctx but not its end: it ends when every request of b gave up.
 func (g *Group[K, I, V]) send(ctx context.Context, key K, st *keyState[I, V], b *batch[I, V], prev chan struct{}) {
 	if g.window > 0 {
 		t := time.NewTimer(g.window)
