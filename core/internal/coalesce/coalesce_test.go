@@ -122,7 +122,9 @@ func TestErrorsPerItemAndMissingAnswers(t *testing.T) {
 	if _, err := g.Get(context.Background(), "t", 999); !errors.Is(err, ErrNoAnswer) {
 		t.Fatalf("err %v, want ErrNoAnswer", err)
 	}
-	failing := New(0, func(context.Context, string, []int) (map[int]Result[int], error) { return nil, errors.New("broker down") })
+	failing := New(0, func(context.Context, string, []int) (map[int]Result[int], error) {
+		return nil, errors.New("broker down")
+	})
 	if _, err := failing.Get(context.Background(), "t", 1); err == nil || err.Error() != "broker down" {
 		t.Fatalf("err %v, want the call's error", err)
 	}
