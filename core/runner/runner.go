@@ -325,6 +325,7 @@ func (r *Runner) waitRetry(ctx context.Context) {
 		case <-t.C:
 		}
 	}
+	r.forgetSourceHW()
 	if err := r.state.Retry(ctx); err != nil {
 		r.log.Error("retry failed", "error", err)
 		r.backoff(ctx)
