@@ -51,9 +51,9 @@ func NewBoundsBatcher(cl *kgo.Client, window time.Duration) *BoundsBatcher {
 			r := coalesce.Result[bounds]{Value: bounds{s.Value, h.Value}}
 			switch {
 			case s.Err != nil:
-				r.Err = fmt.Errorf("log start: %w", s.Err)
+				r.Err = fmt.Errorf("log start (ListOffsets): %w", s.Err)
 			case h.Err != nil:
-				r.Err = fmt.Errorf("high watermark: %w", h.Err)
+				r.Err = fmt.Errorf("high watermark (ListOffsets): %w", h.Err)
 			}
 			out[p] = r
 		}
@@ -77,7 +77,8 @@ func (b *BoundsBatcher) Batches() int64 { return b.g.Calls() }
 
 // listOffsets lists the offsets at ts (-2 log start, -1 high watermark) of
 // parts of topic in one request, which the client splits per leader. A
-// partition the answer lacks gets errNoOffset.
+// partition the answer lacks gets errNoOffset. It fails only when ctx
+// ends: a request that fails fails its partitions.
 func listOffsets(ctx context.Context, cl *kgo.Client, topic string, parts []int32, ts int64) (map[int32]coalesce.Result[int64], error) {
 	req := kmsg.NewPtrListOffsetsRequest()
 	req.ReplicaID = -1
@@ -91,17 +92,27 @@ func listOffsets(ctx context.Context, cl *kgo.Client, topic string, parts []int3
 		rt.Partitions = append(rt.Partitions, rp)
 	}
 	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		return nil, err
-	}
+	// Sharded per leader: a shard that fails (a partition the client has
+	// no leader for) fails its own partitions, not the others'.
 	out := make(map[int32]coalesce.Result[int64], len(parts))
-	for _, t := range resp.Topics {
-		if t.Topic != topic {
+	for _, sh := range cl.RequestSharded(ctx, req) {
+		if sh.Err != nil {
+			if sreq, ok := sh.Req.(*kmsg.ListOffsetsRequest); ok {
+				for _, t := range sreq.Topics {
+					for _, p := range t.Partitions {
+						out[p.Partition] = coalesce.Result[int64]{Err: sh.Err}
+					}
+				}
+			}
 			continue
 		}
-		for _, p := range t.Partitions {
-			out[p.Partition] = coalesce.Result[int64]{Value: p.Offset, Err: kerr.ErrorForCode(p.ErrorCode)}
+		for _, t := range sh.Resp.(*kmsg.ListOffsetsResponse).Topics {
+			if t.Topic != topic {
+				continue
+			}
+			for _, p := range t.Partitions {
+				out[p.Partition] = coalesce.Result[int64]{Value: p.Offset, Err: kerr.ErrorForCode(p.ErrorCode)}
+			}
 		}
 	}
 	for _, p := range parts {
@@ -109,5 +120,5 @@ func listOffsets(ctx context.Context, cl *kgo.Client, topic string, parts []int3
 			out[p] = coalesce.Result[int64]{Err: errNoOffset}
 		}
 	}
-	return out, nil
+	return out, ctx.Err()
 }

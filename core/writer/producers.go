@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/core/internal/coalesce"
@@ -34,29 +35,43 @@ func newProducersBatcher(w *Writer) *coalesce.Group[string, int32, activeProduce
 		rt.Topic = topic
 		rt.Partitions = parts
 		req.Topics = append(req.Topics, rt)
-		resp, err := w.routed(ctx, req)
-		if err != nil {
-			return nil, err
-		}
 		out := make(map[int32]coalesce.Result[activeProducers], len(parts))
-		for _, t := range resp.(*kmsg.DescribeProducersResponse).Topics {
-			if t.Topic != topic {
+		for _, sh := range w.sharded(ctx, req) {
+			if sh.Err != nil {
+				// This leader's partitions fail, not the others'.
+				if sreq, ok := sh.Req.(*kmsg.DescribeProducersRequest); ok {
+					for _, t := range sreq.Topics {
+						for _, p := range t.Partitions {
+							out[p] = coalesce.Result[activeProducers]{Err: sh.Err}
+						}
+					}
+				}
 				continue
 			}
-			for _, dp := range t.Partitions {
-				if err := kerr.ErrorForCode(dp.ErrorCode); err != nil {
-					out[dp.Partition] = coalesce.Result[activeProducers]{Err: err}
-					continue
-				}
-				aps := make(activeProducers, len(dp.ActiveProducers))
-				for _, ap := range dp.ActiveProducers {
-					aps[ap.ProducerID] = ap
-				}
-				out[dp.Partition] = coalesce.Result[activeProducers]{Value: aps}
-			}
+			describedProducers(sh.Resp.(*kmsg.DescribeProducersResponse), topic, out)
 		}
 		return out, nil
 	})
+}
+
+// describedProducers adds the partitions of topic in resp to out.
+func describedProducers(resp *kmsg.DescribeProducersResponse, topic string, out map[int32]coalesce.Result[activeProducers]) {
+	for _, t := range resp.Topics {
+		if t.Topic != topic {
+			continue
+		}
+		for _, dp := range t.Partitions {
+			if err := kerr.ErrorForCode(dp.ErrorCode); err != nil {
+				out[dp.Partition] = coalesce.Result[activeProducers]{Err: err}
+				continue
+			}
+			aps := make(activeProducers, len(dp.ActiveProducers))
+			for _, ap := range dp.ActiveProducers {
+				aps[ap.ProducerID] = ap
+			}
+			out[dp.Partition] = coalesce.Result[activeProducers]{Value: aps}
+		}
+	}
 }
 
 // newEndsBatcher returns the Writer's end-offset batcher: the partitions
@@ -79,19 +94,36 @@ func newEndsBatcher(w *Writer) *coalesce.Group[string, int32, int64] {
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		req.Topics = append(req.Topics, rt)
-		resp, err := w.routed(ctx, req)
-		if err != nil {
-			return nil, err
-		}
 		out := make(map[int32]coalesce.Result[int64], len(parts))
-		for _, t := range resp.(*kmsg.ListOffsetsResponse).Topics {
-			if t.Topic != topic {
+		for _, sh := range w.sharded(ctx, req) {
+			if sh.Err != nil {
+				// This leader's partitions fail, not the others'.
+				if sreq, ok := sh.Req.(*kmsg.ListOffsetsRequest); ok {
+					for _, t := range sreq.Topics {
+						for _, p := range t.Partitions {
+							out[p.Partition] = coalesce.Result[int64]{Err: sh.Err}
+						}
+					}
+				}
 				continue
 			}
-			for _, lp := range t.Partitions {
-				out[lp.Partition] = coalesce.Result[int64]{Value: lp.Offset, Err: kerr.ErrorForCode(lp.ErrorCode)}
+			for _, t := range sh.Resp.(*kmsg.ListOffsetsResponse).Topics {
+				if t.Topic != topic {
+					continue
+				}
+				for _, lp := range t.Partitions {
+					out[lp.Partition] = coalesce.Result[int64]{Value: lp.Offset, Err: kerr.ErrorForCode(lp.ErrorCode)}
+				}
 			}
 		}
 		return out, nil
 	})
+}
+
+// sharded sends req through franz-go's routing, split per partition leader,
+// with the RequestTimeout, and returns each leader's answer or error.
+func (w *Writer) sharded(ctx context.Context, req kmsg.Request) []kgo.ResponseShard {
+	ctx, cancel := context.WithTimeout(ctx, w.cfg.requestTimeout)
+	defer cancel()
+	return w.cl.RequestSharded(ctx, req)
 }
