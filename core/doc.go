@@ -15,6 +15,7 @@
 //   - failpoint:        named crash points the end-to-end tests stop a process at
 //   - fetcher:          the source side of the data path: raw record batches fetched per source broker
 //   - groupsync:        the consumer-group and share-group offset sync loop of one mirror
+//   - internal/coalesce: concurrent requests of one topic gathered into one call, never answered from an older one
 //   - internal/testpki: throw-away certificate authorities for tests
 //   - kafkalog:         a partition's log read raw: bounds, leader, batches in bounded memory, entries
 //   - kclient:          a cluster's configuration turned into franz-go client options (TLS, SASL, sockets, dialer)

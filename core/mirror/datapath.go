@@ -9,6 +9,7 @@ import (
 	"github.com/kmirror/kmirror/core/batch"
 	"github.com/kmirror/kmirror/core/config"
 	"github.com/kmirror/kmirror/core/fetcher"
+	"github.com/kmirror/kmirror/core/kafkalog"
 	"github.com/kmirror/kmirror/core/metrics"
 	"github.com/kmirror/kmirror/core/partition"
 	"github.com/kmirror/kmirror/core/runner"
@@ -31,6 +32,10 @@ type dataPath struct {
 	// topics knows the destination topics' max.message.bytes (map-mode
 	// decoding bound, batches refused for their size).
 	topics *topicsync.Syncer
+	// srcBounds and dstBounds gather the log bounds the mirror's
+	// partitions ask for while they prepare: one ListOffsets per topic
+	// and broker for the partitions asking together.
+	srcBounds, dstBounds *kafkalog.BoundsBatcher
 }
 
 func newDataPath(m *mirrorRun, cfg *config.Config, src *kgo.Client, topics *topicsync.Syncer) (*dataPath, error) {
@@ -63,7 +68,8 @@ func newDataPath(m *mirrorRun, cfg *config.Config, src *kgo.Client, topics *topi
 		return metrics.DataPathStats{FetchesInFlight: st.FetchesInFlight, BufferedBytes: st.BufferedBytes,
 			PartitionMaxBytes: st.PartitionMaxBytes, AppendsInFlight: w.InflightAppends()}
 	})
-	return &dataPath{m: m, src: src, f: f, w: w, metrics: mdp, unobserve: unobserve, topics: topics}, nil
+	return &dataPath{m: m, src: src, f: f, w: w, metrics: mdp, unobserve: unobserve, topics: topics,
+		srcBounds: kafkalog.NewBoundsBatcher(src, kafkalog.BoundsWindow), dstBounds: kafkalog.NewBoundsBatcher(m.dst, kafkalog.BoundsWindow)}, nil
 }
 
 // produceMetrics records the writer's ProduceRequests in the mirror's
@@ -138,6 +144,7 @@ func runnerFor(m *mirrorRun, t sourceTopic, part *partition.Partition) *runner.R
 		Mirror: m.name, Topic: t.Name, TopicID: t.ID, Partition: part,
 		Store: m.e.opts.Store, Log: m.log,
 		Source: m.dp.src, Dest: m.dst, DestAdmin: m.dstAdm,
+		SourceBounds: m.dp.srcBounds, DestBounds: m.dp.dstBounds,
 		Path: m.dp, Control: m.e.controlOf(m.name), Events: newMirrorEvents(m),
 		Settings: runner.Settings{
 			AlignmentBudget: m.dcfg.OffsetAlignmentMaxRecords,
@@ -152,7 +159,12 @@ func runnerFor(m *mirrorRun, t sourceTopic, part *partition.Partition) *runner.R
 // topic was recreated while kmirror was not looking, and the runner fails
 // the partition as soon as it runs.
 func newRunner(ctx context.Context, m *mirrorRun, t sourceTopic, p int32) (*runner.Runner, error) {
-	part, _, err := m.e.machine.LoadOrCreate(ctx, m.name, t.Name, p, "topic in scope of the mirror")
+	// A new record holds the source topic id from its first write.
+	var init func(*partition.Data) error
+	if t.ID != ([16]byte{}) {
+		init = func(d *partition.Data) error { d.SourceTopicID = topicIDString(t.ID); return nil }
+	}
+	part, _, err := m.e.machine.LoadOrCreateWith(ctx, m.name, t.Name, p, "topic in scope of the mirror", init)
 	if err != nil {
 		return nil, fmt.Errorf("mirror %s: topic %s partition %d: loading its state: %w", m.name, t.Name, p, err)
 	}

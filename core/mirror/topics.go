@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmirror/kmirror/core/config"
 	"github.com/kmirror/kmirror/core/partition"
+	"github.com/kmirror/kmirror/core/runner"
 	"github.com/kmirror/kmirror/core/scope"
 	"github.com/kmirror/kmirror/core/topicsync"
 	"github.com/kmirror/kmirror/sdk/filter"
@@ -231,28 +234,90 @@ func (v topicsEngine) Owns(topic string) bool {
 
 // Start starts a runner for each of the first n partitions of t that has
 // none. The topic is read-only before any of its partitions mirrors.
+//
+// The partitions' records are loaded (or created) startParallel at a
+// time, and their runners launched together, a chunk of startChunkSize
+// partitions after another: the state store's writes overlap, and the
+// runners of a chunk prepare together, sharing their requests to the
+// clusters (one ListOffsets per topic and broker, not one per partition).
 func (v topicsEngine) Start(ctx context.Context, t topicsync.Topic, n int32) error {
 	m := v.m
+	var todo []int32
 	for p := int32(0); p < n; p++ {
-		tp := topicPartition{t.Name, p}
 		m.mu.Lock()
-		_, running := m.runners[tp]
+		_, running := m.runners[topicPartition{t.Name, p}]
 		m.mu.Unlock()
-		if running {
-			continue
+		if !running {
+			todo = append(todo, p)
 		}
-		r, err := newRunner(ctx, m, t, p)
-		if err != nil {
+	}
+	for len(todo) > 0 {
+		chunk := todo[:min(len(todo), startChunkSize)]
+		todo = todo[len(chunk):]
+		if err := m.startChunk(ctx, t, chunk); err != nil {
 			return err
 		}
-		if r.Record().State != partition.Stopped {
+	}
+	return nil
+}
+
+const (
+	// startParallel is how many partition records a mirror loads or
+	// creates at once when it starts partitions.
+	startParallel = 16
+	// startChunk is how many partitions' runners a mirror launches
+	// together.
+	startChunkSize = 1024
+)
+
+// startChunk loads or creates the records of parts of t (startParallel at
+// a time), protects the topic, then launches their runners. On an error it
+// still launches the runners whose records loaded, as a sequential start
+// would have, and returns the first error.
+func (m *mirrorRun) startChunk(ctx context.Context, t topicsync.Topic, parts []int32) error {
+	runners := make([]*runner.Runner, len(parts))
+	var (
+		next     atomic.Int64
+		wg       sync.WaitGroup
+		errOnce  sync.Once
+		firstErr error
+	)
+	lctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for range min(startParallel, len(parts)) {
+		wg.Add(1)
+		go func() { // owned by startChunk, which waits for it
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(parts) || lctx.Err() != nil {
+					return
+				}
+				r, err := newRunner(lctx, m, t, parts[i])
+				if err != nil {
+					errOnce.Do(func() { firstErr = err })
+					cancel()
+					return
+				}
+				runners[i] = r
+			}
+		}()
+	}
+	wg.Wait()
+	protected := false
+	for i, r := range runners {
+		if r == nil {
+			continue
+		}
+		if !protected && r.Record().State != partition.Stopped {
 			if err := m.topicSync().Protect(ctx, t.Name); err != nil {
 				return err
 			}
+			protected = true
 		}
-		m.launch(tp, r)
+		m.launch(topicPartition{t.Name, parts[i]}, r)
 	}
-	return nil
+	return firstErr
 }
 
 func (v topicsEngine) Recreated(topic string, p int32, id [16]byte) {

@@ -110,6 +110,13 @@ func (m *Machine) clock() time.Time { return m.now().UTC() }
 // from Unknown. If the partition already has a record, the error wraps
 // statestore.ErrVersionMismatch; use Load or LoadOrCreate.
 func (m *Machine) Create(ctx context.Context, mirror, topic string, partition int32, reason string) (*Partition, error) {
+	return m.CreateWith(ctx, mirror, topic, partition, reason, nil)
+}
+
+// CreateWith is Create with init applied to the new record's Data (nil:
+// none) in the same write: a partition created with what it must record
+// at once (its source topic id) costs one state-store write, not two.
+func (m *Machine) CreateWith(ctx context.Context, mirror, topic string, partition int32, reason string, init func(*Data) error) (*Partition, error) {
 	key, err := partitionKey(mirror, topic, partition)
 	if err != nil {
 		return nil, err
@@ -121,6 +128,9 @@ func (m *Machine) Create(ctx context.Context, mirror, topic string, partition in
 	err = p.apply(ctx, "create", func(r *Record) error {
 		r.State = Preparing
 		r.Reason = reason
+		if init != nil {
+			return init(&r.Data)
+		}
 		return nil
 	})
 	if err != nil {
@@ -149,11 +159,16 @@ func (m *Machine) Load(ctx context.Context, mirror, topic string, partition int3
 // record. created reports which happened. A concurrent creator makes it
 // load the winner's record.
 func (m *Machine) LoadOrCreate(ctx context.Context, mirror, topic string, partition int32, reason string) (p *Partition, created bool, err error) {
+	return m.LoadOrCreateWith(ctx, mirror, topic, partition, reason, nil)
+}
+
+// LoadOrCreateWith is LoadOrCreate that creates with CreateWith(init).
+func (m *Machine) LoadOrCreateWith(ctx context.Context, mirror, topic string, partition int32, reason string, init func(*Data) error) (p *Partition, created bool, err error) {
 	p, err = m.Load(ctx, mirror, topic, partition)
 	if !errors.Is(err, statestore.ErrNotFound) {
 		return p, false, err
 	}
-	p, err = m.Create(ctx, mirror, topic, partition, reason)
+	p, err = m.CreateWith(ctx, mirror, topic, partition, reason, init)
 	if errors.Is(err, statestore.ErrVersionMismatch) {
 		p, err = m.Load(ctx, mirror, topic, partition)
 		return p, false, err

@@ -327,6 +327,35 @@ func TestCreateStartsPreparing(t *testing.T) {
 	}
 }
 
+// CreateWith records the new partition with its first data in one write;
+// an init that fails creates nothing; LoadOrCreateWith leaves an existing
+// record as it is.
+func TestCreateWithWritesTheFirstDataInTheSameWrite(t *testing.T) {
+	e := newEnv(t)
+	setID := func(d *partition.Data) error { d.SourceTopicID = "0123"; return nil }
+	p, created, err := e.m.LoadOrCreateWith(t.Context(), mirror, topic, part, "topic found on source", setID)
+	if err != nil || !created {
+		t.Fatalf("LoadOrCreateWith: %v, created=%v", err, created)
+	}
+	if e.store.puts != 1 {
+		t.Fatalf("%d writes to create a partition with its source topic id, want 1", e.store.puts)
+	}
+	if r := e.storedRecord(t); r.State != partition.Preparing || r.SourceTopicID != "0123" || p.Record().SourceTopicID != "0123" {
+		t.Fatalf("stored record %+v, want PREPARING with source topic id 0123", r)
+	}
+	other := func(d *partition.Data) error { d.SourceTopicID = "4567"; return nil }
+	if p2, created, err := e.m.LoadOrCreateWith(t.Context(), mirror, topic, part, "again", other); err != nil || created || p2.Record().SourceTopicID != "0123" {
+		t.Fatalf("LoadOrCreateWith of an existing partition: %v, created=%v, id %q", err, created, p2.Record().SourceTopicID)
+	}
+	refuse := func(*partition.Data) error { return errors.New("no") }
+	if _, err := e.m.CreateWith(t.Context(), mirror, topic, part+1, "new", refuse); err == nil {
+		t.Fatal("CreateWith with a failing init succeeded")
+	}
+	if _, err := e.store.Get(t.Context(), statestore.PartitionKey(mirror, topic, part+1)); !errors.Is(err, statestore.ErrNotFound) {
+		t.Fatalf("a failed CreateWith left a record: %v", err)
+	}
+}
+
 func TestCreateRejectsBadNames(t *testing.T) {
 	e := newEnv(t)
 	for _, c := range []struct {

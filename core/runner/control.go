@@ -80,10 +80,21 @@ func (r *Runner) applyControl(ctx context.Context, st partition.State) (bool, er
 		}
 		return true, nil
 	case !paused && st == partition.Paused:
+		r.forgetSourceHW()
 		if err := r.state.Transition(ctx, partition.Mirroring, reasonResumed); err != nil {
 			return true, r.errorf("recording the transition to MIRRORING: %w", err)
 		}
 		return true, nil
 	}
 	return false, nil
+}
+
+// forgetSourceHW marks the source high watermark unknown before the
+// partition goes back to MIRRORING, where resuming reads it again: until
+// then its lag is unknown (-1), so that a planned failover never takes the
+// high watermark seen before a pause or a failure for "caught up".
+func (r *Runner) forgetSourceHW() {
+	r.mu.Lock()
+	r.srcHW = -1
+	r.mu.Unlock()
 }

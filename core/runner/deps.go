@@ -36,6 +36,11 @@ type Deps struct {
 	// admin client (DeleteRecords at alignment).
 	Source, Dest *kgo.Client
 	DestAdmin    *kadm.Client
+	// SourceBounds and DestBounds, when set, answer the partition's log
+	// bounds on each cluster for the mirror's partitions together
+	// (kafkalog.BoundsBatcher); nil: the runner asks for its partition
+	// alone.
+	SourceBounds, DestBounds Bounds
 
 	// Path is the mirror's shared fetcher and writer.
 	Path DataPath
@@ -45,6 +50,12 @@ type Deps struct {
 	Events Events
 	// Settings are the mirror's settings the runner applies.
 	Settings Settings
+}
+
+// Bounds answers a partition's log start offset and high watermark on one
+// cluster, from a request sent after the call (kafkalog.BoundsBatcher).
+type Bounds interface {
+	Bounds(ctx context.Context, topic string, partition int32) (start, hw int64, err error)
 }
 
 // Settings are the configuration a runner applies.

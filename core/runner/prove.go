@@ -39,14 +39,24 @@ type logBounds struct {
 	srcStart, srcEnd, dstStart, dstEnd int64
 }
 
+// readBounds reads the partition's log bounds on both clusters, the two
+// at once.
 func (r *Runner) readBounds(ctx context.Context) (logBounds, error) {
 	var lb logBounds
-	var err error
-	if lb.srcStart, lb.srcEnd, err = offsets(ctx, r.d.Source, r.topic, r.partition); err != nil {
-		return lb, r.errorf("reading source offsets: %w", err)
+	var srcErr error
+	done := make(chan struct{})
+	go func() { // owned by readBounds, which waits for it
+		defer close(done)
+		lb.srcStart, lb.srcEnd, srcErr = r.offsets(ctx, true)
+	}()
+	var dstErr error
+	lb.dstStart, lb.dstEnd, dstErr = r.offsets(ctx, false)
+	<-done
+	if srcErr != nil {
+		return lb, r.errorf("reading source offsets: %w", srcErr)
 	}
-	if lb.dstStart, lb.dstEnd, err = offsets(ctx, r.d.Dest, r.topic, r.partition); err != nil {
-		return lb, r.errorf("reading destination offsets: %w", err)
+	if dstErr != nil {
+		return lb, r.errorf("reading destination offsets: %w", dstErr)
 	}
 	return lb, nil
 }
@@ -284,7 +294,7 @@ func (r *Runner) applyRecopy(ctx context.Context, m *offsetmap.Map, rc partition
 	if err := r.abortAll(ctx); err != nil {
 		return err
 	}
-	_, end, err := offsets(ctx, r.d.Dest, r.topic, r.partition)
+	_, end, err := r.offsets(ctx, false)
 	if err != nil {
 		return r.errorf("reading destination offsets: %w", err)
 	}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmirror/kmirror/core/backoff"
 	"github.com/kmirror/kmirror/core/batch"
@@ -341,29 +340,37 @@ func (r *Runner) waitRetry(ctx context.Context) {
 		case <-t.C:
 		}
 	}
+	r.forgetSourceHW()
 	if err := r.state.Retry(ctx); err != nil {
 		r.log.Error("retry failed", "error", err)
 		r.backoff(ctx)
 	}
 }
 
-// offsets returns a partition's log start and end offsets on one cluster.
-func offsets(ctx context.Context, cl *kgo.Client, topic string, p int32) (start, end int64, err error) {
-	return kafkalog.Bounds(ctx, cl, topic, p)
+// offsets returns the partition's log start and end offsets on the source
+// (or the destination), through the mirror's batcher when it has one: the
+// partitions preparing together share its requests, and the answer is
+// never older than the call.
+func (r *Runner) offsets(ctx context.Context, source bool) (start, end int64, err error) {
+	cl, b := r.d.Dest, r.d.DestBounds
+	if source {
+		cl, b = r.d.Source, r.d.SourceBounds
+	}
+	if b != nil {
+		return b.Bounds(ctx, r.topic, r.partition)
+	}
+	return kafkalog.Bounds(ctx, cl, r.topic, r.partition)
 }
 
 // prepare decides the mode of a new partition (aligning its log start with
 // filler when needed), or restores the resume point of a known one.
 func (r *Runner) prepare(ctx context.Context) error {
 	rec := r.state.Record()
-	srcStart, srcEnd, err := offsets(ctx, r.d.Source, r.topic, r.partition)
+	lb, err := r.readBounds(ctx)
 	if err != nil {
-		return r.errorf("reading source offsets: %w", err)
+		return err
 	}
-	dstStart, dstEnd, err := offsets(ctx, r.d.Dest, r.topic, r.partition)
-	if err != nil {
-		return r.errorf("reading destination offsets: %w", err)
-	}
+	srcStart, srcEnd, dstStart, dstEnd := lb.srcStart, lb.srcEnd, lb.dstStart, lb.dstEnd
 	r.setOffsets(srcStart, srcEnd, dstEnd)
 	r.prepared = true
 	if rec.Mode != partition.ModeUndecided {
@@ -957,14 +964,14 @@ func (r *Runner) stopPartition(ctx context.Context) error {
 		return err
 	}
 	var lb logBounds
-	if lb.dstStart, lb.dstEnd, err = offsets(ctx, r.d.Dest, r.topic, r.partition); err != nil {
+	if lb.dstStart, lb.dstEnd, err = r.offsets(ctx, false); err != nil {
 		return r.errorf("reading the destination end offset: %w", err)
 	}
 	// The source may be gone (its topic deleted, or the cluster lost at an
 	// unplanned failover): then nothing can be compared.
 	sctx, cancel := context.WithTimeout(ctx, stopSourceTimeout)
 	defer cancel()
-	srcStart, srcEnd, srcErr := offsets(sctx, r.d.Source, r.topic, r.partition)
+	srcStart, srcEnd, srcErr := r.offsets(sctx, true)
 	lb.srcStart, lb.srcEnd = srcStart, srcEnd
 	rec := r.state.Record()
 	// Where did mirroring stop? Below any difference from the source (a
@@ -1011,7 +1018,7 @@ func (r *Runner) stopPartition(ctx context.Context) error {
 	if err := r.abortAll(ctx); err != nil {
 		return err
 	}
-	_, dstEnd, err := offsets(ctx, r.d.Dest, r.topic, r.partition)
+	_, dstEnd, err := r.offsets(ctx, false)
 	if err != nil {
 		return r.errorf("reading the destination end offset: %w", err)
 	}

@@ -105,4 +105,6 @@ func (e *DuplicateMarkerError) Error() string {
 		e.Mirror, e.Topic, e.Partition, e.Marker, e.End-e.Marker, e.End, e.Marker+1, ErrDuplicateMarker)
 }
 
-func (e *DuplicateMarkerError) Unwrap() []error { return []error{ErrDuplicateMarker, ErrOffsetMismatch} }
+func (e *DuplicateMarkerError) Unwrap() []error {
+	return []error{ErrDuplicateMarker, ErrOffsetMismatch}
+}

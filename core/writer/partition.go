@@ -13,9 +13,9 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/core/batch"
+	"github.com/kmirror/kmirror/core/internal/coalesce"
 )
 
 // TxnWriterInfo identifies a destination transactional writer: the
@@ -428,35 +428,17 @@ func (p *Partition) endOffset(ctx context.Context) (int64, error) {
 	}
 }
 
-// listEnd asks the partition leader for the end offset once.
+// listEnd asks the partition leader for the end offset once (with the
+// partitions of the topic asking at the same time: Writer.ends).
 func (p *Partition) listEnd(ctx context.Context) (int64, error) {
-	req := kmsg.NewPtrListOffsetsRequest()
-	req.ReplicaID = -1
-	req.IsolationLevel = 0
-	rt := kmsg.NewListOffsetsRequestTopic()
-	rt.Topic = p.topic
-	rp := kmsg.NewListOffsetsRequestTopicPartition()
-	rp.Partition = p.partition
-	rp.Timestamp = -1 // latest
-	rp.CurrentLeaderEpoch = -1
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	resp, err := p.w.routed(ctx, req)
+	end, err := p.w.ends.Get(ctx, p.topic, p.partition)
+	if errors.Is(err, coalesce.ErrNoAnswer) {
+		return -1, errors.New("ListOffsets response has no answer for the partition")
+	}
 	if err != nil {
 		return -1, err
 	}
-	for _, t := range resp.(*kmsg.ListOffsetsResponse).Topics {
-		for _, lp := range t.Partitions {
-			if t.Topic != p.topic || lp.Partition != p.partition {
-				continue
-			}
-			if err := kerr.ErrorForCode(lp.ErrorCode); err != nil {
-				return -1, err
-			}
-			return lp.Offset, nil
-		}
-	}
-	return -1, errors.New("ListOffsets response has no answer for the partition")
+	return end, nil
 }
 
 // produce sends b through the leader's sink until it is appended, retrying

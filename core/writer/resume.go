@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/core/batch"
+	"github.com/kmirror/kmirror/core/internal/coalesce"
 )
 
 // ResumeReport says what Partition.Resume found on the destination for each
@@ -347,32 +348,17 @@ func (p *Partition) describeTxns(ctx context.Context, txids []string) (map[strin
 }
 
 // describeProducers asks the partition leader for its producers' states, by
-// producer id.
+// producer id, in one DescribeProducers with the other partitions of the
+// topic asking at the same time (the Writer's batcher).
 func (p *Partition) describeProducers(ctx context.Context) (map[int64]kmsg.DescribeProducersResponseTopicPartitionActiveProducer, error) {
 	r := p.w.newRetrier()
 	for {
-		req := kmsg.NewPtrDescribeProducersRequest()
-		rt := kmsg.NewDescribeProducersRequestTopic()
-		rt.Topic = p.topic
-		rt.Partitions = []int32{p.partition}
-		req.Topics = append(req.Topics, rt)
-		resp, err := p.w.routed(ctx, req)
+		out, err := p.w.producers.Get(ctx, p.topic, p.partition)
 		if err == nil {
-			err = errors.New("DescribeProducers response has no answer for the partition")
-			for _, t := range resp.(*kmsg.DescribeProducersResponse).Topics {
-				for _, dp := range t.Partitions {
-					if t.Topic != p.topic || dp.Partition != p.partition {
-						continue
-					}
-					if err = kerr.ErrorForCode(dp.ErrorCode); err == nil {
-						out := make(map[int64]kmsg.DescribeProducersResponseTopicPartitionActiveProducer, len(dp.ActiveProducers))
-						for _, ap := range dp.ActiveProducers {
-							out[ap.ProducerID] = ap
-						}
-						return out, nil
-					}
-				}
-			}
+			return out, nil
+		}
+		if errors.Is(err, coalesce.ErrNoAnswer) {
+			err = errNoProducersAnswer
 		}
 		if !isRetriable(err) {
 			return nil, p.errorf("DescribeProducers", err)

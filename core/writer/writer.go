@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/core/backoff"
+	"github.com/kmirror/kmirror/core/internal/coalesce"
 )
 
 // Request versions pinned to transaction protocol v1 (see the package doc).
@@ -54,6 +55,14 @@ type Writer struct {
 	txnTimeout int32 // ms; 0 until read from the destination
 
 	inflight atomic.Int64 // pipelined appends sent and not yet answered
+	// producers gathers the partitions' DescribeProducers per topic
+	// (producers.go).
+	producers *coalesce.Group[string, int32, activeProducers]
+	// ends gathers the partitions' end-offset reads per topic
+	// (producers.go).
+	ends *coalesce.Group[string, int32, int64]
+	// leaders gathers the partitions' leader lookups per topic (leader).
+	leaders *coalesce.Group[leaderKey, int32, int32]
 }
 
 // InflightAppends returns how many pipelined appends (Send, AppendAll) of the
@@ -88,7 +97,7 @@ func New(client *kgo.Client, opts ...Option) (*Writer, error) {
 			"kmirror needs acks=all answers, use a client without that option")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Writer{
+	w := &Writer{
 		cl:     client,
 		cfg:    cfg,
 		log:    cfg.logger.With("mirror", cfg.mirror),
@@ -98,7 +107,10 @@ func New(client *kgo.Client, opts ...Option) (*Writer, error) {
 		parts:  make(map[tpKey]*Partition),
 		idem:   make(map[tpKey]*idemState),
 		pid:    -1,
-	}, nil
+	}
+	w.producers, w.ends = newProducersBatcher(w), newEndsBatcher(w)
+	w.leaders = coalesce.New(0, w.topicLeaders)
+	return w, nil
 }
 
 // Close stops the Writer's sinks and waits for them. Appends in progress
@@ -390,8 +402,32 @@ func (w *Writer) findCoordinator(ctx context.Context, txid string) (int32, error
 }
 
 // leader returns the leader of topic/partition from metadata, at most
-// MetadataMinAge old unless fresh is set.
+// MetadataMinAge old unless fresh is set. The partitions of a topic looking
+// up their leaders while a lookup is in flight share the next one
+// (Writer.leaders): many partitions starting together send one Metadata
+// request, not one each.
 func (w *Writer) leader(ctx context.Context, topic string, partition int32, fresh bool) (int32, error) {
+	l, err := w.leaders.Get(ctx, leaderKey{topic, fresh}, partition)
+	if errors.Is(err, coalesce.ErrNoAnswer) {
+		return -1, kerr.UnknownTopicOrPartition
+	}
+	if err != nil {
+		return -1, err
+	}
+	return l, nil
+}
+
+// leaderKey groups leader lookups: one topic, from the cache or fresh.
+type leaderKey struct {
+	topic string
+	fresh bool
+}
+
+// topicLeaders answers the leaders of parts of the topic from one Metadata
+// request (see leader); a partition without a leader gets
+// LeaderNotAvailable, one the answer lacks UnknownTopicOrPartition.
+func (w *Writer) topicLeaders(ctx context.Context, k leaderKey, parts []int32) (map[int32]coalesce.Result[int32], error) {
+	topic := k.topic
 	req := kmsg.NewPtrMetadataRequest()
 	rt := kmsg.NewMetadataRequestTopic()
 	rt.Topic = kmsg.StringPtr(topic)
@@ -402,7 +438,7 @@ func (w *Writer) leader(ctx context.Context, topic string, partition int32, fres
 	)
 	rctx, cancel := context.WithTimeout(ctx, w.cfg.requestTimeout)
 	defer cancel()
-	if fresh {
+	if k.fresh {
 		var r kmsg.Response
 		if r, err = w.cl.Request(rctx, req); err == nil {
 			resp = r.(*kmsg.MetadataResponse)
@@ -411,30 +447,28 @@ func (w *Writer) leader(ctx context.Context, topic string, partition int32, fres
 		resp, err = w.cl.RequestCachedMetadata(rctx, req, 0)
 	}
 	if err != nil {
-		return -1, err
+		return nil, err
 	}
+	out := make(map[int32]coalesce.Result[int32], len(parts))
 	for _, t := range resp.Topics {
 		if t.Topic == nil || *t.Topic != topic {
 			continue
 		}
 		if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
-			return -1, err
+			return nil, err
 		}
 		for _, p := range t.Partitions {
-			if p.Partition != partition {
-				continue
+			switch err := kerr.ErrorForCode(p.ErrorCode); {
+			case err != nil:
+				out[p.Partition] = coalesce.Result[int32]{Value: -1, Err: err}
+			case p.Leader < 0:
+				out[p.Partition] = coalesce.Result[int32]{Value: -1, Err: kerr.LeaderNotAvailable}
+			default:
+				out[p.Partition] = coalesce.Result[int32]{Value: p.Leader}
 			}
-			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-				return -1, err
-			}
-			if p.Leader < 0 {
-				return -1, kerr.LeaderNotAvailable
-			}
-			return p.Leader, nil
 		}
-		return -1, kerr.UnknownTopicOrPartition
 	}
-	return -1, kerr.UnknownTopicOrPartition
+	return out, nil
 }
 
 // legalTopic says whether topic is made of what Kafka allows in a topic
