@@ -43,7 +43,7 @@ BENCH_FLAGS ?=
 ## docs/benchmarks/report.md and its charts.
 bench: deps
 	$(GO) build -o bin/kmirror-bench ./bench
-	bin/kmirror-bench -label "make bench" -out docs/benchmarks $(BENCH_FLAGS)
+	bin/kmirror-bench -label "make bench" -profile 10s -out docs/benchmarks $(BENCH_FLAGS)
 
 ## bench-quick: a few scenarios, small (under 5 minutes; CI runs it):
 ## figures printed, report in bench/out/quick. No timing assertion.

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -34,6 +36,8 @@ type bench struct {
 	srcProxy, dstProxy *delayProxy
 	contenders         []contender
 	timeout            time.Duration
+	profile            time.Duration // -profile: CPU profile length, 0 none
+	warm               []contender   // run over the warm-up backlog, results discarded
 	seq                int
 }
 
@@ -56,6 +60,9 @@ func benchMain(args []string) error {
 	mm2MaxTasks := fs.Int("mm2-max-tasks", 16, "cap on MirrorMaker 2's tasks.max, which is otherwise the partition count (0: no cap)")
 	rawInflight := fs.Int("raw-inflight", 5, "the raw forwarder's ProduceRequests in flight per destination broker")
 	tuned := fs.String("kmirror-tuned", "", `mirror keys for an extra contender "kmirror-tuned", separated by ";" (e.g. "replica.fetch.max.bytes: 4194304")`)
+	tunedDaemon := fs.String("kmirror-tuned-daemon", "", `daemon-wide keys for the contender "kmirror-tuned", separated by ";" (e.g. "mirror.appends.in.flight.per.partition: 1")`)
+	profile := fs.Duration("profile", 0, "take a CPU profile of kmirror for this long from its first copied record, and a heap profile once caught up (pprof files in <out>/profiles; 0: none)")
+	noWarmUp := fs.Bool("no-warm-up", false, "skip the warm-up (a small backlog copied by the raw forwarder and by kmirror, results discarded) before the first scenario")
 	keep := fs.Bool("keep", false, "keep each run's directory (configs, logs, state; in a temporary directory named at the end)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -81,7 +88,7 @@ func benchMain(args []string) error {
 	if err != nil {
 		return err
 	}
-	b := &bench{root: root, out: *out, timeout: *timeout}
+	b := &bench{root: root, out: *out, timeout: *timeout, profile: *profile}
 	if !filepath.IsAbs(b.out) {
 		b.out = filepath.Join(root, b.out)
 	}
@@ -137,7 +144,7 @@ func benchMain(args []string) error {
 		var c contender
 		switch n {
 		case contKmirror:
-			c = kmirrorContender{binary: kbin, name: contKmirror}
+			c = kmirrorContender{binary: kbin, name: contKmirror, pprof: *profile > 0}
 		case contMM2, contMM2Sync:
 			libs := *mm2Libs
 			if libs == "" {
@@ -155,17 +162,26 @@ func benchMain(args []string) error {
 		}
 		b.contenders = append(b.contenders, c)
 		rep.Settings[n] = c.Settings()
-		if n == contKmirror && *tuned != "" {
-			t := kmirrorContender{binary: kbin, name: "kmirror-tuned"}
+		if n == contKmirror && (*tuned != "" || *tunedDaemon != "") {
+			t := kmirrorContender{binary: kbin, name: "kmirror-tuned", pprof: *profile > 0}
 			for kv := range strings.SplitSeq(*tuned, ";") {
 				if kv = strings.TrimSpace(kv); kv != "" {
 					t.extra = append(t.extra, kv)
+				}
+			}
+			for kv := range strings.SplitSeq(*tunedDaemon, ";") {
+				if kv = strings.TrimSpace(kv); kv != "" {
+					t.daemon = append(t.daemon, kv)
 				}
 			}
 			b.contenders = append(b.contenders, t)
 			rep.Settings[t.name] = t.Settings()
 		}
 	}
+	// The warm-up runs both of the bench's own programs, so that neither
+	// the first scenario's first contender nor the others run on brokers
+	// whose produce and fetch paths the JVM has not compiled yet.
+	b.warm = []contender{rawContender{self: self, inflight: *rawInflight}, kmirrorContender{binary: kbin, name: contKmirror}}
 	rep.Contenders = nil
 	for _, c := range b.contenders {
 		rep.Contenders = append(rep.Contenders, c.Name())
@@ -181,12 +197,20 @@ func benchMain(args []string) error {
 		"(`num.network.threads=2`, `num.io.threads=2`, `num.replica.fetchers=1`, no fsync per write) and JVM `%s`; topics with replication factor 1.",
 		dist.Version, dist.Commit, strings.Join(brokerJVM, " "))
 
+	if !*noWarmUp {
+		b.warmUpBrokers(ctx)
+	}
 	for _, sc := range scs {
 		if ctx.Err() != nil {
 			break
 		}
 		log.Printf("bench: scenario %s: %s", sc.Name, sc.What)
 		rep.Scenarios = append(rep.Scenarios, b.runScenario(ctx, sc))
+		// The report so far, so that a run cut short keeps what it measured.
+		rep.Elapsed = time.Since(started)
+		if err := writeReport(b.out, rep); err != nil {
+			return err
+		}
 	}
 	rep.Machine.LoadAvg[1] = loadAverage()
 	rep.Elapsed = time.Since(started)
@@ -303,6 +327,25 @@ func bootstrap(c *kafkatest.Cluster, p *delayProxy, rtt time.Duration) string {
 
 // runScenario loads the scenario's backlog once and runs every contender
 // against it.
+// warmUpScenario is copied before the first scenario, its results
+// discarded: the brokers' JVMs start with their produce and fetch paths
+// interpreted, and a first measurement on them would be slower for whichever
+// contender runs first.
+var warmUpScenario = Scenario{Name: "warm-up", What: "a small backlog copied once by the raw forwarder and once by kmirror before any measurement",
+	Partitions: 4, Records: 200_000, RecordSize: kib, Codec: "none", BatchSize: defaultBatch, Linger: defaultLinge}
+
+// warmUpBrokers runs the warm-up contenders over warmUpScenario; failures are
+// logged only.
+func (b *bench) warmUpBrokers(ctx context.Context) {
+	measured := b.contenders
+	b.contenders = b.warm
+	defer func() { b.contenders = measured }()
+	log.Printf("bench: warming the brokers up: %s", warmUpScenario.What)
+	if r := b.runScenario(ctx, warmUpScenario); r.Err != "" {
+		log.Printf("bench: warm-up: %s", r.Err)
+	}
+}
+
 func (b *bench) runScenario(ctx context.Context, sc Scenario) ScenarioResult {
 	res := ScenarioResult{Scenario: sc}
 	topic := fmt.Sprintf("bench-%s-%d", sc.Name, time.Now().Unix())
@@ -407,6 +450,7 @@ func (b *bench) runContender(ctx context.Context, c contender, sc Scenario, topi
 
 	var first time.Time
 	var firstRecords int64
+	var profiling sync.WaitGroup
 	caughtUp := false
 	deadline := time.Now().Add(b.timeout)
 	for !caughtUp {
@@ -424,6 +468,9 @@ func (b *bench) runContender(ctx context.Context, c contender, sc Scenario, topi
 		now := time.Now()
 		if n := sum(ends); n > 0 && first.IsZero() {
 			first, firstRecords = now, n
+			profiling.Go(func() {
+				b.takeProfile(ctx, c, spec, "profile", fmt.Sprintf("?seconds=%d", max(1, int(b.profile.Seconds()))), "cpu")
+			})
 		}
 		caughtUp = covers(ends, srcEnds)
 		if caughtUp {
@@ -441,6 +488,11 @@ func (b *bench) runContender(ctx context.Context, c contender, sc Scenario, topi
 	sampling.Wait()
 	sampler.Sample()
 	r.CPU, r.PeakRSS = sampler.Totals()
+	if caughtUp {
+		b.takeProfile(ctx, c, spec, "heap", "", "heap")
+		b.takeProfile(ctx, c, spec, "metrics", "", "metrics")
+	}
+	profiling.Wait() // the CPU profile runs its whole length
 	r.SourceCPU = processCPU(b.src.BrokerPID(0)) - srcCPU0
 	r.DestinationCPU = processCPU(b.dst.BrokerPID(0)) - dstCPU0
 
@@ -727,4 +779,53 @@ func shellJoin(args []string) string {
 		out = append(out, "'"+strings.ReplaceAll(a, "'", `'\''`)+"'")
 	}
 	return strings.Join(out, " ")
+}
+
+// takeProfile saves the contender's pprof profile kind (query appended) as
+// <out>/profiles/<run>-<name>.pprof, when -profile is on and the contender
+// serves profiles; failures are logged, not fatal.
+func (b *bench) takeProfile(ctx context.Context, c contender, spec runSpec, kind, query, name string) {
+	p, ok := c.(profiler)
+	if !ok || b.profile <= 0 {
+		return
+	}
+	base := p.ProfileURL(spec)
+	if base == "" {
+		return
+	}
+	dir := filepath.Join(b.out, "profiles")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		log.Printf("bench: profile: %v", err)
+		return
+	}
+	url := base + kind + query
+	if kind == "metrics" { // not a profile: the Prometheus page, next to them
+		url = strings.TrimSuffix(base, "debug/pprof/") + "metrics"
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		log.Printf("bench: profile: %v", err)
+		return
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		log.Printf("bench: %s profile of %s: %v", kind, c.Name(), err)
+		return
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		log.Printf("bench: %s profile of %s: status %d, %v", kind, c.Name(), resp.StatusCode, err)
+		return
+	}
+	ext := ".pprof"
+	if kind == "metrics" {
+		ext = ".txt"
+	}
+	path := filepath.Join(dir, filepath.Base(spec.Dir)+"-"+name+ext)
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		log.Printf("bench: profile: %v", err)
+		return
+	}
+	log.Printf("bench: %s of %s in %s", name, c.Name(), path)
 }

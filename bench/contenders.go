@@ -39,15 +39,38 @@ type contender interface {
 type kmirrorContender struct {
 	binary string
 	extra  []string // extra mirror keys ("key: value"), for a tuned variant
+	daemon []string // extra daemon-wide keys ("key: value"), for a tuned variant
 	name   string
+	pprof  bool // http.pprof.enable, for -profile
+}
+
+// profiler is a contender whose CPU and heap profiles the bench can take
+// while it catches up (-profile).
+type profiler interface {
+	// ProfileURL returns the base URL of the process's /debug/pprof/, ""
+	// when it serves none.
+	ProfileURL(spec runSpec) string
+}
+
+// ProfileURL: kmirror serves /debug/pprof/ on its HTTP listener when
+// started with -profile.
+func (k kmirrorContender) ProfileURL(spec runSpec) string {
+	if !k.pprof {
+		return ""
+	}
+	b, err := os.ReadFile(filepath.Join(spec.Dir, "http.address"))
+	if err != nil {
+		return ""
+	}
+	return "http://" + string(b) + "/debug/pprof/"
 }
 
 func (k kmirrorContender) Name() string { return k.name }
 
 func (k kmirrorContender) Settings() string {
 	s := "`kmirror run` built from this commit, default settings (file state store; `replica.fetch.max.bytes` 1 MiB, `replica.fetch.response.max.bytes` 10 MiB, one fetch session per source broker)"
-	if len(k.extra) > 0 {
-		s += "; tuned: `" + strings.Join(k.extra, "`, `") + "`"
+	if tuned := append(append([]string(nil), k.daemon...), k.extra...); len(tuned) > 0 {
+		s += "; tuned: `" + strings.Join(tuned, "`, `") + "`"
 	}
 	return s
 }
@@ -61,7 +84,17 @@ func (k kmirrorContender) Start(ctx context.Context, spec runSpec) (*process, er
 	if err != nil {
 		return nil, err
 	}
-	cfg := fmt.Sprintf(`log.level: info
+	pprof := ""
+	if k.pprof {
+		pprof = "http.pprof.enable: true\n"
+		if err := os.WriteFile(filepath.Join(spec.Dir, "http.address"), fmt.Appendf(nil, "127.0.0.1:%d", port), 0o600); err != nil {
+			return nil, err
+		}
+	}
+	for _, d := range k.daemon {
+		pprof += d + "\n"
+	}
+	cfg := pprof + fmt.Sprintf(`log.level: info
 log.format: json
 http.address: 127.0.0.1:%d
 admin.address: 127.0.0.1:%d
