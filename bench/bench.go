@@ -22,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kmirror/kmirror/core/topicsync"
 	"github.com/kmirror/kmirror/e2e/kafkatest"
 )
 
@@ -661,9 +662,19 @@ func listed(l kadm.ListedOffsets, err error) (map[int32]int64, error) {
 }
 
 func createTopic(ctx context.Context, adm *kadm.Client, topic string, partitions int) error {
-	resp, err := adm.CreateTopic(ctx, int32(partitions), 1, nil, topic)
+	// A KRaft controller refuses an operation of more than 10,000 metadata
+	// records: more partitions are added in steps (as kmirror does).
+	step := int(topicsync.MaxPartitionsPerRequest)
+	resp, err := adm.CreateTopic(ctx, int32(min(partitions, step)), 1, nil, topic)
 	if err == nil {
 		err = resp.Err
+	}
+	for n := min(partitions, step); err == nil && n < partitions; {
+		n = min(partitions, n+step)
+		var r kadm.CreatePartitionsResponses
+		if r, err = adm.UpdatePartitions(ctx, n, topic); err == nil {
+			err = r[topic].Err
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("create topic %s (%d partitions): %w", topic, partitions, err)

@@ -495,29 +495,29 @@ func (s *Syncer) ensureDestinationTopic(ctx context.Context, t Topic, dstParts i
 	switch {
 	case dstParts == 0:
 		configs := mirroredConfigs(src.Dynamic, exclude)
-		resp, err := adm.CreateTopic(ctx, t.Partitions, -1, configs, t.Name)
+		first := min(t.Partitions, MaxPartitionsPerRequest)
+		resp, err := adm.CreateTopic(ctx, first, -1, configs, t.Name)
 		if err == nil {
 			err = resp.Err
 		}
 		if isConfigRejection(err) && len(configs) > 0 {
-			resp, err = adm.CreateTopic(ctx, t.Partitions, -1, nil, t.Name)
+			resp, err = adm.CreateTopic(ctx, first, -1, nil, t.Name)
 			if err == nil {
 				err = resp.Err
 			}
 		}
 		if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
-			return 0, fmt.Errorf("creating destination topic %s with %d partitions: %w", t.Name, t.Partitions, err)
+			return 0, fmt.Errorf("creating destination topic %s with %d partitions: %w", t.Name, first, err)
+		}
+		if err == nil && first < t.Partitions { // (a topic created by someone else is expanded by the next round)
+			if n, err := addPartitions(ctx, adm, t.Name, first, t.Partitions); err != nil {
+				return n, err
+			}
 		}
 		limitErr = ensureDestLimit(ctx, adm, t.Name, src, exclude)
 	case dstParts < t.Partitions:
-		resp, err := adm.UpdatePartitions(ctx, int(t.Partitions), t.Name)
-		if err == nil {
-			if r, ok := resp[t.Name]; ok && r.Err != nil {
-				err = fmt.Errorf("%w %s", r.Err, r.ErrMessage)
-			}
-		}
-		if err != nil {
-			return dstParts, fmt.Errorf("adding partitions to destination topic %s (from %d to the source's %d): %w", t.Name, dstParts, t.Partitions, err)
+		if n, err := addPartitions(ctx, adm, t.Name, dstParts, t.Partitions); err != nil {
+			return n, err
 		}
 	default:
 		return dstParts, nil
@@ -536,6 +536,33 @@ func (s *Syncer) ensureDestinationTopic(ctx context.Context, t Topic, dstParts i
 		}
 	}
 	return t.Partitions, limitErr
+}
+
+// MaxPartitionsPerRequest is the most partitions one CreateTopics or
+// CreatePartitions request creates. A KRaft controller refuses a user
+// operation that would write more than 10,000 metadata records
+// (POLICY_VIOLATION), and a new partition is one record: a topic with more
+// partitions is created with this many, then grown in steps of this many.
+var MaxPartitionsPerRequest int32 = 5000
+
+// addPartitions grows destination topic name from `from` to `to`
+// partitions, at most MaxPartitionsPerRequest per request, and returns the
+// count it reached.
+func addPartitions(ctx context.Context, adm *kadm.Client, name string, from, to int32) (int32, error) {
+	for from < to {
+		next := min(to, from+MaxPartitionsPerRequest)
+		resp, err := adm.UpdatePartitions(ctx, int(next), name)
+		if err == nil {
+			if r, ok := resp[name]; ok && r.Err != nil {
+				err = fmt.Errorf("%w %s", r.Err, r.ErrMessage)
+			}
+		}
+		if err != nil {
+			return from, fmt.Errorf("adding partitions to destination topic %s (from %d to %d, on the way to the source's %d): %w", name, from, next, to, err)
+		}
+		from = next
+	}
+	return to, nil
 }
 
 // isConfigRejection reports whether a CreateTopics error is about the

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -295,5 +296,58 @@ func TestSyncConfigsAppliesChangesAndReportsRejectedKeys(t *testing.T) {
 	}
 	if got := dynamicConfigs(t, f.dstCl, "theirs"); len(got) != 0 {
 		t.Fatalf("configs %v synced to a topic another mirror owns", got)
+	}
+}
+
+// A topic with more partitions than one request may create (KRaft refuses
+// more than 10,000 metadata records per operation) is created with
+// MaxPartitionsPerRequest and grown in steps of as many; so is an
+// expansion.
+func TestSyncCreatesAndExpandsLargeTopicsInSteps(t *testing.T) {
+	defer func(n int32) { MaxPartitionsPerRequest = n }(MaxPartitionsPerRequest)
+	MaxPartitionsPerRequest = 4
+	f := newFixture(t)
+	var mu sync.Mutex
+	var steps []string
+	f.dst.ControlKey(int16(kmsg.CreateTopics), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		f.dst.KeepControl()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, rt := range req.(*kmsg.CreateTopicsRequest).Topics {
+			steps = append(steps, fmt.Sprintf("create %d", rt.NumPartitions))
+		}
+		return nil, nil, false
+	})
+	f.dst.ControlKey(int16(kmsg.CreatePartitions), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		f.dst.KeepControl()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, rt := range req.(*kmsg.CreatePartitionsRequest).Topics {
+			steps = append(steps, fmt.Sprintf("grow to %d", rt.Count))
+		}
+		return nil, nil, false
+	})
+	createTopic(t, f.srcCl, "big", 10, nil)
+	s, eng := newSyncer(t, f, nil, "big", "", "")
+	ctx := context.Background()
+	if _, err := s.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := partitionCount(t, f.dstCl, "big"); n != 10 || eng.started["big"] != 10 {
+		t.Fatalf("destination has %d partitions, %d started; want 10", n, eng.started["big"])
+	}
+	if _, err := kadm.NewClient(f.srcCl).UpdatePartitions(ctx, 15, "big"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := partitionCount(t, f.dstCl, "big"); n != 15 || eng.started["big"] != 15 {
+		t.Fatalf("destination has %d partitions, %d started; want 15", n, eng.started["big"])
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if got, want := strings.Join(steps, ", "), "create 4, grow to 8, grow to 10, grow to 14, grow to 15"; got != want {
+		t.Fatalf("requests: %s; want %s", got, want)
 	}
 }
