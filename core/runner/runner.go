@@ -57,6 +57,7 @@ type Runner struct {
 	run      []batch.Batch
 	sent     []batch.Batch
 	sendNext int64
+	undone   []undoneDelivery // deliveries whose batches are still in flight, oldest first
 	landedFn func(batch.Batch, writer.Result)
 
 	// recreateReq is closed when the source topic was found recreated (same
@@ -622,7 +623,7 @@ func (r *Runner) forwardLoop(ctx context.Context, q *fetcher.Queue) error {
 		if err := r.forwardAll(ctx, f.Batches); err != nil {
 			return err
 		}
-		r.done(f)
+		r.delivered(f)
 		if err := r.maybeCheckpoint(ctx); err != nil {
 			return err
 		}
@@ -792,20 +793,49 @@ func (r *Runner) markerDuplicated(ctx context.Context, b batch.Batch, dup *write
 }
 
 // landed is the writer's report of a sent batch on the destination: the
-// oldest of r.sent.
+// oldest of r.sent. The deliveries it completes are acknowledged.
 func (r *Runner) landed(b batch.Batch, _ writer.Result) {
 	if len(r.sent) > 0 {
 		r.sent[0] = nil
 		r.sent = r.sent[1:]
 	}
 	r.appended(b)
+	for len(r.undone) > 0 && b.NextOffset() >= r.undone[0].end {
+		r.d.Path.Done(r.topic, r.partition, r.undone[0].bytes)
+		r.undone = r.undone[1:]
+	}
 }
 
-// dropSent forgets the batches sent and not reported landed.
+// undoneDelivery is a delivery forwarded with appends still in flight: its
+// bytes stay in the fetcher's buffer (and the daemon's budget) until the
+// batches sent up to end have landed, for they alias the fetch response.
+type undoneDelivery struct {
+	end   int64
+	bytes int
+}
+
+// delivered acknowledges delivery f to the fetcher once every batch of it is
+// on the destination: at once when nothing is in flight, else when the last
+// batch sent so far lands (landed).
+func (r *Runner) delivered(f fetcher.Fetched) {
+	if len(r.sent) == 0 {
+		r.done(f)
+		return
+	}
+	r.undone = append(r.undone, undoneDelivery{end: r.sendNext, bytes: f.Bytes()})
+}
+
+// dropSent forgets the batches sent and not reported landed, and
+// acknowledges the deliveries waiting for them (the partition reads the
+// destination again before it goes on).
 func (r *Runner) dropSent() {
 	clear(r.sent)
 	r.sent = r.sent[:0]
 	r.sendNext = -1
+	for _, u := range r.undone {
+		r.d.Path.Done(r.topic, r.partition, u.bytes)
+	}
+	r.undone = r.undone[:0]
 }
 
 // appended advances the partition past b, appended at its own offsets.
