@@ -58,6 +58,7 @@ type Config struct {
 	TransactionTimeout        time.Duration // mirror.transaction.timeout.ms (0: the destination's maximum)
 	TransactionWriterIdle     time.Duration // mirror.transaction.writer.idle.ms
 	AppendsInFlight           int           // mirror.appends.in.flight.per.partition
+	ProduceRequestsInFlight   int           // mirror.produce.requests.in.flight.per.broker
 	LogLevel                  string        // log.level, lower case
 	LogFormat                 string        // log.format
 	HTTPAddress               string        // http.address; "" = no HTTP listener

@@ -59,7 +59,7 @@ func newDataPath(m *mirrorRun, cfg *config.Config, src *kgo.Client, topics *topi
 		return nil, err
 	}
 	w, err := writer.New(m.dst, writer.MirrorName(m.name), writer.Logger(m.log.Named("writer")), writer.RequestTimeout(cfg.RequestTimeout), writer.TransactionTimeout(cfg.TransactionTimeout), writer.IdleWriterTimeout(cfg.TransactionWriterIdle),
-		writer.MaxInflightPerPartition(cfg.AppendsInFlight), writer.Observer(produceMetrics{mdp}))
+		writer.MaxInflightPerPartition(cfg.AppendsInFlight), writer.MaxInflightPerBroker(cfg.ProduceRequestsInFlight), writer.Observer(produceMetrics{mdp}))
 	if err != nil {
 		return nil, err
 	}

@@ -32,7 +32,7 @@ type config struct {
 // Defaults of the options.
 const (
 	DefaultMirrorName              = "default"
-	DefaultMaxInflight             = 20
+	DefaultMaxInflight             = 5
 	DefaultMaxInflightPerPartition = 5
 	DefaultMaxRequestBytes         = 16 << 20
 	DefaultRequestTimeout          = 30 * time.Second
@@ -77,10 +77,11 @@ func TransactionTimeout(d time.Duration) Option { return func(c *config) { c.txn
 // destination broker at once (they travel on one connection, which the
 // broker serves in order). A request carries at most one append per
 // partition, so a partition has at most this many appends in flight whatever
-// MaxInflightPerPartition says; with few partitions and a distant
-// destination, each partition's window of 5 needs up to 5 requests of its
-// own. Default 20: a bench at 50 ms round trip with 4 partitions moved 22%
-// more with 20 than with 5 (docs/benchmarks.md).
+// MaxInflightPerPartition says. Default 5. More helps a few partitions far
+// from the destination keep their windows full (a bench at 50 ms round trip
+// with 4 partitions moved 22% more with 20), and costs on a near one: appends
+// then leave in requests of one partition each instead of gathering
+// (docs/benchmarks.md).
 func MaxInflightPerBroker(n int) Option { return func(c *config) { c.maxInflight = n } }
 
 // MaxInflightPerPartition is how many appends of one partition AppendAll
