@@ -119,7 +119,7 @@ func judgeTargets(scs []ScenarioResult) []Target {
 		t := Target{What: "kmirror at 50 ms RTT (wan-dst-16k, wan-src-16k, wan-dst-256k) ≥ 80% of its loopback steady throughput with 4 partitions (1k-none-16k, 1k-none-256k)"}
 		var bad, good []string
 		for _, name := range []string{"wan-dst-16k", "wan-src-16k", "wan-dst-256k"} {
-			base, bok := scenarioNamed(scs, "1k-none-"+name[len(name)-3:])
+			base, bok := scenarioNamed(scs, "1k-none-"+name[strings.LastIndex(name, "-")+1:])
 			kb, kbok := base.result(contKmirror)
 			s, found := scenarioNamed(scs, name)
 			k, kok := s.result(contKmirror)
