@@ -37,11 +37,11 @@ const BoundsWindow = 5 * time.Millisecond
 // for window.
 func NewBoundsBatcher(cl *kgo.Client, window time.Duration) *BoundsBatcher {
 	return &BoundsBatcher{g: coalesce.New(window, func(ctx context.Context, topic string, parts []int32) (map[int32]coalesce.Result[bounds], error) {
-		starts, err := listOffsets(ctx, cl, topic, parts, -2)
+		starts, err := ListOffsets(ctx, cl, topic, parts, -2)
 		if err != nil {
 			return nil, fmt.Errorf("listing log starts (ListOffsets): %w", err)
 		}
-		hws, err := listOffsets(ctx, cl, topic, parts, -1)
+		hws, err := ListOffsets(ctx, cl, topic, parts, -1)
 		if err != nil {
 			return nil, fmt.Errorf("listing high watermarks (ListOffsets): %w", err)
 		}
@@ -75,11 +75,13 @@ func (b *BoundsBatcher) Bounds(ctx context.Context, topic string, partition int3
 // ListOffsets for log starts and one for high watermarks per broker).
 func (b *BoundsBatcher) Batches() int64 { return b.g.Calls() }
 
-// listOffsets lists the offsets at ts (-2 log start, -1 high watermark) of
-// parts of topic in one request, which the client splits per leader. A
-// partition the answer lacks gets errNoOffset. It fails only when ctx
-// ends: a request that fails fails its partitions.
-func listOffsets(ctx context.Context, cl *kgo.Client, topic string, parts []int32, ts int64) (map[int32]coalesce.Result[int64], error) {
+// ListOffsets lists the offsets at ts (-2 log start, -1 high watermark,
+// read_uncommitted) of parts of topic in one request, which the client
+// splits per leader. A partition the answer lacks gets an error. It fails
+// only when ctx ends: a request that fails fails its partitions. It is the
+// one request of a coalesce batch (BoundsBatcher, the writer's end-offset
+// reads).
+func ListOffsets(ctx context.Context, cl *kgo.Client, topic string, parts []int32, ts int64) (map[int32]coalesce.Result[int64], error) {
 	req := kmsg.NewPtrListOffsetsRequest()
 	req.ReplicaID = -1
 	rt := kmsg.NewListOffsetsRequestTopic()

@@ -147,6 +147,35 @@ func TestMaxInflightPerPartitionIsValidated(t *testing.T) {
 	}
 }
 
+// interruptNthProduce makes cluster c answer its nth ProduceRequest with
+// answer (nil response and an error: the connection is dropped) and handle
+// the others normally.
+func interruptNthProduce(c *kfake.Cluster, n int32, answer func(kmsg.Request) (kmsg.Response, error)) {
+	var produces atomic.Int32
+	c.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		if produces.Add(1) != n {
+			return nil, nil, false
+		}
+		c.DropControl()
+		resp, err := answer(req)
+		return resp, err, true
+	})
+}
+
+// mirrorThroughInterruption appends offset 0 alone (confirming the
+// producer), then batches of recs records up to offset end-1 pipelined, and
+// checks that the destination holds each record once at its offset.
+func mirrorThroughInterruption(t *testing.T, c *kfake.Cluster, recs int, end int64) {
+	t.Helper()
+	p := openPartition(t, newWriter(t, c, RetryBackoff(time.Millisecond, 10*time.Millisecond)), testTopic, 0, &recorder{})
+	mustAppend(t, p, kvBatch(t, 0, -1, false, "k0", "v0"))
+	appendAll(t, p, seqBatches(t, 1, int(end-1)/recs, recs, -1, false))
+	if got, want := keysAt(consume(t, c, testTopic, 0, false, end-1)), wantKeys(0, end); got != want {
+		t.Fatalf("destination:\n%s\nwant:\n%s", got, want)
+	}
+}
+
 // A leader change in the middle of a pipeline (NOT_LEADER_OR_FOLLOWER on
 // one request, the appends behind it refused as out of order or failed the
 // same way) is retried: every batch lands once, at its own offsets.
@@ -156,21 +185,9 @@ func TestAppendAllRetriesALeaderChangeMidPipeline(t *testing.T) {
 		t.Run(kerr.ErrorForCode(code).Error(), func(t *testing.T) {
 			t.Parallel()
 			c := newCluster(t)
-			var produces atomic.Int32
-			c.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
-				c.KeepControl()
-				if produces.Add(1) == 4 { // the third append of the pipeline
-					c.DropControl()
-					return produceAnswer(req, code), nil, true
-				}
-				return nil, nil, false
-			})
-			p := openPartition(t, newWriter(t, c, RetryBackoff(time.Millisecond, 10*time.Millisecond)), testTopic, 0, &recorder{})
-			mustAppend(t, p, kvBatch(t, 0, -1, false, "k0", "v0"))
-			appendAll(t, p, seqBatches(t, 1, 30, 2, -1, false))
-			if got, want := keysAt(consume(t, c, testTopic, 0, false, 60)), wantKeys(0, 61); got != want {
-				t.Fatalf("destination:\n%s\nwant:\n%s", got, want)
-			}
+			// The 4th request: the third append of the pipeline.
+			interruptNthProduce(c, 4, func(req kmsg.Request) (kmsg.Response, error) { return produceAnswer(req, code), nil })
+			mirrorThroughInterruption(t, c, 2, 61)
 		})
 	}
 }
@@ -180,21 +197,8 @@ func TestAppendAllRetriesALeaderChangeMidPipeline(t *testing.T) {
 func TestAppendAllResendsAfterALostConnection(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t, kfake.NumBrokers(1))
-	var produces atomic.Int32
-	c.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
-		c.KeepControl()
-		if produces.Add(1) == 5 {
-			c.DropControl()
-			return nil, errors.New("connection dropped by the test"), true
-		}
-		return nil, nil, false
-	})
-	p := openPartition(t, newWriter(t, c, RetryBackoff(time.Millisecond, 10*time.Millisecond)), testTopic, 0, &recorder{})
-	mustAppend(t, p, kvBatch(t, 0, -1, false, "k0", "v0"))
-	appendAll(t, p, seqBatches(t, 1, 40, 1, -1, false))
-	if got, want := keysAt(consume(t, c, testTopic, 0, false, 40)), wantKeys(0, 41); got != want {
-		t.Fatalf("destination:\n%s\nwant:\n%s", got, want)
-	}
+	interruptNthProduce(c, 5, func(kmsg.Request) (kmsg.Response, error) { return nil, errors.New("connection dropped by the test") })
+	mirrorThroughInterruption(t, c, 1, 41)
 }
 
 // Transactional batches of one source producer are pipelined inside the
@@ -249,16 +253,10 @@ func TestAppendAllPipelinesTransactions(t *testing.T) {
 func TestAppendAllReportsAMismatchMidPipeline(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t, kfake.NumBrokers(1))
-	var produces atomic.Int32
-	c.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
-		c.KeepControl()
-		if produces.Add(1) == 4 { // batch 2 of the pipeline
-			c.DropControl()
-			resp := produceAnswer(req, 0).(*kmsg.ProduceResponse)
-			resp.Topics[0].Partitions[0].BaseOffset = 7
-			return resp, nil, true
-		}
-		return nil, nil, false
+	interruptNthProduce(c, 4, func(req kmsg.Request) (kmsg.Response, error) { // batch 2 of the pipeline
+		resp := produceAnswer(req, 0).(*kmsg.ProduceResponse)
+		resp.Topics[0].Partitions[0].BaseOffset = 7
+		return resp, nil
 	})
 	p := openPartition(t, newWriter(t, c), testTopic, 0, &recorder{})
 	mustAppend(t, p, kvBatch(t, 0, -1, false, "k0", "v0"))

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/core/internal/coalesce"
+	"github.com/kmirror/kmirror/core/kafkalog"
 )
 
 // activeProducers are a partition leader's producer states, by producer id.
@@ -81,42 +82,13 @@ func describedProducers(resp *kmsg.DescribeProducersResponse, topic string, out 
 // comes from a request sent after it was asked for.
 func newEndsBatcher(w *Writer) *coalesce.Group[string, int32, int64] {
 	return coalesce.New(0, func(ctx context.Context, topic string, parts []int32) (map[int32]coalesce.Result[int64], error) {
-		req := kmsg.NewPtrListOffsetsRequest()
-		req.ReplicaID = -1
-		req.IsolationLevel = 0
-		rt := kmsg.NewListOffsetsRequestTopic()
-		rt.Topic = topic
-		for _, p := range parts {
-			rp := kmsg.NewListOffsetsRequestTopicPartition()
-			rp.Partition = p
-			rp.Timestamp = -1 // latest
-			rp.CurrentLeaderEpoch = -1
-			rt.Partitions = append(rt.Partitions, rp)
+		rctx, cancel := context.WithTimeout(ctx, w.cfg.requestTimeout)
+		defer cancel()
+		out, err := kafkalog.ListOffsets(rctx, w.cl, topic, parts, -1)
+		if ctx.Err() == nil {
+			err = nil // only the request timed out: its partitions hold the error and retry
 		}
-		req.Topics = append(req.Topics, rt)
-		out := make(map[int32]coalesce.Result[int64], len(parts))
-		for _, sh := range w.sharded(ctx, req) {
-			if sh.Err != nil {
-				// This leader's partitions fail, not the others'.
-				if sreq, ok := sh.Req.(*kmsg.ListOffsetsRequest); ok {
-					for _, t := range sreq.Topics {
-						for _, p := range t.Partitions {
-							out[p.Partition] = coalesce.Result[int64]{Err: sh.Err}
-						}
-					}
-				}
-				continue
-			}
-			for _, t := range sh.Resp.(*kmsg.ListOffsetsResponse).Topics {
-				if t.Topic != topic {
-					continue
-				}
-				for _, lp := range t.Partitions {
-					out[lp.Partition] = coalesce.Result[int64]{Value: lp.Offset, Err: kerr.ErrorForCode(lp.ErrorCode)}
-				}
-			}
-		}
-		return out, nil
+		return out, err
 	})
 }
 
