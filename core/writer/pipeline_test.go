@@ -74,15 +74,22 @@ func appendAll(t *testing.T, p *Partition, bs []batch.Batch) {
 	}
 }
 
-// Several appends of one partition are in flight at once: the broker holds
-// the first answer while the writer sends the next four.
-func TestAppendAllKeepsSeveralAppendsInFlight(t *testing.T) {
-	t.Parallel()
+// confirmedPartition opens testTopic/0 on a one-broker cluster and appends
+// offset 0 alone, so the idempotent producer is confirmed and the next
+// appends pipeline.
+func confirmedPartition(t *testing.T) (*kfake.Cluster, *Writer, *Partition) {
+	t.Helper()
 	c := newCluster(t, kfake.NumBrokers(1))
 	w := newWriter(t, c)
 	p := openPartition(t, w, testTopic, 0, &recorder{})
-	mustAppend(t, p, kvBatch(t, 0, -1, false, "k0", "v0")) // confirms the producer
+	mustAppend(t, p, kvBatch(t, 0, -1, false, "k0", "v0"))
+	return c, w, p
+}
 
+// holdNextProduce makes cluster c hold the next ProduceRequest until the
+// returned channel is closed (the requests behind it on the connection wait
+// too, the broker answering in order).
+func holdNextProduce(c *kfake.Cluster) chan struct{} {
 	release := make(chan struct{})
 	var held atomic.Bool
 	c.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
@@ -91,6 +98,16 @@ func TestAppendAllKeepsSeveralAppendsInFlight(t *testing.T) {
 		}
 		return nil, nil, false
 	})
+	return release
+}
+
+// Several appends of one partition are in flight at once: the broker holds
+// the first answer while the writer sends the next four.
+func TestAppendAllKeepsSeveralAppendsInFlight(t *testing.T) {
+	t.Parallel()
+	c, w, p := confirmedPartition(t)
+
+	release := holdNextProduce(c)
 	bs := seqBatches(t, 1, 20, 3, -1, false)
 	errc := make(chan error, 1)
 	go func() {
@@ -282,19 +299,9 @@ func TestAppendAllReportsAMismatchMidPipeline(t *testing.T) {
 // whichever call it lands in; other operations wait for a Flush.
 func TestSendKeepsThePipelineAcrossCallsUntilFlush(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t, kfake.NumBrokers(1))
-	w := newWriter(t, c)
-	p := openPartition(t, w, testTopic, 0, &recorder{})
-	mustAppend(t, p, kvBatch(t, 0, -1, false, "k0", "v0"))
+	c, _, p := confirmedPartition(t)
 
-	release := make(chan struct{})
-	var held atomic.Bool
-	c.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
-		if held.CompareAndSwap(false, true) {
-			c.SleepControl(func() { <-release })
-		}
-		return nil, nil, false
-	})
+	release := holdNextProduce(c)
 	ctx := kfaketest.Context(t)
 	var got []int64
 	done := func(b batch.Batch, res Result) {
