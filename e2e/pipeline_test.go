@@ -1,7 +1,10 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -21,7 +24,9 @@ import (
 // appends in flight), and kmirror itself is killed (SIGKILL) in the middle of
 // its pipelines. Every partition ends identical to the source, offset by
 // offset, with the same transactional visibility: nothing duplicated, nothing
-// lost, no offset moved.
+// lost, no offset moved — unless the destination wrote a transaction marker
+// twice (its coordinator failed over): then the partition says so (map mode,
+// or FAILED with the offset mismatch) and is the source's copy up to there.
 //
 // The mirror runs from the one-broker cluster to the three-broker one, whose
 // partition leaders can move.
@@ -152,15 +157,18 @@ func TestPipelinedAppendsKeepOffsetsThroughLeaderChangesAndKills(t *testing.T) {
 	waitFullISR(t, ctx, toAdm, topic)
 	<-more
 
-	d.waitMirroredFrom(ctx, from, topic, partitions)
 	// A destination broker restarted while its transaction coordinator
 	// was writing markers may write one twice (Kafka rewrites the markers
-	// after a coordinator failover): the partition then says so and goes
-	// on in map mode, and the copy is checked through its offset map.
+	// after a coordinator failover). Seen while the marker is replayed, the
+	// partition goes on in map mode (checked through its offset map); seen
+	// after it, by the next append landing one offset later, the partition
+	// fails with an offset mismatch (checked below: the one difference is
+	// that extra marker, and everything before it is the source's copy).
+	failedAt := waitCaughtUpOrMismatched(t, ctx, d, from, topic, partitions)
 	remapped := map[int32]bool{}
 	for p := range int32(partitions) {
 		ps, _ := d.partitionStatus(topic, p)
-		if ps.Mode == "map" {
+		if _, failed := failedAt[p]; !failed && ps.Mode == "map" {
 			if notes := strings.Join(ps.Notes, "; "); !strings.Contains(notes, "wrote the transaction marker") {
 				t.Fatalf("%s[%d] in map mode for another reason: %q", topic, p, notes)
 			}
@@ -180,7 +188,10 @@ func TestPipelinedAppendsKeepOffsetsThroughLeaderChangesAndKills(t *testing.T) {
 			t.Fatal(err)
 		}
 		var diff string
-		if remapped[p] {
+		if at, failed := failedAt[p]; failed {
+			t.Logf("%s[%d]: FAILED at destination offset %d (%s); checking that the one difference is a marker written twice", topic, p, at, "offset mismatch")
+			diff = onlyAnExtraMarkerAt(srcLog, dstLog, at)
+		} else if remapped[p] {
 			t.Logf("%s[%d]: a marker was written twice by the destination; comparing through the offset map", topic, p)
 			diff = verify.DiffMapped(srcLog, dstLog, storedPartitionMap(t, ctx, d, topic, p).Lookup)
 		} else {
@@ -200,4 +211,69 @@ func TestPipelinedAppendsKeepOffsetsThroughLeaderChangesAndKills(t *testing.T) {
 	if resent+retried == 0 {
 		t.Fatal("no append was resent or retried: the leader changes did not reach the data path (test premise)")
 	}
+}
+
+// waitCaughtUpOrMismatched waits until every partition of topic is either
+// mirrored up to the source's end, or FAILED with an offset mismatch on an
+// append (a marker the destination wrote twice after the replay returned);
+// it returns the expected destination offset of each failed one.
+func waitCaughtUpOrMismatched(t testing.TB, ctx context.Context, d *daemon, from *kafkatest.Cluster, topic string, partitions int32) map[int32]int64 {
+	t.Helper()
+	adm := superAdmin(t, from)
+	re := regexp.MustCompile(`batch appended at another offset: expected offset (\d+), got (\d+)`)
+	for {
+		ends, err := adm.ListEndOffsets(ctx, topic)
+		failed := map[int32]int64{}
+		done := err == nil
+		var lagging []string
+		for p := int32(0); done && p < partitions; p++ {
+			o, _ := ends.Lookup(topic, p)
+			ps, ok := d.partitionStatus(topic, p)
+			if ok && ps.State == "FAILED" {
+				if m := re.FindStringSubmatch(ps.LastError); m != nil {
+					at, _ := strconv.ParseInt(m[1], 10, 64)
+					failed[p] = at
+					continue
+				}
+			}
+			if !ok || ps.State != "MIRRORING" || ps.LastMirroredOffset+1 != o.Offset {
+				done = false
+				lagging = append(lagging, fmt.Sprintf("%d: %s mirrored to %d of %d %s", p, ps.State, ps.LastMirroredOffset+1, o.Offset, ps.LastError))
+			}
+		}
+		if done {
+			return failed
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("topic %s not mirrored in time: %v", topic, lagging)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// onlyAnExtraMarkerAt checks a partition that failed at destination offset
+// at: the destination is the source's copy below it, and what it holds at
+// it is a marker the source does not have there. "" when so.
+func onlyAnExtraMarkerAt(src, dst *verify.Log, at int64) string {
+	for i, s := range src.Entries {
+		if s.Offset >= at {
+			break
+		}
+		if i >= len(dst.Entries) {
+			return fmt.Sprintf("destination ends at entry %d, before offset %d", i, at)
+		}
+		if d := verify.DiffEntry(s, dst.Entries[i], true); d != "" {
+			return "below the failure: " + d
+		}
+	}
+	for _, e := range dst.Entries {
+		if e.Offset == at {
+			if !e.Control {
+				return fmt.Sprintf("destination offset %d is a record, not a marker written twice", at)
+			}
+			return ""
+		}
+	}
+	return fmt.Sprintf("destination has no entry at offset %d", at)
 }
