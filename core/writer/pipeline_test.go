@@ -74,6 +74,20 @@ func appendAll(t *testing.T, p *Partition, bs []batch.Batch) {
 	}
 }
 
+// peakInflight records the most appends w had in flight when cluster c
+// received a ProduceRequest.
+func peakInflight(c *kfake.Cluster, w *Writer) *atomic.Int64 {
+	var peak atomic.Int64
+	c.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		if n := w.InflightAppends(); n > peak.Load() {
+			peak.Store(n)
+		}
+		return nil, nil, false
+	})
+	return &peak
+}
+
 // confirmedPartition opens testTopic/0 on a one-broker cluster and appends
 // offset 0 alone, so the idempotent producer is confirmed and the next
 // appends pipeline.
@@ -136,14 +150,7 @@ func TestAppendAllWithOneInFlightSendsOneAtATime(t *testing.T) {
 	c := newCluster(t, kfake.NumBrokers(1))
 	w := newWriter(t, c, MaxInflightPerPartition(1))
 	p := openPartition(t, w, testTopic, 0, &recorder{})
-	var peak atomic.Int64
-	c.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
-		c.KeepControl()
-		if n := w.InflightAppends(); n > peak.Load() {
-			peak.Store(n)
-		}
-		return nil, nil, false
-	})
+	peak := peakInflight(c, w)
 	appendAll(t, p, seqBatches(t, 0, 12, 2, -1, false))
 	if n := peak.Load(); n != 0 {
 		t.Fatalf("%d appends were pipelined, want none", n)
@@ -226,14 +233,7 @@ func TestAppendAllPipelinesTransactions(t *testing.T) {
 	c := newCluster(t, kfake.NumBrokers(1))
 	w := newWriter(t, c)
 	p := openPartition(t, w, testTopic, 0, &recorder{})
-	var peak atomic.Int64
-	c.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
-		c.KeepControl()
-		if n := w.InflightAppends(); n > peak.Load() {
-			peak.Store(n)
-		}
-		return nil, nil, false
-	})
+	peak := peakInflight(c, w)
 	const pid = 4001
 	var bs []batch.Batch
 	bs = append(bs, seqBatches(t, 0, 10, 2, pid, true)...)        // 0–19
