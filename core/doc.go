@@ -9,6 +9,7 @@
 //   - batch:            zero-copy views over Kafka v2 record batches (split, re-stamp, CRC, bounded decoding)
 //   - config:           declaration, loading and validation of every configuration key
 //   - config/gen:       the command that writes docs/config.md and the sample from the declarations
+//   - config/reference: the configuration reference rendered from the declarations, and the embedded sample
 //   - control:          the operators' run-time rules of a mirror (pause, stop, start), last matching rule wins
 //   - daemon:           process life cycle (HTTP endpoints, reload, ordered shutdown)
 //   - failback:         how a reverse mirror continues after a failover: at the last mirrored offset, after a side topic, or recreated

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/kmirror/kmirror/core/config"
+	"github.com/kmirror/kmirror/core/config/reference"
 )
 
 func cmdConfig(args []string, stdout, stderr io.Writer) int {
@@ -20,14 +20,14 @@ func cmdConfig(args []string, stdout, stderr io.Writer) int {
 		if code, ok := parseFlags(fs, args[1:]); !ok {
 			return code
 		}
-		_, _ = stdout.Write(config.GenerateReference())
+		_, _ = stdout.Write(reference.Generate())
 		return exitOK
 	case "sample":
 		fs := newFlagSet("config sample", stderr)
 		if code, ok := parseFlags(fs, args[1:]); !ok {
 			return code
 		}
-		_, _ = io.WriteString(stdout, config.Sample)
+		_, _ = io.WriteString(stdout, reference.Sample)
 		return exitOK
 	}
 	fmt.Fprintf(stderr, "kmirror config: unknown sub-command %q (validate, reference, sample)\n", args[0])

@@ -6,7 +6,7 @@
 //
 // Key names and defaults are KIP-1279's, verbatim, wherever the KIP defines
 // them; kmirror's own keys are few and marked as such in the generated
-// reference (docs/config.md, produced by GenerateReference).
+// reference (docs/config.md, rendered by core/config/reference).
 //
 // Load collects every problem it finds and returns them together as *Errors,
 // each naming the key path (for example mirrors[dc1-to-dc2].sasl.mechanism)

@@ -30,7 +30,7 @@ const StateTypeFile = "file"
 
 // Config is a loaded, validated configuration. Durations come from the *.ms
 // keys; every field's key, default and constraints are in the declaration
-// table (see GenerateReference).
+// table (docs/config.md, rendered by core/config/reference).
 type Config struct {
 	// KIP-1279 broker-level keys, applied daemon-wide.
 	NumReplicaFetchers           int           // mirror.num.replica.fetchers

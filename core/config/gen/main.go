@@ -1,6 +1,7 @@
 // Command gen writes the files generated from kmirror's configuration
 // declarations: docs/config.md (the key reference) and
-// docs/kmirror.sample.yaml (a copy of the embedded sample). Run it from the
+// docs/kmirror.sample.yaml (a copy of the sample embedded in
+// core/config/reference). Run it from the
 // repository root: go run ./core/config/gen
 package main
 
@@ -10,7 +11,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/kmirror/kmirror/core/config"
+	"github.com/kmirror/kmirror/core/config/reference"
 )
 
 func main() {
@@ -21,8 +22,8 @@ func main() {
 		os.Exit(1)
 	}
 	files := map[string][]byte{
-		filepath.Join(*root, "docs", "config.md"):           config.GenerateReference(),
-		filepath.Join(*root, "docs", "kmirror.sample.yaml"): []byte(config.Sample),
+		filepath.Join(*root, "docs", "config.md"):           reference.Generate(),
+		filepath.Join(*root, "docs", "kmirror.sample.yaml"): []byte(reference.Sample),
 	}
 	for path, data := range files {
 		if err := os.WriteFile(path, data, 0o644); err != nil {

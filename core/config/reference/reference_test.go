@@ -1,4 +1,4 @@
-package config
+package reference_test
 
 import (
 	"bytes"
@@ -7,6 +7,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kmirror/kmirror/core/config"
+	"github.com/kmirror/kmirror/core/config/reference"
+	"github.com/kmirror/kmirror/core/internal/testpki"
 )
 
 const regenerate = "run `go run ./core/config/gen`"
@@ -14,37 +18,37 @@ const regenerate = "run `go run ./core/config/gen`"
 // TestReferenceIsCurrent fails when docs/config.md no longer matches the
 // declaration table, so CI catches a key changed without its docs.
 func TestReferenceIsCurrent(t *testing.T) {
-	got, err := os.ReadFile(filepath.Join("..", "..", "docs", "config.md"))
+	got, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "config.md"))
 	if err != nil {
 		t.Fatalf("docs/config.md: %v; %s", err, regenerate)
 	}
-	if !bytes.Equal(got, GenerateReference()) {
+	if !bytes.Equal(got, reference.Generate()) {
 		t.Fatalf("docs/config.md is stale: %s", regenerate)
 	}
 }
 
 func TestSampleCopyIsCurrent(t *testing.T) {
-	got, err := os.ReadFile(filepath.Join("..", "..", "docs", "kmirror.sample.yaml"))
+	got, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "kmirror.sample.yaml"))
 	if err != nil {
 		t.Fatalf("docs/kmirror.sample.yaml: %v; %s", err, regenerate)
 	}
-	if string(got) != Sample {
-		t.Fatalf("docs/kmirror.sample.yaml differs from core/config/kmirror.sample.yaml (the embedded original): %s", regenerate)
+	if string(got) != reference.Sample {
+		t.Fatalf("docs/kmirror.sample.yaml differs from core/config/reference/kmirror.sample.yaml (the embedded original): %s", regenerate)
 	}
 }
 
 func TestReferenceListsEveryKey(t *testing.T) {
-	ref := string(GenerateReference())
-	for _, k := range Keys {
+	ref := string(reference.Generate())
+	for _, k := range config.Keys {
 		name := k.Name
-		if k.Scope == ScopeState {
+		if k.Scope == config.ScopeState {
 			name = "state." + name
 		}
 		if !strings.Contains(ref, "### `"+name+"`") {
 			t.Errorf("reference has no section for %s", k.Name)
 		}
 	}
-	for _, u := range Unsupported {
+	for _, u := range config.Unsupported {
 		if !strings.Contains(ref, "| `"+u.Name+"` |") {
 			t.Errorf("reference does not list unsupported key %s", u.Name)
 		}
@@ -61,15 +65,15 @@ func TestReferenceListsEveryKey(t *testing.T) {
 // same environment overrides an operator would use; the password, which the
 // sample keeps out of the file, comes from the environment as it says.
 func TestSample(t *testing.T) {
-	p := newPKI(t)
+	p := testpki.New(t)
 	env := []string{
-		"KMIRROR_DESTINATION__SSL_TRUSTSTORE_LOCATION=" + p.caFile,
-		"KMIRROR_DESTINATION__SSL_KEYSTORE_LOCATION=" + p.clientPairFile,
-		"KMIRROR_MIRRORS__DC1_TO_DC2__SSL_TRUSTSTORE_LOCATION=" + p.caFile,
+		"KMIRROR_DESTINATION__SSL_TRUSTSTORE_LOCATION=" + p.CAFile,
+		"KMIRROR_DESTINATION__SSL_KEYSTORE_LOCATION=" + p.ClientPairFile,
+		"KMIRROR_MIRRORS__DC1_TO_DC2__SSL_TRUSTSTORE_LOCATION=" + p.CAFile,
 		"KMIRROR_MIRRORS__DC1_TO_DC2__SASL_PASSWORD=sample-password",
 		"KMIRROR_STATE__DIR=" + t.TempDir(),
 	}
-	cfg, err := Parse([]byte(Sample), "yaml", env, nil)
+	cfg, err := config.Parse([]byte(reference.Sample), "yaml", env, nil)
 	if err != nil {
 		t.Fatalf("the sample does not load:\n%v", err)
 	}
@@ -77,7 +81,7 @@ func TestSample(t *testing.T) {
 		cfg.ReplicaSocketReceiveBuffer != 1048576 || cfg.LogFormat != "json" || cfg.HTTPAddress != "0.0.0.0:9644" {
 		t.Errorf("daemon values: %s", cfg.Summary())
 	}
-	if len(cfg.Destination.BootstrapServers) != 3 || cfg.Destination.SecurityProtocol != ProtocolSSL || cfg.Destination.ClientID != "kmirror-dr" {
+	if len(cfg.Destination.BootstrapServers) != 3 || cfg.Destination.SecurityProtocol != config.ProtocolSSL || cfg.Destination.ClientID != "kmirror-dr" {
 		t.Errorf("destination: %+v", cfg.Destination)
 	}
 	tc, err := cfg.Destination.TLS()
@@ -92,7 +96,7 @@ func TestSample(t *testing.T) {
 		t.Fatal("no mirror dc1-to-dc2")
 	}
 	s, err := dc1.Source.SASL()
-	if err != nil || s.Mechanism != MechanismSCRAMSHA512 || s.Username != "kmirror" || s.Password.Reveal() != "sample-password" {
+	if err != nil || s.Mechanism != config.MechanismSCRAMSHA512 || s.Username != "kmirror" || s.Password.Reveal() != "sample-password" {
 		t.Errorf("dc1 SASL = %+v, %v", s, err)
 	}
 	for topic, want := range map[string]bool{"orders-eu": true, "payments": true, "orders-tmp": false, "__consumer_offsets": false, "audit": false} {
@@ -106,21 +110,21 @@ func TestSample(t *testing.T) {
 	if dc1.ACLInclude.String() != "TOPIC;orders.*,GROUP;billing-.*;READ;ALLOW" {
 		t.Errorf("dc1 acl include = %q", dc1.ACLInclude)
 	}
-	if dc1.TopicPropertiesExclude.String() != strings.ReplaceAll(DefaultTopicPropertiesExclude, ", ", ",") {
+	if dc1.TopicPropertiesExclude.String() != strings.ReplaceAll(config.DefaultTopicPropertiesExclude, ", ", ",") {
 		t.Errorf("dc1 topic properties exclude = %q", dc1.TopicPropertiesExclude)
 	}
 	legacy, _ := cfg.Mirror("legacy-plain")
-	if legacy.Source.SecurityProtocol != ProtocolPlaintext || !legacy.TopicsInclude.Match("inventory.items") || legacy.TopicsInclude.Match("inventoryXitems") {
+	if legacy.Source.SecurityProtocol != config.ProtocolPlaintext || !legacy.TopicsInclude.Match("inventory.items") || legacy.TopicsInclude.Match("inventoryXitems") {
 		t.Errorf("legacy-plain: protocol %s, topics %q", legacy.Source.SecurityProtocol, legacy.TopicsInclude)
 	}
 
 	// Without the overrides the sample names files that do not exist here,
 	// and says so by key; the check is not skipped.
-	_, err = Parse([]byte(Sample), "yaml", nil, nil)
+	_, err = config.Parse([]byte(reference.Sample), "yaml", nil, nil)
 	if err == nil {
 		t.Fatal("the sample loaded without its TLS files and password")
 	}
-	errs := err.(*Errors)
+	errs := err.(*config.Errors)
 	if !errs.Has("destination.ssl.truststore.location", "cannot read the truststore") ||
 		!errs.Has("mirrors[dc1-to-dc2].sasl.password", "required with sasl.username") {
 		t.Errorf("errors without overrides:\n%s", err)

@@ -1,4 +1,9 @@
-package config
+// Package reference renders kmirror's configuration reference
+// (docs/config.md) from core/config's declaration table, and embeds the
+// commented sample configuration (docs/kmirror.sample.yaml). The command
+// core/config/gen writes both files; `kmirror config reference` and
+// `kmirror config sample` print them.
+package reference
 
 import (
 	_ "embed"
@@ -6,6 +11,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/kmirror/kmirror/core/config"
 )
 
 // Sample is the commented sample configuration (docs/kmirror.sample.yaml),
@@ -14,9 +21,9 @@ import (
 //go:embed kmirror.sample.yaml
 var Sample string
 
-// GenerateReference renders the configuration reference (docs/config.md)
-// from the declaration table.
-func GenerateReference() []byte {
+// Generate renders the configuration reference (docs/config.md) from the
+// declaration table (config.Keys and config.Unsupported).
+func Generate() []byte {
 	var b strings.Builder
 	b.WriteString(`# kmirror configuration reference
 
@@ -57,18 +64,18 @@ Kafka because the KIP gives none), *kmirror* (kmirror's own key).
 `)
 	sections := []struct {
 		title, intro string
-		scope        Scope
-		origins      []Origin
+		scope        config.Scope
+		origins      []config.Origin
 	}{
-		{"Daemon keys: KIP-1279 broker configuration", "Top-level keys. KIP-1279 defines them as broker configuration of the destination cluster; kmirror applies them to the whole daemon.", ScopeDaemon, []Origin{OriginKIP, OriginKafka}},
-		{"Daemon keys: kmirror's own", "Top-level keys that only kmirror has.", ScopeDaemon, []Origin{OriginKmirror}},
-		{"Client keys (destination and every mirror)", "Valid under `destination` (the destination cluster) and in each `mirrors` entry (that mirror's source cluster). Only PEM key and trust material is supported.", ScopeCluster, nil},
-		{"Mirror keys", "Valid in each `mirrors` entry, next to the client keys of its source cluster.", ScopeMirror, nil},
-		{"State keys", "Under `state`.", ScopeState, nil},
+		{"Daemon keys: KIP-1279 broker configuration", "Top-level keys. KIP-1279 defines them as broker configuration of the destination cluster; kmirror applies them to the whole daemon.", config.ScopeDaemon, []config.Origin{config.OriginKIP, config.OriginKafka}},
+		{"Daemon keys: kmirror's own", "Top-level keys that only kmirror has.", config.ScopeDaemon, []config.Origin{config.OriginKmirror}},
+		{"Client keys (destination and every mirror)", "Valid under `destination` (the destination cluster) and in each `mirrors` entry (that mirror's source cluster). Only PEM key and trust material is supported.", config.ScopeCluster, nil},
+		{"Mirror keys", "Valid in each `mirrors` entry, next to the client keys of its source cluster.", config.ScopeMirror, nil},
+		{"State keys", "Under `state`.", config.ScopeState, nil},
 	}
 	for _, s := range sections {
 		fmt.Fprintf(&b, "\n## %s\n\n%s\n", s.title, s.intro)
-		for _, k := range Keys {
+		for _, k := range config.Keys {
 			if k.Scope != s.scope || (s.origins != nil && !hasOrigin(s.origins, k.Origin)) {
 				continue
 			}
@@ -78,13 +85,13 @@ Kafka because the KIP gives none), *kmirror* (kmirror's own key).
 	b.WriteString("\n## Keys kmirror recognises but does not support\n\n")
 	b.WriteString("These keys appear in KIP-1279's tables or Kafka's client configuration. Setting one is an error that gives the reason below.\n\n")
 	b.WriteString("| Key | Where | Reason |\n|---|---|---|\n")
-	for _, u := range Unsupported {
+	for _, u := range config.Unsupported {
 		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", u.Name, u.Scope, u.Reason)
 	}
 	return []byte(b.String())
 }
 
-func hasOrigin(list []Origin, o Origin) bool {
+func hasOrigin(list []config.Origin, o config.Origin) bool {
 	for _, x := range list {
 		if x == o {
 			return true
@@ -93,10 +100,10 @@ func hasOrigin(list []Origin, o Origin) bool {
 	return false
 }
 
-func writeKey(b *strings.Builder, k Key) {
+func writeKey(b *strings.Builder, k config.Key) {
 	heading := k.Name
-	if k.Scope == ScopeState {
-		heading = sectionState + "." + k.Name
+	if k.Scope == config.ScopeState {
+		heading = "state." + k.Name
 	}
 	fmt.Fprintf(b, "\n### `%s`\n\n%s\n\n", heading, k.Doc)
 	fmt.Fprintf(b, "- Type: %s\n", k.Type)
@@ -115,16 +122,16 @@ func writeKey(b *strings.Builder, k Key) {
 	}
 	fmt.Fprintf(b, "- Origin: %s\n", k.Origin)
 	switch k.Scope {
-	case ScopeCluster:
-		fmt.Fprintf(b, "- Environment: `%s`, `%s`\n", EnvName(ScopeCluster, k.Name, ""), EnvName(ScopeCluster, k.Name, "<NAME>"))
-	case ScopeMirror:
+	case config.ScopeCluster:
+		fmt.Fprintf(b, "- Environment: `%s`, `%s`\n", config.EnvName(config.ScopeCluster, k.Name, ""), config.EnvName(config.ScopeCluster, k.Name, "<NAME>"))
+	case config.ScopeMirror:
 		if k.Name == "name" {
 			b.WriteString("- Environment: none (a mirror cannot be renamed by an override)\n")
 		} else {
-			fmt.Fprintf(b, "- Environment: `%s`\n", EnvName(ScopeMirror, k.Name, "<NAME>"))
+			fmt.Fprintf(b, "- Environment: `%s`\n", config.EnvName(config.ScopeMirror, k.Name, "<NAME>"))
 		}
 	default:
-		fmt.Fprintf(b, "- Environment: `%s`\n", EnvName(k.Scope, k.Name, ""))
+		fmt.Fprintf(b, "- Environment: `%s`\n", config.EnvName(k.Scope, k.Name, ""))
 	}
 	if k.Secret {
 		b.WriteString("- Secret: yes\n")
