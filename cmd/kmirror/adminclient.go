@@ -18,6 +18,7 @@ import (
 
 	"github.com/kmirror/kmirror/core/admin"
 	"github.com/kmirror/kmirror/core/config"
+	"github.com/kmirror/kmirror/core/config/security"
 )
 
 // adminFlags locate and authenticate to the daemon's admin API: through the
@@ -116,13 +117,13 @@ func (a *adminFlags) client(cfg *config.Config) (*adminClient, error) {
 		tc := &tls.Config{MinVersion: tls.VersionTLS12}
 		switch {
 		case a.tlsCA != "":
-			if tc.RootCAs, err = config.LoadCertPool(a.tlsCA); err != nil {
+			if tc.RootCAs, err = security.LoadCertPool(a.tlsCA); err != nil {
 				return nil, fmt.Errorf("--tls-ca: %v", err)
 			}
 		case cfg != nil && cfg.AdminTLSCertFile != "":
 			// On the daemon's host its own certificate is the natural
 			// trust anchor (works for a self-signed one too).
-			if tc.RootCAs, err = config.LoadCertPool(cfg.AdminTLSCertFile); err != nil {
+			if tc.RootCAs, err = security.LoadCertPool(cfg.AdminTLSCertFile); err != nil {
 				return nil, fmt.Errorf("admin.tls.cert.file (used to verify the admin API; pass --tls-ca to use a CA instead): %v", err)
 			}
 		}

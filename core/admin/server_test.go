@@ -22,6 +22,7 @@ import (
 	"github.com/kmirror/kmirror/core/admin"
 	"github.com/kmirror/kmirror/core/admin/admintest"
 	"github.com/kmirror/kmirror/core/config"
+	"github.com/kmirror/kmirror/core/config/security"
 	"github.com/kmirror/kmirror/core/mirror"
 )
 
@@ -492,7 +493,7 @@ func TestEmptyAddressDisablesTheAPI(t *testing.T) {
 // given client certificate (none when certFile is "").
 func tlsClient(t *testing.T, p *admintest.PKI, certFile, keyFile string) *http.Client {
 	t.Helper()
-	pool, err := config.LoadCertPool(p.CAFile)
+	pool, err := security.LoadCertPool(p.CAFile)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,13 +2,14 @@ package config
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/kmirror/kmirror/core/config/security"
 )
 
 // DefaultAdminTokenFile is the name of the admin token file the daemon keeps
@@ -76,96 +77,13 @@ func ReadAdminToken(path string) (Secret, error) {
 func (c *Config) AdminServerTLS() (*tls.Config, error) {
 	tc, probs := c.resolveAdminTLS()
 	if len(probs) > 0 {
-		return nil, probs[0].error()
+		return nil, probs[0].Err()
 	}
 	return tc, nil
 }
 
-func (c *Config) resolveAdminTLS() (*tls.Config, []problem) {
-	var probs []problem
-	switch {
-	case c.AdminTLSCertFile != "" && c.AdminTLSKeyFile == "":
-		probs = append(probs, problem{"admin.tls.key.file", "required with admin.tls.cert.file: the private key of the admin API's certificate"})
-	case c.AdminTLSCertFile == "" && c.AdminTLSKeyFile != "":
-		probs = append(probs, problem{"admin.tls.cert.file", "required with admin.tls.key.file: the admin API's certificate chain"})
-	}
-	if c.AdminTLSClientCAFile != "" && c.AdminTLSCertFile == "" {
-		probs = append(probs, problem{"admin.tls.client.ca.file", "needs admin.tls.cert.file and admin.tls.key.file: client certificates are verified only over TLS"})
-	}
-	if len(probs) > 0 || c.AdminTLSCertFile == "" {
-		return nil, probs
-	}
-	tc := &tls.Config{MinVersion: tls.VersionTLS12}
-	certPEM, err := os.ReadFile(c.AdminTLSCertFile)
-	if err != nil {
-		probs = append(probs, problem{"admin.tls.cert.file", fmt.Sprintf("cannot read the certificate: %v", err)})
-	}
-	keyPEM, kerr := os.ReadFile(c.AdminTLSKeyFile)
-	if kerr != nil {
-		probs = append(probs, problem{"admin.tls.key.file", fmt.Sprintf("cannot read the private key: %v", kerr)})
-	}
-	if err == nil && kerr == nil {
-		switch certs, perr := parseCerts(certPEM); {
-		case perr != nil:
-			probs = append(probs, problem{"admin.tls.cert.file", fmt.Sprintf("file %s: %v", c.AdminTLSCertFile, perr)})
-		case len(certs) == 0:
-			probs = append(probs, problem{"admin.tls.cert.file", "file " + c.AdminTLSCertFile + " holds no PEM certificate (expected -----BEGIN CERTIFICATE----- blocks)"})
-		}
-		switch findKey(keyPEM) {
-		case keyNone:
-			probs = append(probs, problem{"admin.tls.key.file", "file " + c.AdminTLSKeyFile + " holds no PEM private key (expected a -----BEGIN PRIVATE KEY----- block)"})
-		case keyEncrypted:
-			probs = append(probs, problem{"admin.tls.key.file", "file " + c.AdminTLSKeyFile + " holds an encrypted private key, which is not supported: decrypt it (openssl pkey -in key.pem -out key-plain.pem) and protect the file with permissions"})
-		}
-		if len(probs) == 0 {
-			pair, err := tls.X509KeyPair(certPEM, keyPEM)
-			if err != nil {
-				// The error of X509KeyPair never quotes key material.
-				probs = append(probs, problem{"admin.tls.key.file", fmt.Sprintf("certificate and private key do not form a pair: %v", err)})
-			} else {
-				tc.Certificates = []tls.Certificate{pair}
-			}
-		}
-	}
-	if c.AdminTLSClientCAFile != "" {
-		pool, p := loadCAFile("admin.tls.client.ca.file", c.AdminTLSClientCAFile)
-		probs = append(probs, p...)
-		tc.ClientCAs = pool
-		tc.ClientAuth = tls.VerifyClientCertIfGiven
-	}
-	if len(probs) > 0 {
-		return nil, probs
-	}
-	return tc, nil
-}
-
-// LoadCertPool reads a PEM file of CA certificates (for example the CA a
-// `kmirror` CLI uses to verify the admin API).
-func LoadCertPool(path string) (*x509.CertPool, error) {
-	pool, probs := loadCAFile("", path)
-	if len(probs) > 0 {
-		return nil, errors.New(probs[0].reason)
-	}
-	return pool, nil
-}
-
-func loadCAFile(key, path string) (*x509.CertPool, []problem) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, []problem{{key, fmt.Sprintf("cannot read the CA file: %v", err)}}
-	}
-	certs, err := parseCerts(data)
-	if err != nil {
-		return nil, []problem{{key, fmt.Sprintf("file %s: %v", path, err)}}
-	}
-	if len(certs) == 0 {
-		return nil, []problem{{key, "file " + path + " holds no PEM certificate (expected -----BEGIN CERTIFICATE----- blocks)"}}
-	}
-	pool := x509.NewCertPool()
-	for _, ct := range certs {
-		pool.AddCert(ct)
-	}
-	return pool, nil
+func (c *Config) resolveAdminTLS() (*tls.Config, []security.Problem) {
+	return security.ServerTLS(c.AdminTLSCertFile, c.AdminTLSKeyFile, c.AdminTLSClientCAFile)
 }
 
 // IsLoopbackAddress reports whether a listen address binds only the loopback
@@ -200,7 +118,7 @@ func validateAdmin(cfg *Config, failed map[string]bool, c *collector) {
 	}
 	_, probs := cfg.resolveAdminTLS()
 	for _, p := range probs {
-		c.add(p.key, p.reason)
+		c.add(p.Key, p.Reason)
 	}
 	if cfg.AdminTokenFile != "" {
 		if _, err := ReadAdminToken(cfg.AdminTokenFile); err != nil {

@@ -13,10 +13,12 @@
 // and the reason. Secret values are held in Secret, which never prints its
 // value; no error message, summary or dump contains a secret.
 //
-// The package stops at the keys: it resolves what a cluster's security keys
-// name (Cluster.SASL: credentials from sasl.* and sasl.jaas.config;
-// Cluster.TLS: truststore, keystore and versions from ssl.*) so that Load
-// reports an unreadable file or a bad JAAS line by key, but building
+// The package stops at the keys. What a cluster's security keys name
+// (Cluster.SASL: credentials from sasl.* and sasl.jaas.config; Cluster.TLS:
+// truststore, keystore and versions from ssl.*) and the admin API's
+// certificates are resolved by core/config/security, which Load calls so
+// that it reports an unreadable file or a bad JAAS line by key; building
 // franz-go client options from them (the crypto/tls configuration, SASL
-// mechanisms, socket options, kmirror's dialer) is core/kclient's job.
+// mechanisms, socket options, kmirror's dialer) is core/kclient's job, and
+// the reference (docs/config.md) is rendered by core/config/reference.
 package config

@@ -585,14 +585,3 @@ func checkURL(s string) error {
 	}
 	return nil
 }
-
-func checkTLSVersion(s string) error {
-	if _, ok := tlsVersions[s]; ok {
-		return nil
-	}
-	switch s {
-	case "TLSv1", "TLSv1.1", "SSLv3":
-		return fmt.Errorf("%s is not supported: it is insecure; use TLSv1.2 and/or TLSv1.3", quote(s))
-	}
-	return fmt.Errorf("unknown protocol %s; valid values: TLSv1.2, TLSv1.3", quote(s))
-}

@@ -9,6 +9,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/kmirror/kmirror/core/config/security"
 )
 
 const secretValue = "S3cr3t-Value-4242"
@@ -243,12 +245,12 @@ mirrors:
     sasl.oauthbearer.token.endpoint.url: https://idp/token
     sasl.jaas.config: 'org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required clientId="cid" clientSecret="csec" scope="kafka";'
 `, nil, nil)
-	want := map[string]SASL{
+	want := map[string]security.SASL{
 		"plain":     {Mechanism: MechanismPlain, Username: "alice", Password: NewSecret("alice-pw")},
 		"file":      {Mechanism: MechanismSCRAMSHA256, Username: "bob", Password: NewSecret("first")},
 		"jaas":      {Mechanism: MechanismSCRAMSHA512, Username: "carol", Password: NewSecret(`p"w;x`)},
 		"jaasplain": {Mechanism: MechanismPlain, Username: "dave", Password: NewSecret("d")},
-		"oauth":     {Mechanism: MechanismOAuthBearer, OAuth: OAuth{TokenEndpointURL: "https://idp/token", ClientID: "cid", ClientSecret: NewSecret("csec"), Scope: "kafka"}},
+		"oauth":     {Mechanism: MechanismOAuthBearer, OAuth: security.OAuth{TokenEndpointURL: "https://idp/token", ClientID: "cid", ClientSecret: NewSecret("csec"), Scope: "kafka"}},
 	}
 	for name, w := range want {
 		m, _ := cfg.Mirror(name)

@@ -40,41 +40,7 @@ func listOrNone(s string) string {
 }
 
 func clusterSummary(cl *Cluster) string {
-	var sec []string
-	sec = append(sec, cl.SecurityProtocol)
-	if cl.UsesSASL() {
-		auth := cl.SASLMechanism
-		switch {
-		case cl.SASLMechanism == MechanismOAuthBearer:
-			if id := cl.OAuthClientID; id != "" {
-				auth += " client " + id
-			}
-		case cl.SASLUsername != "":
-			auth += " user " + cl.SASLUsername
-		case cl.SASLJAASConfig.IsSet():
-			if j, err := parseJAAS(cl.SASLJAASConfig.Reveal()); err == nil && j.options["username"] != "" {
-				auth += " user " + j.options["username"]
-			}
-		}
-		sec = append(sec, auth)
-	}
-	if cl.UsesTLS() {
-		switch {
-		case cl.TruststoreLocation != "":
-			sec = append(sec, "CA "+cl.TruststoreLocation)
-		case cl.TruststoreCertificates != "":
-			sec = append(sec, "CA inline")
-		default:
-			sec = append(sec, "system CAs")
-		}
-		if cl.KeystoreLocation != "" || cl.KeystoreCertificateChain != "" {
-			sec = append(sec, "client certificate")
-		}
-		if cl.EndpointIdentificationAlgorithm == "" {
-			sec = append(sec, "no hostname verification")
-		}
-	}
-	return fmt.Sprintf("%s (%s)", strings.Join(cl.BootstrapServers, ","), strings.Join(sec, ", "))
+	return fmt.Sprintf("%s (%s)", strings.Join(cl.BootstrapServers, ","), strings.Join(cl.Describe(), ", "))
 }
 
 // Setting is one key's effective value.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kmirror/kmirror/core/aclrule"
+	"github.com/kmirror/kmirror/core/config/security"
 )
 
 // DefaultTopicPropertiesExclude is KIP-1279's default for
@@ -221,7 +222,7 @@ var Keys = []Key{
 		"https"), func(c *Cluster) *string { return &c.EndpointIdentificationAlgorithm }, enumCodec([]string{"https", ""}, nil)),
 	clusterKey(def(Key{Name: "ssl.enabled.protocols", Origin: OriginKafka,
 		Doc: "List of enabled SSL/TLS protocol versions."},
-		"TLSv1.2,TLSv1.3"), func(c *Cluster) *[]string { return &c.EnabledProtocols }, stringListCodec("list", checkTLSVersion)),
+		"TLSv1.2,TLSv1.3"), func(c *Cluster) *[]string { return &c.EnabledProtocols }, stringListCodec("list", security.CheckTLSVersion)),
 
 	// ---- Mirror keys --------------------------------------------------------
 	mirrorKey(Key{Name: "name", Origin: OriginKmirror, Required: true, Constraint: "[A-Za-z0-9_-]+, unique",

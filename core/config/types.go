@@ -6,22 +6,23 @@ import (
 	"time"
 
 	"github.com/kmirror/kmirror/core/aclrule"
+	"github.com/kmirror/kmirror/core/config/security"
 )
 
 // Security protocols accepted by security.protocol.
 const (
-	ProtocolPlaintext     = "PLAINTEXT"
-	ProtocolSSL           = "SSL"
-	ProtocolSASLPlaintext = "SASL_PLAINTEXT"
-	ProtocolSASLSSL       = "SASL_SSL"
+	ProtocolPlaintext     = security.ProtocolPlaintext
+	ProtocolSSL           = security.ProtocolSSL
+	ProtocolSASLPlaintext = security.ProtocolSASLPlaintext
+	ProtocolSASLSSL       = security.ProtocolSASLSSL
 )
 
 // SASL mechanisms accepted by sasl.mechanism.
 const (
-	MechanismPlain       = "PLAIN"
-	MechanismSCRAMSHA256 = "SCRAM-SHA-256"
-	MechanismSCRAMSHA512 = "SCRAM-SHA-512"
-	MechanismOAuthBearer = "OAUTHBEARER"
+	MechanismPlain       = security.MechanismPlain
+	MechanismSCRAMSHA256 = security.MechanismSCRAMSHA256
+	MechanismSCRAMSHA512 = security.MechanismSCRAMSHA512
+	MechanismOAuthBearer = security.MechanismOAuthBearer
 )
 
 // StateTypeFile is the embedded file state store, the only state.type known
@@ -88,45 +89,14 @@ func (c *Config) Mirror(name string) (*Mirror, bool) {
 }
 
 // Cluster holds the client keys of one cluster: the destination, or the
-// source of a mirror. Use TLS and SASL rather than reading the security
-// fields directly: they resolve files, JAAS and inline PEM (core/kclient
-// turns them into franz-go client options).
+// source of a mirror. Its security keys (security.protocol, sasl.*, ssl.*)
+// are a security.Keys: use its TLS and SASL rather than reading the fields
+// directly, they resolve files, JAAS and inline PEM (core/kclient turns
+// them into franz-go client options).
 type Cluster struct {
 	BootstrapServers []string // bootstrap.servers, host:port each
 	ClientID         string   // client.id
-	SecurityProtocol string   // security.protocol, one of the Protocol* constants
-	SASLMechanism    string   // sasl.mechanism, one of the Mechanism* constants
-
-	SASLUsername     string // sasl.username
-	SASLPassword     Secret // sasl.password
-	SASLPasswordFile string // sasl.password.file
-	SASLJAASConfig   Secret // sasl.jaas.config
-
-	OAuthTokenEndpointURL string // sasl.oauthbearer.token.endpoint.url
-	OAuthClientID         string // sasl.oauthbearer.client.id
-	OAuthClientSecret     Secret // sasl.oauthbearer.client.secret
-	OAuthScope            string // sasl.oauthbearer.scope
-
-	TruststoreLocation              string   // ssl.truststore.location (PEM file)
-	TruststoreType                  string   // ssl.truststore.type (PEM)
-	TruststoreCertificates          string   // ssl.truststore.certificates (inline PEM)
-	KeystoreLocation                string   // ssl.keystore.location (PEM file: chain + key)
-	KeystoreType                    string   // ssl.keystore.type (PEM)
-	KeystoreCertificateChain        string   // ssl.keystore.certificate.chain (inline PEM)
-	KeystoreKey                     Secret   // ssl.keystore.key (inline PEM)
-	KeyPassword                     Secret   // ssl.key.password
-	EndpointIdentificationAlgorithm string   // ssl.endpoint.identification.algorithm: "https" or ""
-	EnabledProtocols                []string // ssl.enabled.protocols
-}
-
-// UsesTLS reports whether connections are encrypted (SSL or SASL_SSL).
-func (c *Cluster) UsesTLS() bool {
-	return c.SecurityProtocol == ProtocolSSL || c.SecurityProtocol == ProtocolSASLSSL
-}
-
-// UsesSASL reports whether connections authenticate with SASL.
-func (c *Cluster) UsesSASL() bool {
-	return c.SecurityProtocol == ProtocolSASLPlaintext || c.SecurityProtocol == ProtocolSASLSSL
+	security.Keys
 }
 
 // Mirror is one named mirror: a source cluster and what to take from it.

@@ -5,6 +5,8 @@ import (
 	"math"
 	"os"
 	"strings"
+
+	"github.com/kmirror/kmirror/core/config/security"
 )
 
 // Checks that involve more than one key. Each runs only when the keys it
@@ -47,23 +49,23 @@ func validateCluster(cl *Cluster, prefix string, sec section, failed map[string]
 	if failed["security.protocol"] {
 		return
 	}
-	report := func(probs []problem) {
+	report := func(probs []security.Problem) {
 		for _, p := range probs {
-			if !failed[p.key] {
-				c.add(keyPath(prefix, p.key), p.reason)
+			if !failed[p.Key] {
+				c.add(keyPath(prefix, p.Key), p.Reason)
 			}
 		}
 	}
 	if !cl.UsesSASL() {
 		misplaced(sec, prefix, "sasl.", cl.SecurityProtocol, "SASL_PLAINTEXT or SASL_SSL", c)
 	} else if !failed["sasl.mechanism"] {
-		_, probs := cl.resolveSASL()
+		_, probs := cl.ResolveSASL()
 		report(probs)
 	}
 	if !cl.UsesTLS() {
 		misplaced(sec, prefix, "ssl.", cl.SecurityProtocol, "SSL or SASL_SSL", c)
 	} else {
-		_, probs := cl.resolveTLS()
+		_, probs := cl.ResolveTLS()
 		report(probs)
 	}
 }

@@ -6,10 +6,11 @@
 // kmirror's own dialer, which applies the socket keys (buffer sizes and the
 // connection setup timeout) before the TLS handshake.
 //
-// core/config declares, loads and validates the keys and resolves what they
-// name (files, JAAS, inline PEM) into [config.TLS] and [config.SASL]; this
-// package owns everything from there to a kgo.Opt. Files are read again each
-// time options are built, and SASL credentials at every connection, so a
-// rotated certificate or password file is picked up without a restart.
-// Errors name the key at fault and never contain a secret.
+// core/config declares, loads and validates the keys, and
+// core/config/security resolves what they name (files, JAAS, inline PEM)
+// into security.TLS and security.SASL; this package owns everything from
+// there to a kgo.Opt. Files are read again each time options are built, and
+// SASL credentials at every connection, so a rotated certificate or
+// password file is picked up without a restart. Errors name the key at
+// fault and never contain a secret.
 package kclient

@@ -1,4 +1,4 @@
-package config
+package security
 
 import (
 	"crypto/tls"
@@ -6,17 +6,77 @@ import (
 	"encoding/pem"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
+
+	"github.com/kmirror/kmirror/sdk/auth"
 )
 
 var tlsVersions = map[string]uint16{"TLSv1.2": tls.VersionTLS12, "TLSv1.3": tls.VersionTLS13}
 
-// problem is a validation finding about one key of a cluster.
-type problem struct {
-	key, reason string
+// Security protocols accepted by security.protocol.
+const (
+	ProtocolPlaintext     = "PLAINTEXT"
+	ProtocolSSL           = "SSL"
+	ProtocolSASLPlaintext = "SASL_PLAINTEXT"
+	ProtocolSASLSSL       = "SASL_SSL"
+)
+
+// SASL mechanisms accepted by sasl.mechanism.
+const (
+	MechanismPlain       = "PLAIN"
+	MechanismSCRAMSHA256 = "SCRAM-SHA-256"
+	MechanismSCRAMSHA512 = "SCRAM-SHA-512"
+	MechanismOAuthBearer = "OAUTHBEARER"
+)
+
+// Keys holds the security keys of one cluster (security.protocol, sasl.*,
+// ssl.*), as core/config decoded them. Use TLS and SASL rather than reading
+// the fields directly: they resolve files, JAAS and inline PEM.
+type Keys struct {
+	SecurityProtocol string // security.protocol, one of the Protocol* constants
+	SASLMechanism    string // sasl.mechanism, one of the Mechanism* constants
+
+	SASLUsername     string      // sasl.username
+	SASLPassword     auth.Secret // sasl.password
+	SASLPasswordFile string      // sasl.password.file
+	SASLJAASConfig   auth.Secret // sasl.jaas.config
+
+	OAuthTokenEndpointURL string      // sasl.oauthbearer.token.endpoint.url
+	OAuthClientID         string      // sasl.oauthbearer.client.id
+	OAuthClientSecret     auth.Secret // sasl.oauthbearer.client.secret
+	OAuthScope            string      // sasl.oauthbearer.scope
+
+	TruststoreLocation              string      // ssl.truststore.location (PEM file)
+	TruststoreType                  string      // ssl.truststore.type (PEM)
+	TruststoreCertificates          string      // ssl.truststore.certificates (inline PEM)
+	KeystoreLocation                string      // ssl.keystore.location (PEM file: chain + key)
+	KeystoreType                    string      // ssl.keystore.type (PEM)
+	KeystoreCertificateChain        string      // ssl.keystore.certificate.chain (inline PEM)
+	KeystoreKey                     auth.Secret // ssl.keystore.key (inline PEM)
+	KeyPassword                     auth.Secret // ssl.key.password
+	EndpointIdentificationAlgorithm string      // ssl.endpoint.identification.algorithm: "https" or ""
+	EnabledProtocols                []string    // ssl.enabled.protocols
 }
 
-func (p problem) error() error { return fmt.Errorf("%s: %s", p.key, p.reason) }
+// UsesTLS reports whether connections are encrypted (SSL or SASL_SSL).
+func (c *Keys) UsesTLS() bool {
+	return c.SecurityProtocol == ProtocolSSL || c.SecurityProtocol == ProtocolSASLSSL
+}
+
+// UsesSASL reports whether connections authenticate with SASL.
+func (c *Keys) UsesSASL() bool {
+	return c.SecurityProtocol == ProtocolSASLPlaintext || c.SecurityProtocol == ProtocolSASLSSL
+}
+
+// Problem is a validation finding about one key: core/config reports it
+// under the key's path in the file.
+type Problem struct {
+	Key, Reason string
+}
+
+// Err returns the problem as an error: "key: reason".
+func (p Problem) Err() error { return fmt.Errorf("%s: %s", p.Key, p.Reason) }
 
 // SASL is a cluster's resolved SASL settings.
 type SASL struct {
@@ -25,7 +85,7 @@ type SASL struct {
 	Mechanism string
 	// Username and Password are set for PLAIN and SCRAM.
 	Username string
-	Password Secret
+	Password auth.Secret
 	// OAuth is set for OAUTHBEARER.
 	OAuth OAuth
 }
@@ -34,7 +94,7 @@ type SASL struct {
 type OAuth struct {
 	TokenEndpointURL string
 	ClientID         string
-	ClientSecret     Secret
+	ClientSecret     auth.Secret
 	Scope            string
 }
 
@@ -42,21 +102,23 @@ type OAuth struct {
 // sasl.password or sasl.password.file, or from sasl.jaas.config. The password
 // file is read at every call, so a rotated password is picked up by the next
 // connection. Errors never contain a secret.
-func (c *Cluster) SASL() (SASL, error) {
-	s, probs := c.resolveSASL()
+func (c *Keys) SASL() (SASL, error) {
+	s, probs := c.ResolveSASL()
 	if len(probs) > 0 {
-		return SASL{}, probs[0].error()
+		return SASL{}, probs[0].Err()
 	}
 	return s, nil
 }
 
-func (c *Cluster) resolveSASL() (SASL, []problem) {
+// ResolveSASL is SASL for validation: it returns every problem, each naming
+// its key, rather than the first.
+func (c *Keys) ResolveSASL() (SASL, []Problem) {
 	if !c.UsesSASL() {
 		return SASL{}, nil
 	}
-	var probs []problem
+	var probs []Problem
 	add := func(key, format string, args ...any) {
-		probs = append(probs, problem{key, fmt.Sprintf(format, args...)})
+		probs = append(probs, Problem{key, fmt.Sprintf(format, args...)})
 	}
 	s := SASL{Mechanism: c.SASLMechanism}
 
@@ -96,7 +158,7 @@ func (c *Cluster) resolveSASL() (SASL, []problem) {
 				if s.OAuth.ClientSecret.IsSet() {
 					add("sasl.jaas.config", "sets clientSecret, which sasl.oauthbearer.client.secret also sets; keep one")
 				}
-				s.OAuth.ClientSecret = NewSecret(v)
+				s.OAuth.ClientSecret = auth.NewSecret(v)
 			}
 		}
 		if s.OAuth.TokenEndpointURL == "" {
@@ -118,7 +180,7 @@ func (c *Cluster) resolveSASL() (SASL, []problem) {
 			add("sasl.jaas.config", "set either sasl.jaas.config or sasl.username with sasl.password (or sasl.password.file), not both")
 		case c.SASLJAASConfig.IsSet():
 			s.Username = jaas.options["username"]
-			s.Password = NewSecret(jaas.options["password"])
+			s.Password = auth.NewSecret(jaas.options["password"])
 			if s.Username == "" {
 				add("sasl.jaas.config", "has no username option")
 			}
@@ -165,16 +227,57 @@ func firstSet(set map[string]bool) string {
 	return first
 }
 
-func readPasswordFile(path string) (Secret, error) {
+func readPasswordFile(path string) (auth.Secret, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return Secret{}, fmt.Errorf("cannot read the password file: %v", err)
+		return auth.Secret{}, fmt.Errorf("cannot read the password file: %v", err)
 	}
 	pw := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
 	if pw == "" {
-		return Secret{}, fmt.Errorf("password file %s is empty", path)
+		return auth.Secret{}, fmt.Errorf("password file %s is empty", path)
 	}
-	return NewSecret(pw), nil
+	return auth.NewSecret(pw), nil
+}
+
+// Describe names the cluster's security settings for a summary: the
+// protocol, the SASL mechanism and user (or OAuth client), the CA, a client
+// certificate, a disabled host name check. It never shows a secret.
+func (c *Keys) Describe() []string {
+	var sec []string
+	sec = append(sec, c.SecurityProtocol)
+	if c.UsesSASL() {
+		mech := c.SASLMechanism
+		switch {
+		case c.SASLMechanism == MechanismOAuthBearer:
+			if id := c.OAuthClientID; id != "" {
+				mech += " client " + id
+			}
+		case c.SASLUsername != "":
+			mech += " user " + c.SASLUsername
+		case c.SASLJAASConfig.IsSet():
+			if j, err := parseJAAS(c.SASLJAASConfig.Reveal()); err == nil && j.options["username"] != "" {
+				mech += " user " + j.options["username"]
+			}
+		}
+		sec = append(sec, mech)
+	}
+	if c.UsesTLS() {
+		switch {
+		case c.TruststoreLocation != "":
+			sec = append(sec, "CA "+c.TruststoreLocation)
+		case c.TruststoreCertificates != "":
+			sec = append(sec, "CA inline")
+		default:
+			sec = append(sec, "system CAs")
+		}
+		if c.KeystoreLocation != "" || c.KeystoreCertificateChain != "" {
+			sec = append(sec, "client certificate")
+		}
+		if c.EndpointIdentificationAlgorithm == "" {
+			sec = append(sec, "no hostname verification")
+		}
+	}
+	return sec
 }
 
 // TLS is a cluster's resolved ssl.* settings: the truststore and keystore its
@@ -200,19 +303,21 @@ type TLS struct {
 // security.protocol is PLAINTEXT or SASL_PLAINTEXT. Files are read at every
 // call, so rotated certificates are picked up by the next client built.
 // Errors name the key and never contain a private key.
-func (c *Cluster) TLS() (TLS, error) {
-	t, probs := c.resolveTLS()
+func (c *Keys) TLS() (TLS, error) {
+	t, probs := c.ResolveTLS()
 	if len(probs) > 0 {
-		return TLS{}, probs[0].error()
+		return TLS{}, probs[0].Err()
 	}
 	return t, nil
 }
 
-func (c *Cluster) resolveTLS() (TLS, []problem) {
+// ResolveTLS is TLS for validation: it returns every problem, each naming
+// its key, rather than the first.
+func (c *Keys) ResolveTLS() (TLS, []Problem) {
 	if !c.UsesTLS() {
 		return TLS{}, nil
 	}
-	var probs []problem
+	var probs []Problem
 	t := TLS{VerifyHostname: c.EndpointIdentificationAlgorithm != ""}
 
 	roots, p := c.loadRoots()
@@ -224,12 +329,12 @@ func (c *Cluster) resolveTLS() (TLS, []problem) {
 	t.Certificate = cert
 
 	if len(c.EnabledProtocols) == 0 {
-		probs = append(probs, problem{"ssl.enabled.protocols", "must list at least one of TLSv1.2, TLSv1.3"})
+		probs = append(probs, Problem{"ssl.enabled.protocols", "must list at least one of TLSv1.2, TLSv1.3"})
 	}
 	for _, name := range c.EnabledProtocols {
 		v, ok := tlsVersions[name]
 		if !ok {
-			probs = append(probs, problem{"ssl.enabled.protocols", checkTLSVersion(name).Error()})
+			probs = append(probs, Problem{"ssl.enabled.protocols", CheckTLSVersion(name).Error()})
 			continue
 		}
 		if t.MinVersion == 0 || v < t.MinVersion {
@@ -246,17 +351,17 @@ func (c *Cluster) resolveTLS() (TLS, []problem) {
 }
 
 // loadRoots returns the truststore, or nil for the system roots.
-func (c *Cluster) loadRoots() (*x509.CertPool, []problem) {
+func (c *Keys) loadRoots() (*x509.CertPool, []Problem) {
 	var data []byte
 	var key, what string
 	switch {
 	case c.TruststoreLocation != "" && c.TruststoreCertificates != "":
-		return nil, []problem{{"ssl.truststore.certificates", "set either ssl.truststore.location or ssl.truststore.certificates, not both"}}
+		return nil, []Problem{{"ssl.truststore.certificates", "set either ssl.truststore.location or ssl.truststore.certificates, not both"}}
 	case c.TruststoreLocation != "":
 		key, what = "ssl.truststore.location", "file "+c.TruststoreLocation
 		var err error
 		if data, err = os.ReadFile(c.TruststoreLocation); err != nil {
-			return nil, []problem{{key, fmt.Sprintf("cannot read the truststore: %v", err)}}
+			return nil, []Problem{{key, fmt.Sprintf("cannot read the truststore: %v", err)}}
 		}
 	case c.TruststoreCertificates != "":
 		key, what, data = "ssl.truststore.certificates", "the value", []byte(c.TruststoreCertificates)
@@ -265,10 +370,10 @@ func (c *Cluster) loadRoots() (*x509.CertPool, []problem) {
 	}
 	certs, err := parseCerts(data)
 	if err != nil {
-		return nil, []problem{{key, fmt.Sprintf("%s: %v", what, err)}}
+		return nil, []Problem{{key, fmt.Sprintf("%s: %v", what, err)}}
 	}
 	if len(certs) == 0 {
-		return nil, []problem{{key, what + " holds no PEM certificate (expected -----BEGIN CERTIFICATE----- blocks)"}}
+		return nil, []Problem{{key, what + " holds no PEM certificate (expected -----BEGIN CERTIFICATE----- blocks)"}}
 	}
 	pool := x509.NewCertPool()
 	for _, ct := range certs {
@@ -278,30 +383,30 @@ func (c *Cluster) loadRoots() (*x509.CertPool, []problem) {
 }
 
 // loadClientCert returns the client certificate for mutual TLS, or nil.
-func (c *Cluster) loadClientCert() (*tls.Certificate, []problem) {
-	var probs []problem
+func (c *Keys) loadClientCert() (*tls.Certificate, []Problem) {
+	var probs []Problem
 	if c.KeyPassword.IsSet() {
-		probs = append(probs, problem{"ssl.key.password", "encrypted private keys are not supported: decrypt the key (openssl pkey -in key.pem -out key-plain.pem), protect the file with permissions, and remove ssl.key.password"})
+		probs = append(probs, Problem{"ssl.key.password", "encrypted private keys are not supported: decrypt the key (openssl pkey -in key.pem -out key-plain.pem), protect the file with permissions, and remove ssl.key.password"})
 	}
 	inline := c.KeystoreCertificateChain != "" || c.KeystoreKey.IsSet()
 	var certPEM, keyPEM []byte
 	var key, what string
 	switch {
 	case c.KeystoreLocation != "" && inline:
-		return nil, append(probs, problem{"ssl.keystore.location", "set either ssl.keystore.location or ssl.keystore.certificate.chain with ssl.keystore.key, not both"})
+		return nil, append(probs, Problem{"ssl.keystore.location", "set either ssl.keystore.location or ssl.keystore.certificate.chain with ssl.keystore.key, not both"})
 	case c.KeystoreLocation != "":
 		key, what = "ssl.keystore.location", "file "+c.KeystoreLocation
 		data, err := os.ReadFile(c.KeystoreLocation)
 		if err != nil {
-			return nil, append(probs, problem{key, fmt.Sprintf("cannot read the keystore: %v", err)})
+			return nil, append(probs, Problem{key, fmt.Sprintf("cannot read the keystore: %v", err)})
 		}
 		certPEM, keyPEM = data, data
 	case inline:
 		if c.KeystoreCertificateChain == "" {
-			return nil, append(probs, problem{"ssl.keystore.certificate.chain", "required with ssl.keystore.key"})
+			return nil, append(probs, Problem{"ssl.keystore.certificate.chain", "required with ssl.keystore.key"})
 		}
 		if !c.KeystoreKey.IsSet() {
-			return nil, append(probs, problem{"ssl.keystore.key", "required with ssl.keystore.certificate.chain"})
+			return nil, append(probs, Problem{"ssl.keystore.key", "required with ssl.keystore.certificate.chain"})
 		}
 		key, what = "ssl.keystore.certificate.chain", "the value"
 		certPEM, keyPEM = []byte(c.KeystoreCertificateChain), []byte(c.KeystoreKey.Reveal())
@@ -310,10 +415,10 @@ func (c *Cluster) loadClientCert() (*tls.Certificate, []problem) {
 	}
 	certs, err := parseCerts(certPEM)
 	if err != nil {
-		return nil, append(probs, problem{key, fmt.Sprintf("%s: %v", what, err)})
+		return nil, append(probs, Problem{key, fmt.Sprintf("%s: %v", what, err)})
 	}
 	if len(certs) == 0 {
-		return nil, append(probs, problem{key, what + " holds no PEM certificate (expected -----BEGIN CERTIFICATE----- blocks)"})
+		return nil, append(probs, Problem{key, what + " holds no PEM certificate (expected -----BEGIN CERTIFICATE----- blocks)"})
 	}
 	keyKey, keyWhat := key, what
 	if c.KeystoreLocation == "" {
@@ -321,13 +426,13 @@ func (c *Cluster) loadClientCert() (*tls.Certificate, []problem) {
 	}
 	switch findKey(keyPEM) {
 	case keyNone:
-		return nil, append(probs, problem{keyKey, keyWhat + " holds no PEM private key (expected a -----BEGIN PRIVATE KEY----- block)"})
+		return nil, append(probs, Problem{keyKey, keyWhat + " holds no PEM private key (expected a -----BEGIN PRIVATE KEY----- block)"})
 	case keyEncrypted:
-		return nil, append(probs, problem{keyKey, keyWhat + " holds an encrypted private key, which is not supported: decrypt it (openssl pkey -in key.pem -out key-plain.pem) and protect the file with permissions"})
+		return nil, append(probs, Problem{keyKey, keyWhat + " holds an encrypted private key, which is not supported: decrypt it (openssl pkey -in key.pem -out key-plain.pem) and protect the file with permissions"})
 	}
 	pair, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
-		return nil, append(probs, problem{keyKey, fmt.Sprintf("%s: certificate and private key do not form a pair: %v", keyWhat, err)})
+		return nil, append(probs, Problem{keyKey, fmt.Sprintf("%s: certificate and private key do not form a pair: %v", keyWhat, err)})
 	}
 	if len(probs) > 0 {
 		return nil, probs
@@ -376,4 +481,25 @@ func findKey(data []byte) keyKind {
 			return keyPlain
 		}
 	}
+}
+
+// CheckTLSVersion checks one entry of ssl.enabled.protocols.
+func CheckTLSVersion(s string) error {
+	if _, ok := tlsVersions[s]; ok {
+		return nil
+	}
+	switch s {
+	case "TLSv1", "TLSv1.1", "SSLv3":
+		return fmt.Errorf("%s is not supported: it is insecure; use TLSv1.2 and/or TLSv1.3", quote(s))
+	}
+	return fmt.Errorf("unknown protocol %s; valid values: TLSv1.2, TLSv1.3", quote(s))
+}
+
+// quote quotes s for a message, shortening very long values.
+func quote(s string) string {
+	const max = 200
+	if len(s) > max {
+		return strconv.Quote(s[:max]) + "…"
+	}
+	return strconv.Quote(s)
 }
