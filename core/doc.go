@@ -11,6 +11,7 @@
 //   - config/gen:       the command that writes docs/config.md and the sample from the declarations
 //   - config/reference: the configuration reference rendered from the declarations, and the embedded sample
 //   - config/security:  what the security keys name, resolved and checked: SASL credentials and JAAS, PEM trust and key material
+//   - config/value:     the values of configuration keys parsed, checked and rendered back (one codec per type)
 //   - control:          the operators' run-time rules of a mirror (pause, stop, start), last matching rule wins
 //   - daemon:           process life cycle (HTTP endpoints, reload, ordered shutdown)
 //   - failback:         how a reverse mirror continues after a failover: at the last mirrored offset, after a side topic, or recreated

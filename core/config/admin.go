@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/kmirror/kmirror/core/config/security"
+
+	"github.com/kmirror/kmirror/core/config/value"
 )
 
 // DefaultAdminTokenFile is the name of the admin token file the daemon keeps
@@ -114,7 +116,7 @@ func validateAdmin(cfg *Config, failed map[string]bool, c *collector) {
 		return
 	}
 	if !IsLoopbackAddress(cfg.AdminAddress) && cfg.AdminTokenFile == "" && cfg.AdminTLSClientCAFile == "" {
-		c.add("admin.address", fmt.Sprintf("%s is not a loopback address: the admin API is off by default on non-loopback addresses; set admin.tls.client.ca.file (mutual TLS) and/or admin.token.file (with admin.tls.cert.file and admin.tls.key.file), or listen on 127.0.0.1", quote(cfg.AdminAddress)))
+		c.add("admin.address", fmt.Sprintf("%s is not a loopback address: the admin API is off by default on non-loopback addresses; set admin.tls.client.ca.file (mutual TLS) and/or admin.token.file (with admin.tls.cert.file and admin.tls.key.file), or listen on 127.0.0.1", value.Quote(cfg.AdminAddress)))
 	}
 	_, probs := cfg.resolveAdminTLS()
 	for _, p := range probs {

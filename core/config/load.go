@@ -14,6 +14,8 @@ import (
 	"github.com/knadh/koanf/v2"
 
 	"github.com/kmirror/kmirror/core/failpoint"
+
+	"github.com/kmirror/kmirror/core/config/value"
 )
 
 // EnvPrefix starts every environment variable Load reads.
@@ -152,12 +154,12 @@ func split(raw map[string]any, c *collector) *document {
 				flatten(m, "", k, sec.vals, c)
 			case nil:
 			default:
-				c.add(k, "expected a map of keys, got "+describe(v, false))
+				c.add(k, "expected a map of keys, got "+value.Describe(v, false))
 			}
 		case sectionMirrors:
 			list, ok := v.([]any)
 			if !ok && v != nil {
-				c.add(k, "expected a list of mirrors, got "+describe(v, false))
+				c.add(k, "expected a list of mirrors, got "+value.Describe(v, false))
 				continue
 			}
 			for i, it := range list {
@@ -165,7 +167,7 @@ func split(raw map[string]any, c *collector) *document {
 				sec.present = true
 				m, ok := it.(map[string]any)
 				if !ok {
-					c.add(fmt.Sprintf("mirrors[%d]", i), "expected a map of keys, got "+describe(it, false))
+					c.add(fmt.Sprintf("mirrors[%d]", i), "expected a map of keys, got "+value.Describe(it, false))
 				} else {
 					flatten(m, "", fmt.Sprintf("mirrors[%d]", i), sec.vals, c)
 				}
@@ -381,14 +383,14 @@ func envMirror(d *document, variable, norm string, c *collector) (*section, bool
 
 func applySets(d *document, sets []string, c *collector) {
 	for i, s := range sets {
-		key, value, ok := strings.Cut(s, "=")
+		key, val, ok := strings.Cut(s, "=")
 		key = strings.TrimSpace(key)
 		if !ok || key == "" {
 			// The text may be a secret typed without its key: do not echo it.
 			c.add("--set", fmt.Sprintf("flag %d: expected key=value", i+1))
 			continue
 		}
-		rv := rawVal{v: value, from: "--set"}
+		rv := rawVal{v: val, from: "--set"}
 		switch {
 		case strings.HasPrefix(key, sectionDestination+"."):
 			d.destination.present = true
@@ -399,16 +401,16 @@ func applySets(d *document, sets []string, c *collector) {
 		case strings.HasPrefix(key, sectionMirrors+"."):
 			name, k, ok := strings.Cut(strings.TrimPrefix(key, sectionMirrors+"."), ".")
 			if !ok || name == "" || k == "" {
-				c.add("--set", fmt.Sprintf("flag %d: %s: expected mirrors.<name>.<key>=value", i+1, quote(key)))
+				c.add("--set", fmt.Sprintf("flag %d: %s: expected mirrors.<name>.<key>=value", i+1, value.Quote(key)))
 				continue
 			}
 			if k == "name" {
-				c.add("--set", fmt.Sprintf("flag %d: %s: a mirror cannot be renamed with --set; change name in the file", i+1, quote(key)))
+				c.add("--set", fmt.Sprintf("flag %d: %s: a mirror cannot be renamed with --set; change name in the file", i+1, value.Quote(key)))
 				continue
 			}
 			sec := setMirror(d, name)
 			if sec == nil {
-				c.add("--set", fmt.Sprintf("flag %d: %s: no mirror named %s in the configuration (--set can override mirrors, not add them)", i+1, quote(key), quote(name)))
+				c.add("--set", fmt.Sprintf("flag %d: %s: no mirror named %s in the configuration (--set can override mirrors, not add them)", i+1, value.Quote(key), value.Quote(name)))
 				continue
 			}
 			sec.vals[k] = rv
@@ -452,7 +454,7 @@ func decode(d *document, c *collector) *Config {
 		} else if err := keyByName(ScopeMirror, "name").decode(&m, rv.v); err != nil {
 			c.add(label+".name", reason(keyByName(ScopeMirror, "name"), rv, err))
 		} else if j, dup := seen[m.Name]; dup {
-			c.add(label+".name", fmt.Sprintf("duplicate mirror name %s (also mirrors[%d]); mirror names must be unique", quote(m.Name), j))
+			c.add(label+".name", fmt.Sprintf("duplicate mirror name %s (also mirrors[%d]); mirror names must be unique", value.Quote(m.Name), j))
 		} else {
 			seen[m.Name] = i
 			label = fmt.Sprintf("mirrors[%s]", m.Name)
@@ -541,9 +543,9 @@ func keyPath(prefix, key string) string {
 func reason(k *Key, rv rawVal, err error) string {
 	msg := err.Error()
 	if k.Secret {
-		var te *typeError
+		var te *value.TypeError
 		if errors.As(err, &te) {
-			msg = te.redacted()
+			msg = te.Redacted()
 		} else {
 			msg = "invalid value"
 		}
@@ -593,7 +595,7 @@ func unknownReason(name string, scopes []Scope) string {
 	if hasScope(scopes, ScopeDaemon) {
 		for _, sec := range []string{sectionDestination, sectionState, sectionMirrors} {
 			if strings.HasPrefix(name, sec+".") {
-				return "unknown key: nest it under the " + sec + " section instead of writing " + quote(name) + " as one key"
+				return "unknown key: nest it under the " + sec + " section instead of writing " + value.Quote(name) + " as one key"
 			}
 		}
 		if head, tail, ok := strings.Cut(name, "."); ok {

@@ -7,6 +7,8 @@ import (
 
 	"github.com/kmirror/kmirror/core/aclrule"
 	"github.com/kmirror/kmirror/core/config/security"
+
+	"github.com/kmirror/kmirror/core/config/value"
 )
 
 // Security protocols accepted by security.protocol.
@@ -160,7 +162,7 @@ type regexError struct {
 }
 
 func (e *regexError) Error() string {
-	return "invalid regex " + quote(e.pattern) + ": " + e.err.Error()
+	return "invalid regex " + value.Quote(e.pattern) + ": " + e.err.Error()
 }
 func (e *regexError) Unwrap() error { return e.err }
 

@@ -6,9 +6,9 @@ import (
 	"encoding/pem"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 
+	"github.com/kmirror/kmirror/core/config/value"
 	"github.com/kmirror/kmirror/sdk/auth"
 )
 
@@ -490,16 +490,7 @@ func CheckTLSVersion(s string) error {
 	}
 	switch s {
 	case "TLSv1", "TLSv1.1", "SSLv3":
-		return fmt.Errorf("%s is not supported: it is insecure; use TLSv1.2 and/or TLSv1.3", quote(s))
+		return fmt.Errorf("%s is not supported: it is insecure; use TLSv1.2 and/or TLSv1.3", value.Quote(s))
 	}
-	return fmt.Errorf("unknown protocol %s; valid values: TLSv1.2, TLSv1.3", quote(s))
-}
-
-// quote quotes s for a message, shortening very long values.
-func quote(s string) string {
-	const max = 200
-	if len(s) > max {
-		return strconv.Quote(s[:max]) + "…"
-	}
-	return strconv.Quote(s)
+	return fmt.Errorf("unknown protocol %s; valid values: TLSv1.2, TLSv1.3", value.Quote(s))
 }
