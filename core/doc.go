@@ -40,5 +40,6 @@
 // plugins import only sdk; core never imports plugins or cmd, and cmd wires
 // everything. Inside core the data path's layers import one way: batch
 // imports nothing of ours, and fetcher, writer and runner never import
-// mirror, admin or cmd.
+// mirror, admin or cmd. config/value and config/security sit below config,
+// which calls them while it loads, and never import it.
 package core

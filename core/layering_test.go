@@ -93,6 +93,15 @@ var layeringRules = []layeringRule{
 		return !within(dep, module+"/core/mirror") && !within(dep, module+"/core/admin") && !within(dep, module+"/cmd")
 	}, "core/fetcher, core/writer and core/runner must never import core/mirror, core/admin or cmd",
 		module + "/cmd/kmirror"},
+	// How key values parse and what the security keys name sit below
+	// core/config, which calls them while it loads: they never import it.
+	{module + "/core/...", func(pkg string) bool {
+		return within(pkg, module+"/core/config/value") || within(pkg, module+"/core/config/security")
+	}, func(dep string) bool {
+		return within(dep, module+"/core/config/value") || within(dep, module+"/core/config/security") ||
+			within(dep, module+"/core/aclrule") || within(dep, module+"/sdk")
+	}, "core/config/value and core/config/security may import only each other, core/aclrule and sdk (never core/config)",
+		module + "/core/kclient"},
 }
 
 // violations returns the dependencies of pkgs that break r, one line each.
@@ -110,8 +119,9 @@ func (r layeringRule) violations(pkgs []goPackage) []string {
 
 // TestLayering enforces the layering of core/doc.go: sdk imports nothing of
 // ours; plugins import only sdk; core never imports plugins or cmd; inside
-// core, batch imports nothing of ours and fetcher, writer and runner never
-// import mirror, admin or cmd.
+// core, batch imports nothing of ours, fetcher, writer and runner never
+// import mirror, admin or cmd, and config's value and security packages
+// never import config.
 func TestLayering(t *testing.T) {
 	for _, r := range layeringRules {
 		var pkgs []goPackage
