@@ -12,6 +12,7 @@ import (
 // template syncs at start, on trigger without waiting for the interval, and
 // keeps going after a failed round, reporting each outcome.
 func TestSyncLoopRunsAtOnceOnEveryTickAndTriggerAndSurvivesErrors(t *testing.T) {
+	t.Parallel()
 	rounds := make(chan int, 10)
 	n := 0
 	var outcomes []error
@@ -60,6 +61,7 @@ func TestSyncLoopRunsAtOnceOnEveryTickAndTriggerAndSurvivesErrors(t *testing.T) 
 // metadata-sync lease is another daemon's) runs no round, reports no error,
 // and runs again once the gate opens and it is triggered.
 func TestGatedSyncLoopSkipsRoundsWhileClosed(t *testing.T) {
+	t.Parallel()
 	var open atomic.Bool
 	rounds := make(chan struct{}, 10)
 	skipped := make(chan struct{}, 10)
