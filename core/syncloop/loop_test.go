@@ -45,6 +45,8 @@ func TestSyncLoopRunsAtOnceOnEveryTickAndTriggerAndSurvivesErrors(t *testing.T) 
 	next("after the first trigger, although the first round failed")
 	l.Trigger()
 	next("after the second trigger")
+	// A window in which a round without a trigger would show: nothing
+	// happening has no event to wait for.
 	select {
 	case r := <-rounds:
 		t.Fatalf("round %d without a trigger or tick", r)
