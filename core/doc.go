@@ -4,7 +4,7 @@
 //   - aclrule:          the mirror.acl.include rule grammar and matcher
 //   - aclsync:          the ACL sync loop of one mirror (source ACLs in scope copied, stale ones deleted)
 //   - admin:            the operator API (HTTP+JSON on admin.address) behind `kmirror mirrors` and `kmirror failover`
-//   - admin/admintest:  test helpers for the admin API: a fake controller and a throw-away PKI
+//   - admin/admintest:  test helpers for the admin API: a fake controller
 //   - backoff:          the one retry policy (doubling waits, cap, full jitter, deadline)
 //   - batch:            zero-copy views over Kafka v2 record batches (split, re-stamp, CRC, bounded decoding)
 //   - config:           declaration, loading and validation of every configuration key
@@ -19,7 +19,7 @@
 //   - fetcher:          the source side of the data path: raw record batches fetched per source broker
 //   - groupsync:        the consumer-group and share-group offset sync loop of one mirror
 //   - internal/coalesce: concurrent requests of one topic gathered into one call, never answered from an older one
-//   - internal/testpki: throw-away certificate authorities for tests
+//   - internal/testpki: test certificates (made by the module's internal/testpki) under the names config's and kclient's tests use
 //   - kafkalog:         a partition's log read raw: bounds, leader, batches in bounded memory, entries
 //   - kclient:          a cluster's configuration turned into franz-go client options (TLS, SASL, sockets, dialer)
 //   - logging:          hclog construction from configuration

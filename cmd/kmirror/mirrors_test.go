@@ -20,6 +20,7 @@ import (
 	"github.com/kmirror/kmirror/core/admin/admintest"
 	"github.com/kmirror/kmirror/core/config"
 	"github.com/kmirror/kmirror/core/mirror"
+	"github.com/kmirror/kmirror/internal/testpki"
 )
 
 type lockedBuffer struct {
@@ -334,9 +335,10 @@ func TestAdminCommandsSayWhatToDoWhenTheDaemonIsAway(t *testing.T) {
 
 func TestAdminCommandsWithMutualTLS(t *testing.T) {
 	t.Parallel()
-	p := admintest.NewPKI(t, "operators CA")
-	d := startAdmin(t, fmt.Sprintf("admin.tls.cert.file: %s\nadmin.tls.key.file: %s\nadmin.tls.client.ca.file: %s\n", p.ServerCert, p.ServerKey, p.CAFile))
-	cert, key := p.ClientCert("carol-oncall")
+	p := testpki.New(t, "operators CA")
+	d := startAdmin(t, fmt.Sprintf("admin.tls.cert.file: %s\nadmin.tls.key.file: %s\nadmin.tls.client.ca.file: %s\n", p.Server.CertFile, p.Server.KeyFile, p.CAFile))
+	carol := p.IssueClient(t, "carol-oncall")
+	cert, key := carol.CertFile, carol.KeyFile
 	// The daemon's certificate file is the default trust anchor; the
 	// client certificate comes from the flags.
 	code, out, errOut := kmirror(t, nil, "mirrors", "list", "--config", d.cfgPath, "--tls-cert", cert, "--tls-key", key)

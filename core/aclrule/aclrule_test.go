@@ -12,6 +12,7 @@ func topicRead(name, principal string) Binding {
 
 // The examples are the ones KIP-1279 gives for mirror.acl.include.
 func TestKIPExamples(t *testing.T) {
+	t.Parallel()
 	alice := topicRead("orders-eu", "User:alice")
 	bobGroup := Binding{ResourceType: "GROUP", ResourceName: "consumer-billing", Principal: "User:bob", Operation: "READ", Permission: "ALLOW"}
 	carolWrite := Binding{ResourceType: "TOPIC", ResourceName: "payments", Principal: "User:carol", Operation: "WRITE", Permission: "ALLOW"}
@@ -51,6 +52,7 @@ func TestKIPExamples(t *testing.T) {
 }
 
 func TestRegexIsAnchored(t *testing.T) {
+	t.Parallel()
 	rs, err := Parse("TOPIC;orders;*;*;User:a.*")
 	if err != nil {
 		t.Fatal(err)
@@ -77,6 +79,7 @@ func TestRegexIsAnchored(t *testing.T) {
 }
 
 func TestCaseInsensitiveEnums(t *testing.T) {
+	t.Parallel()
 	rs, err := Parse("topic;*;read;allow")
 	if err != nil {
 		t.Fatal(err)
@@ -95,6 +98,7 @@ func TestCaseInsensitiveEnums(t *testing.T) {
 }
 
 func TestOperationAllIsExact(t *testing.T) {
+	t.Parallel()
 	all := topicRead("t", "User:u")
 	all.Operation = "ALL"
 	read, _ := Parse("TOPIC;*;READ")
@@ -111,6 +115,7 @@ func TestOperationAllIsExact(t *testing.T) {
 }
 
 func TestEmptyMatchesNothing(t *testing.T) {
+	t.Parallel()
 	for _, s := range []string{"", "   "} {
 		rs, err := Parse(s)
 		if err != nil {
@@ -123,6 +128,7 @@ func TestEmptyMatchesNothing(t *testing.T) {
 }
 
 func TestParseErrors(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		in    string
 		rule  int
@@ -164,6 +170,7 @@ func TestParseErrors(t *testing.T) {
 }
 
 func TestParseRuleAllowsCommaInRegex(t *testing.T) {
+	t.Parallel()
 	r, err := ParseRule("TOPIC;a{1,3}")
 	if err != nil {
 		t.Fatal(err)
@@ -177,6 +184,7 @@ func TestParseRuleAllowsCommaInRegex(t *testing.T) {
 }
 
 func TestStringOmitsTrailingWildcards(t *testing.T) {
+	t.Parallel()
 	cases := map[string]string{
 		"*":                       "*",
 		"*;*;*;*;*":               "*",

@@ -28,6 +28,7 @@ import (
 // dc1 and deleted its partition records. It is refused before the
 // controller.
 func TestAnEscapedSlashInAMirrorNameIsRefusedAndChangesNothing(t *testing.T) {
+	t.Parallel()
 	h := start(t, nil)
 	code, body := h.do("DELETE", "/v1/mirrors/dc1%2Fpartitions", testToken, "")
 	if code != http.StatusBadRequest || !strings.Contains(errorOf(t, body), `invalid mirror name "dc1/partitions"`) {

@@ -24,6 +24,7 @@ import (
 	"github.com/kmirror/kmirror/core/config"
 	"github.com/kmirror/kmirror/core/config/security"
 	"github.com/kmirror/kmirror/core/mirror"
+	"github.com/kmirror/kmirror/internal/testpki"
 )
 
 const testToken = "tok-5f1d0c9e-not-a-real-secret"
@@ -150,6 +151,7 @@ func errorOf(t *testing.T, body string) string {
 }
 
 func TestTokenIsRequiredAndWrongOnesChangeNothing(t *testing.T) {
+	t.Parallel()
 	h := start(t, nil)
 	for _, tc := range []struct{ name, token, want string }{
 		{"no token", "", "missing bearer token"},
@@ -195,6 +197,7 @@ func TestTokenIsRequiredAndWrongOnesChangeNothing(t *testing.T) {
 }
 
 func TestRoutesCallTheController(t *testing.T) {
+	t.Parallel()
 	h := start(t, nil)
 	h.ctl.Update(func(c *admintest.Controller) {
 		c.Result = mirror.OpResult{Message: "done", Partitions: sampleStatus().Mirrors[0].Partitions[:1]}
@@ -299,6 +302,7 @@ func TestRoutesCallTheController(t *testing.T) {
 }
 
 func TestBadRequestsAreRefusedBeforeTheController(t *testing.T) {
+	t.Parallel()
 	h := start(t, nil)
 	cases := []struct {
 		method, path, body string
@@ -331,6 +335,7 @@ func TestBadRequestsAreRefusedBeforeTheController(t *testing.T) {
 }
 
 func TestControllerErrorsMapToStatuses(t *testing.T) {
+	t.Parallel()
 	h := start(t, nil)
 	cases := []struct {
 		err  error
@@ -361,6 +366,7 @@ func TestControllerErrorsMapToStatuses(t *testing.T) {
 }
 
 func TestOperationsRunOutOfTimeWith504(t *testing.T) {
+	t.Parallel()
 	h := start(t, nil) // OpTimeout is 2 s
 	h.ctl.Update(func(c *admintest.Controller) {
 		c.Block = true
@@ -382,6 +388,7 @@ func TestOperationsRunOutOfTimeWith504(t *testing.T) {
 }
 
 func TestEveryCallIsLoggedWithItsCallerAndNeverTheToken(t *testing.T) {
+	t.Parallel()
 	h := start(t, nil)
 	h.do("POST", "/v1/mirrors/dc1/pause", testToken, `{"topics":["orders"]}`)
 	h.do("GET", "/v1/mirrors", "wrong-"+testToken, "")
@@ -412,6 +419,7 @@ func TestEveryCallIsLoggedWithItsCallerAndNeverTheToken(t *testing.T) {
 }
 
 func TestDefaultTokenFileIsCreatedOnceWithMode0600(t *testing.T) {
+	t.Parallel()
 	h := start(t, func(cfg *config.Config) { cfg.AdminTokenFile = "" })
 	path := filepath.Join(h.cfg.State.Dir, config.DefaultAdminTokenFile)
 	fi, err := os.Stat(path)
@@ -447,6 +455,7 @@ func TestDefaultTokenFileIsCreatedOnceWithMode0600(t *testing.T) {
 }
 
 func TestReloadRotatesTheTokenAndABadOneIsRejected(t *testing.T) {
+	t.Parallel()
 	h := start(t, nil)
 	if err := os.WriteFile(h.cfg.AdminTokenFile, []byte("tok-rotated\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -474,6 +483,7 @@ func TestReloadRotatesTheTokenAndABadOneIsRejected(t *testing.T) {
 }
 
 func TestEmptyAddressDisablesTheAPI(t *testing.T) {
+	t.Parallel()
 	srv, err := admin.New(admin.Options{Controller: &admintest.Controller{}, Logger: hclog.NewNullLogger()})
 	if err != nil {
 		t.Fatal(err)
@@ -491,7 +501,7 @@ func TestEmptyAddressDisablesTheAPI(t *testing.T) {
 
 // tlsClient returns an HTTPS client trusting the PKI's CA, presenting the
 // given client certificate (none when certFile is "").
-func tlsClient(t *testing.T, p *admintest.PKI, certFile, keyFile string) *http.Client {
+func tlsClient(t *testing.T, p *testpki.PKI, certFile, keyFile string) *http.Client {
 	t.Helper()
 	pool, err := security.LoadCertPool(p.CAFile)
 	if err != nil {
@@ -509,10 +519,11 @@ func tlsClient(t *testing.T, p *admintest.PKI, certFile, keyFile string) *http.C
 }
 
 func TestMutualTLS(t *testing.T) {
-	p := admintest.NewPKI(t, "operators CA")
+	t.Parallel()
+	p := testpki.New(t, "operators CA")
 	h := start(t, func(cfg *config.Config) {
 		cfg.AdminTokenFile = "" // mTLS alone
-		cfg.AdminTLSCertFile, cfg.AdminTLSKeyFile, cfg.AdminTLSClientCAFile = p.ServerCert, p.ServerKey, p.CAFile
+		cfg.AdminTLSCertFile, cfg.AdminTLSKeyFile, cfg.AdminTLSClientCAFile = p.Server.CertFile, p.Server.KeyFile, p.CAFile
 	})
 	if _, err := os.Stat(filepath.Join(h.cfg.State.Dir, config.DefaultAdminTokenFile)); err == nil {
 		t.Error("a token file was created although mTLS alone is configured")
@@ -524,8 +535,8 @@ func TestMutualTLS(t *testing.T) {
 		t.Fatalf("no client certificate: %d %s", code, body)
 	}
 	// With one signed by the CA: the caller is its CN.
-	cert, key := p.ClientCert("alice-ops")
-	h.http = tlsClient(t, p, cert, key)
+	alice := p.IssueClient(t, "alice-ops")
+	h.http = tlsClient(t, p, alice.CertFile, alice.KeyFile)
 	code, body = h.do("POST", "/v1/mirrors/dc1/pause", "", `{}`)
 	if code != 200 {
 		t.Fatalf("valid client certificate: %d %s", code, body)
@@ -536,13 +547,13 @@ func TestMutualTLS(t *testing.T) {
 	// One signed by another CA is refused: Go's client does not even send
 	// it (its issuer is not among the CAs the server asks for), and one
 	// sent anyway fails the handshake.
-	other := admintest.NewPKI(t, "rogue CA")
-	rogueCert, rogueKey := other.ClientCert("mallory")
-	h.http = tlsClient(t, p, rogueCert, rogueKey)
+	other := testpki.New(t, "rogue CA")
+	mallory := other.IssueClient(t, "mallory")
+	h.http = tlsClient(t, p, mallory.CertFile, mallory.KeyFile)
 	if code, body := h.do("POST", "/v1/mirrors/dc1/pause", "", `{}`); code != 401 || !strings.Contains(errorOf(t, body), "a client certificate is required") {
 		t.Fatalf("certificate of another CA: %d %s", code, body)
 	}
-	pair, err := tls.LoadX509KeyPair(rogueCert, rogueKey)
+	pair, err := tls.LoadX509KeyPair(mallory.CertFile, mallory.KeyFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -566,11 +577,13 @@ func TestMutualTLS(t *testing.T) {
 }
 
 func TestTokenAndMutualTLSAreBothRequiredWhenBothAreSet(t *testing.T) {
-	p := admintest.NewPKI(t, "operators CA")
+	t.Parallel()
+	p := testpki.New(t, "operators CA")
 	h := start(t, func(cfg *config.Config) {
-		cfg.AdminTLSCertFile, cfg.AdminTLSKeyFile, cfg.AdminTLSClientCAFile = p.ServerCert, p.ServerKey, p.CAFile
+		cfg.AdminTLSCertFile, cfg.AdminTLSKeyFile, cfg.AdminTLSClientCAFile = p.Server.CertFile, p.Server.KeyFile, p.CAFile
 	})
-	cert, key := p.ClientCert("bob-ops")
+	bob := p.IssueClient(t, "bob-ops")
+	cert, key := bob.CertFile, bob.KeyFile
 	h.http = tlsClient(t, p, cert, key)
 	if code, body := h.do("GET", "/v1/mirrors", "", ""); code != 401 || !strings.Contains(errorOf(t, body), "missing bearer token") {
 		t.Fatalf("certificate without token: %d %s", code, body)
@@ -589,15 +602,18 @@ func TestTokenAndMutualTLSAreBothRequiredWhenBothAreSet(t *testing.T) {
 }
 
 func TestReloadSwapsTheServerCertificate(t *testing.T) {
-	p := admintest.NewPKI(t, "first CA")
-	h := start(t, func(cfg *config.Config) { cfg.AdminTLSCertFile, cfg.AdminTLSKeyFile = p.ServerCert, p.ServerKey })
+	t.Parallel()
+	p := testpki.New(t, "first CA")
+	h := start(t, func(cfg *config.Config) {
+		cfg.AdminTLSCertFile, cfg.AdminTLSKeyFile = p.Server.CertFile, p.Server.KeyFile
+	})
 	h.http = tlsClient(t, p, "", "")
 	if code, _ := h.do("GET", "/v1/mirrors", testToken, ""); code != 200 {
 		t.Fatal("HTTPS with a token failed")
 	}
-	p2 := admintest.NewPKI(t, "second CA")
+	p2 := testpki.New(t, "second CA")
 	next := *h.cfg
-	next.AdminTLSCertFile, next.AdminTLSKeyFile = p2.ServerCert, p2.ServerKey
+	next.AdminTLSCertFile, next.AdminTLSKeyFile = p2.Server.CertFile, p2.Server.KeyFile
 	if err := h.srv.Reload(context.Background(), &next); err != nil {
 		t.Fatal(err)
 	}

@@ -73,6 +73,7 @@ func reseal(b []byte) []byte {
 }
 
 func TestRoundTripEachCodec(t *testing.T) {
+	t.Parallel()
 	for _, c := range codecs {
 		t.Run(c.String(), func(t *testing.T) {
 			var batches [][]byte
@@ -206,6 +207,7 @@ func describe(recs []batch.Record) string {
 }
 
 func TestSplitTrailingPartialAtEveryCut(t *testing.T) {
+	t.Parallel()
 	whole := mustEncode(t, sampleOptions(0, batch.CompressionNone), sampleRecords(0)[:2])
 	next := mustEncode(t, sampleOptions(2, batch.CompressionNone), sampleRecords(2)[:2])
 	for cut := 0; cut < len(next); cut++ {
@@ -223,6 +225,7 @@ func TestSplitTrailingPartialAtEveryCut(t *testing.T) {
 }
 
 func TestSplitEmptyInput(t *testing.T) {
+	t.Parallel()
 	got, rest, err := batch.Split(nil)
 	if err != nil || len(got) != 0 || len(rest) != 0 {
 		t.Fatalf("Split(nil) = %d batches, %d rest bytes, %v; want nothing", len(got), len(rest), err)
@@ -230,6 +233,7 @@ func TestSplitEmptyInput(t *testing.T) {
 }
 
 func TestSplitBatchesCannotGrowIntoNeighbours(t *testing.T) {
+	t.Parallel()
 	a := mustEncode(t, sampleOptions(0, batch.CompressionNone), sampleRecords(0)[:1])
 	b := mustEncode(t, sampleOptions(1, batch.CompressionNone), sampleRecords(1)[:1])
 	fetched := concat(a, b)
@@ -244,6 +248,7 @@ func TestSplitBatchesCannotGrowIntoNeighbours(t *testing.T) {
 }
 
 func TestSplitCorruptCRC(t *testing.T) {
+	t.Parallel()
 	good := mustEncode(t, sampleOptions(0, batch.CompressionZstd), sampleRecords(0))
 	bad := bytes.Clone(mustEncode(t, sampleOptions(5, batch.CompressionZstd), sampleRecords(5)))
 	bad[len(bad)-3] ^= 0x40 // inside the compressed records
@@ -272,6 +277,7 @@ func TestSplitCorruptCRC(t *testing.T) {
 
 // Every byte the CRC covers must be checked; the fields before it must not.
 func TestCRCCoverage(t *testing.T) {
+	t.Parallel()
 	orig := mustEncode(t, sampleOptions(0, batch.CompressionNone), sampleRecords(0)[:2])
 	for i := range orig {
 		b := batch.Batch(bytes.Clone(orig))
@@ -299,6 +305,7 @@ func TestCRCCoverage(t *testing.T) {
 }
 
 func TestSetBaseOffsetAndLeaderEpochKeepCRC(t *testing.T) {
+	t.Parallel()
 	b := mustEncode(t, sampleOptions(500, batch.CompressionLZ4), sampleRecords(500))
 	crc := b.CRC()
 	b.SetBaseOffset(0)
@@ -335,6 +342,7 @@ func legacyMessage(magic byte, offset int64) []byte {
 }
 
 func TestSplitRejectsMessageFormatV0V1(t *testing.T) {
+	t.Parallel()
 	good := mustEncode(t, sampleOptions(0, batch.CompressionNone), sampleRecords(0)[:1])
 	for _, magic := range []byte{0, 1} {
 		legacy := legacyMessage(magic, 1)
@@ -354,6 +362,7 @@ func TestSplitRejectsMessageFormatV0V1(t *testing.T) {
 }
 
 func TestSplitRejectsBadLengths(t *testing.T) {
+	t.Parallel()
 	orig := mustEncode(t, sampleOptions(0, batch.CompressionNone), sampleRecords(0)[:1])
 	for _, length := range []int32{-1, math.MinInt32, 0, 48} {
 		b := bytes.Clone(orig)
@@ -387,6 +396,8 @@ func TestSplitRejectsBadLengths(t *testing.T) {
 }
 
 func TestScannerAllocatesNothing(t *testing.T) {
+	// Not parallel: testing.AllocsPerRun refuses to run beside a
+	// parallel test, whose allocations it would count.
 	var fetched []byte
 	for i := range 8 {
 		fetched = append(fetched, mustEncode(t, sampleOptions(int64(5*i), batch.CompressionZstd), sampleRecords(int64(5*i)))...)
@@ -406,6 +417,7 @@ func TestScannerAllocatesNothing(t *testing.T) {
 }
 
 func TestControlRecords(t *testing.T) {
+	t.Parallel()
 	for _, typ := range []batch.ControlType{batch.ControlAbort, batch.ControlCommit} {
 		opts := batch.EncodeOptions{BaseOffset: 77, ProducerID: 9, ProducerEpoch: 2, BaseSequence: 55}
 		b, err := batch.EncodeControl(opts, typ, 4, 1_700_000_000_000)
@@ -432,6 +444,7 @@ func TestControlRecords(t *testing.T) {
 }
 
 func TestControlRecordErrors(t *testing.T) {
+	t.Parallel()
 	data := mustEncode(t, sampleOptions(0, batch.CompressionNone), sampleRecords(0)[:1])
 	if _, err := batch.ControlRecord(data); !errors.Is(err, batch.ErrNotControl) {
 		t.Fatalf("data batch: %v, want ErrNotControl", err)
@@ -466,6 +479,7 @@ func TestControlRecordErrors(t *testing.T) {
 }
 
 func TestRecordsRejectsMiscountedRecords(t *testing.T) {
+	t.Parallel()
 	orig := mustEncode(t, sampleOptions(0, batch.CompressionNone), sampleRecords(0))
 	for _, count := range []uint32{4, 6, math.MaxUint32} {
 		b := bytes.Clone(orig)
@@ -498,6 +512,7 @@ func TestRecordsRejectsMiscountedRecords(t *testing.T) {
 
 // Clients other than the Java one write snappy as one raw block.
 func TestRecordsRawSnappy(t *testing.T) {
+	t.Parallel()
 	recs := sampleRecords(10)
 	plain := mustEncode(t, sampleOptions(10, batch.CompressionNone), recs)
 	raw := s2.EncodeSnappy(nil, plain[61:])
@@ -513,6 +528,7 @@ func TestRecordsRawSnappy(t *testing.T) {
 }
 
 func TestCompactedAndLogAppendTimeBatches(t *testing.T) {
+	t.Parallel()
 	recs := []batch.Record{
 		{Offset: 100, Timestamp: 10, Value: []byte("a")},
 		{Offset: 103, Timestamp: 30, Value: []byte("b")},
@@ -551,6 +567,7 @@ func TestCompactedAndLogAppendTimeBatches(t *testing.T) {
 }
 
 func TestIncrementSequence(t *testing.T) {
+	t.Parallel()
 	cases := []struct{ seq, n, want int32 }{
 		{0, 1, 1},
 		{17, 4, 21},
@@ -569,6 +586,7 @@ func TestIncrementSequence(t *testing.T) {
 }
 
 func TestStrings(t *testing.T) {
+	t.Parallel()
 	for c, want := range map[batch.Compression]string{
 		batch.CompressionNone: "none", batch.CompressionGzip: "gzip", batch.CompressionSnappy: "snappy",
 		batch.CompressionLZ4: "lz4", batch.CompressionZstd: "zstd", 6: "unknown(6)",
@@ -585,6 +603,7 @@ func TestStrings(t *testing.T) {
 // The zstd encoder and decoder are shared package-wide; concurrent use must
 // be safe (run with -race).
 func TestRecordsConcurrentZstd(t *testing.T) {
+	t.Parallel()
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
 	for g := range 8 {

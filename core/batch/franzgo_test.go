@@ -35,6 +35,7 @@ func kgoParse(t *testing.T, fetched []byte) kgo.FetchPartition {
 }
 
 func TestFranzGoReadsRestampedBatches(t *testing.T) {
+	t.Parallel()
 	for _, c := range codecs {
 		t.Run(c.String(), func(t *testing.T) {
 			var fetched []byte
@@ -150,6 +151,7 @@ func kmsgBatch(t *testing.T, c batch.Compression, attrs int16, base int64, recs 
 }
 
 func TestReadsFranzGoBatches(t *testing.T) {
+	t.Parallel()
 	for _, c := range codecs {
 		t.Run(c.String(), func(t *testing.T) {
 			recs := sampleRecords(40)
@@ -185,6 +187,7 @@ func TestReadsFranzGoBatches(t *testing.T) {
 }
 
 func TestControlRecordsAgainstFranzGo(t *testing.T) {
+	t.Parallel()
 	for _, typ := range []batch.ControlType{batch.ControlAbort, batch.ControlCommit} {
 		// franz-go built marker → ControlRecord.
 		theirs := kmsgBatch(t, batch.CompressionNone, 0x30, 10, []batch.Record{{

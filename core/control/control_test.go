@@ -3,6 +3,7 @@ package control
 import "testing"
 
 func TestControlRulesLastMatchWins(t *testing.T) {
+	t.Parallel()
 	var rules []Rule
 	rules = AppendRule(rules, Rule{Topics: []string{".*"}, On: true})
 	rules = AppendRule(rules, Rule{Topics: []string{"orders.*"}, Exclude: []string{"orders-tmp"}, On: false})

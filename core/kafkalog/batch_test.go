@@ -14,6 +14,7 @@ import (
 // The batcher answers what Bounds answers, for partitions asking together,
 // and a partition the broker does not know fails alone.
 func TestBoundsBatcherAnswersEachPartitionAsBoundsDoes(t *testing.T) {
+	t.Parallel()
 	cl := fill(t)
 	ctx := context.Background()
 	b := NewBoundsBatcher(cl, 20*time.Millisecond)

@@ -9,22 +9,16 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmirror/kmirror/internal/kfaketest"
 )
 
 // fill creates topic t with 10 batches of 50 records (offsets 0-499) and
 // moves its log start to 275, inside the sixth batch.
 func fill(t *testing.T) *kgo.Client {
 	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "t"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.DefaultProduceTopic("t"), kgo.ProducerLinger(50*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
+	c := kfaketest.NewCluster(t, kfake.SeedTopics(1, "t"))
+	cl := kfaketest.NewClient(t, c, kgo.DefaultProduceTopic("t"), kgo.ProducerLinger(50*time.Millisecond))
 	ctx := context.Background()
 	for i := 0; i < 10; i++ {
 		var recs []*kgo.Record
@@ -44,6 +38,7 @@ func fill(t *testing.T) *kgo.Client {
 }
 
 func TestBoundsReaderAndFirstBatchAt(t *testing.T) {
+	t.Parallel()
 	cl := fill(t)
 	ctx := context.Background()
 	start, end, err := Bounds(ctx, cl, "t", 0)

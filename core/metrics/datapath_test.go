@@ -37,6 +37,7 @@ func value(t *testing.T, p *Provider, name string, labels map[string]string) flo
 }
 
 func TestDataPathMetrics(t *testing.T) {
+	t.Parallel()
 	p, err := New()
 	if err != nil {
 		t.Fatal(err)
@@ -139,6 +140,8 @@ func TestDataPathMetrics(t *testing.T) {
 
 // Recording a request allocates nothing once its broker was seen.
 func TestDataPathRecordingDoesNotAllocate(t *testing.T) {
+	// Not parallel: testing.AllocsPerRun refuses to run beside a
+	// parallel test, whose allocations it would count.
 	p, err := New()
 	if err != nil {
 		t.Fatal(err)

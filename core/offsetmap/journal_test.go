@@ -90,6 +90,7 @@ func sameRanges(t *testing.T, what string, got, want *Map) {
 // An append writes the open segment only, never the map's snapshot: its
 // bytes do not grow with the map.
 func TestJournalAppendWritesTheOpenSegmentOnly(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	store := newCountingStore()
 	j := NewJournal(store, "m", "t", 0, JournalOptions{})
@@ -120,6 +121,7 @@ func TestJournalAppendWritesTheOpenSegmentOnly(t *testing.T) {
 // it, and the resume's TruncateDest (the batch never reached the
 // destination) is stored with the next append.
 func TestJournalCrashBetweenSaveAndAppendKeepsTheMapping(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	store := memstore.New()
 	j := NewJournal(store, "m", "t", 0, JournalOptions{})
@@ -170,6 +172,7 @@ func TestJournalCrashBetweenSaveAndAppendKeepsTheMapping(t *testing.T) {
 // ranges as it (at least MinCompactRanges), and the stale ones are deleted:
 // the keys in the store stay bounded, and the map reloads the same.
 func TestJournalCompactionFoldsSegmentsIntoTheSnapshot(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	store := newCountingStore()
 	opts := JournalOptions{SegmentRanges: 8, MinCompactRanges: 64}
@@ -207,6 +210,7 @@ func TestJournalCompactionFoldsSegmentsIntoTheSnapshot(t *testing.T) {
 // A compaction drops the mappings below the destination log start (asked
 // through LogStart); offsets from the log start on translate as before.
 func TestJournalCompactionTrimsBelowTheDestinationLogStart(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	store := memstore.New()
 	logStart := int64(-1)
@@ -254,6 +258,7 @@ func TestJournalCompactionTrimsBelowTheDestinationLogStart(t *testing.T) {
 // that segments follow; segments that a newer kmirror left next to an old
 // value (a downgrade) are stale, never applied.
 func TestJournalLoadsTheFormatBeforeJournals(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	store := memstore.New()
 	old := &Map{}
@@ -301,6 +306,7 @@ func TestJournalLoadsTheFormatBeforeJournals(t *testing.T) {
 // A live segment missing between others means lost mappings: Load fails
 // with ErrCorrupt rather than returning a map with a hole.
 func TestJournalMissingSegmentIsCorrupt(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	store := memstore.New()
 	j := NewJournal(store, "m", "t", 0, JournalOptions{SegmentRanges: 2, MinCompactRanges: 1000})
@@ -329,6 +335,7 @@ func TestJournalMissingSegmentIsCorrupt(t *testing.T) {
 // A journal that did not load the map (a new map) writes a snapshot after
 // every segment already in the store, so that none of them is applied to it.
 func TestJournalRewriteOfANewMapMakesOldSegmentsStale(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	store := memstore.New()
 	j := NewJournal(store, "m", "t", 0, JournalOptions{SegmentRanges: 2})
@@ -376,6 +383,7 @@ func TestJournalRewriteOfANewMapMakesOldSegmentsStale(t *testing.T) {
 // loading the store): whatever happens, the map reloaded from the store is
 // the map in memory at its last write, up to the ranges a trim dropped.
 func TestJournalSurvivesRandomOperationsAndCrashes(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for seed := range uint64(30) {
 		r := rand.New(rand.NewPCG(seed, 7))
@@ -439,6 +447,7 @@ func (failingDeletes) Delete(context.Context, string, int64) error {
 // Deleting stale segments is best effort: a store that refuses deletes does
 // not fail the write ahead of a batch; the journal warns and tries again.
 func TestJournalAppendSucceedsWhenStaleSegmentsCannotBeDeleted(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	store := failingDeletes{memstore.New()}
 	var warned int
@@ -464,6 +473,7 @@ func TestJournalAppendSucceedsWhenStaleSegmentsCannotBeDeleted(t *testing.T) {
 // another journal appended since (the partition ran elsewhere meanwhile)
 // are stale after it too.
 func TestJournalRewriteListsSegmentsWrittenByAnotherJournal(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	store := memstore.New()
 	opts := JournalOptions{SegmentRanges: 2}

@@ -20,6 +20,7 @@ func compacted(t *testing.T, src []int64) *Map {
 }
 
 func TestRangesCompressConsecutiveOffsets(t *testing.T) {
+	t.Parallel()
 	m := compacted(t, []int64{0, 1, 2, 5, 6, 9})
 	want := []Range{{0, 0, 3}, {5, 3, 2}, {9, 5, 1}}
 	got := m.Ranges()
@@ -37,6 +38,7 @@ func TestRangesCompressConsecutiveOffsets(t *testing.T) {
 }
 
 func TestLookupIsExactAndTranslateFindsNextRecord(t *testing.T) {
+	t.Parallel()
 	m := compacted(t, []int64{0, 1, 2, 5, 6, 9})
 	for src, want := range map[int64]int64{0: 0, 2: 2, 5: 3, 6: 4, 9: 5} {
 		if got, ok := m.Lookup(src); !ok || got != want {
@@ -60,6 +62,7 @@ func TestLookupIsExactAndTranslateFindsNextRecord(t *testing.T) {
 }
 
 func TestAddRejectsOffsetsThatDoNotIncrease(t *testing.T) {
+	t.Parallel()
 	m := compacted(t, []int64{10, 11})
 	if err := m.Add(11, 5); !errors.Is(err, ErrNotIncreasing) {
 		t.Fatalf("re-adding source 11: %v", err)
@@ -73,6 +76,7 @@ func TestAddRejectsOffsetsThatDoNotIncrease(t *testing.T) {
 }
 
 func TestBinaryRoundTripOfARandomCompactedLog(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(1, 2))
 	var src []int64
 	var off int64 = 1000
@@ -100,6 +104,7 @@ func TestBinaryRoundTripOfARandomCompactedLog(t *testing.T) {
 }
 
 func TestUnmarshalRejectsCorruptData(t *testing.T) {
+	t.Parallel()
 	m := compacted(t, []int64{0, 1, 5})
 	b, _ := m.MarshalBinary()
 	for _, bad := range [][]byte{nil, {2}, b[:len(b)-1], append(append([]byte(nil), b...), 0)} {
@@ -137,6 +142,7 @@ func FuzzUnmarshal(f *testing.F) {
 }
 
 func TestTruncateDestDropsMappingsNotAppended(t *testing.T) {
+	t.Parallel()
 	m := compacted(t, []int64{0, 1, 2, 5, 6, 9}) // dest 0..5
 	m.TruncateDest(4)                            // dest 4 and 5 were never appended
 	if m.DestNext() != 4 || m.SourceNext() != 6 {
@@ -152,6 +158,7 @@ func TestTruncateDestDropsMappingsNotAppended(t *testing.T) {
 }
 
 func TestSourceOfIsLookupReversed(t *testing.T) {
+	t.Parallel()
 	var m Map
 	for _, r := range []Range{{Source: 0, Dest: 0, Len: 3}, {Source: 5, Dest: 3, Len: 2}, {Source: 9, Dest: 10, Len: 1}} {
 		if err := m.AddRun(r.Source, r.Dest, r.Len); err != nil {
@@ -175,6 +182,7 @@ func TestSourceOfIsLookupReversed(t *testing.T) {
 }
 
 func TestTrimDestKeepsTheLastRangeBelowTheLogStart(t *testing.T) {
+	t.Parallel()
 	m := compacted(t, []int64{0, 1, 2, 5, 6, 9, 12}) // ranges at destination 0, 3, 5, 6
 	if n := m.TrimDest(0); n != 0 {
 		t.Fatalf("TrimDest(0) dropped %d ranges", n)
@@ -197,6 +205,7 @@ func TestTrimDestKeepsTheLastRangeBelowTheLogStart(t *testing.T) {
 
 // The runner adds mappings while group sync translates: -race checks it.
 func TestMapIsSafeForOneWriterAndConcurrentReaders(t *testing.T) {
+	t.Parallel()
 	var m Map
 	done := make(chan struct{})
 	go func() {

@@ -41,6 +41,7 @@ func copyDir(t *testing.T, from string) string {
 // transaction) and finds its facts in the typed fields; the next write
 // stores schema 2 without the old extensions.
 func TestASchema1StateDirectoryIsMigrated(t *testing.T) {
+	t.Parallel()
 	store, err := file.Open(copyDir(t, "testdata/schema1-state"))
 	if err != nil {
 		t.Fatal(err)
@@ -81,6 +82,7 @@ func TestASchema1StateDirectoryIsMigrated(t *testing.T) {
 // TestSchema1ExtensionsBecomeTypedFields covers every extension schema 1
 // kept, including those a state directory rarely holds at rest.
 func TestSchema1ExtensionsBecomeTypedFields(t *testing.T) {
+	t.Parallel()
 	store := memstore.New()
 	key := "mirrors/dc1/partitions/orders/0"
 	v1 := `{"schema":1,"mirror":"dc1","topic":"orders","partition":0,"state":"PREPARING","mode":"preserve","last_mirrored_offset":-1,` +

@@ -185,6 +185,7 @@ func reach(t *testing.T, p *partition.Partition, name string) {
 }
 
 func TestTransitionTable(t *testing.T) {
+	t.Parallel()
 	targets := append([]partition.State{partition.Unknown}, partition.States()...)
 	for from, allowed := range expectedSuccessors {
 		for _, to := range targets {
@@ -244,6 +245,7 @@ func TestTransitionTable(t *testing.T) {
 }
 
 func TestTableFunctionsAgreeWithDesign(t *testing.T) {
+	t.Parallel()
 	for from, allowed := range expectedSuccessors {
 		s, prev := partition.Failed, partition.Unknown
 		switch from {
@@ -292,6 +294,7 @@ func contains(s []partition.State, x partition.State) bool {
 }
 
 func TestCreateStartsPreparing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	p := e.create(t)
 	if p.State() != partition.Preparing {
@@ -331,6 +334,7 @@ func TestCreateStartsPreparing(t *testing.T) {
 // an init that fails creates nothing; LoadOrCreateWith leaves an existing
 // record as it is.
 func TestCreateWithWritesTheFirstDataInTheSameWrite(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	setID := func(d *partition.Data) error { d.SourceTopicID = "0123"; return nil }
 	p, created, err := e.m.LoadOrCreateWith(t.Context(), mirror, topic, part, "topic found on source", setID)
@@ -357,6 +361,7 @@ func TestCreateWithWritesTheFirstDataInTheSameWrite(t *testing.T) {
 }
 
 func TestCreateRejectsBadNames(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for _, c := range []struct {
 		mirror, topic string
@@ -372,6 +377,7 @@ func TestCreateRejectsBadNames(t *testing.T) {
 }
 
 func TestPersistBeforeEffect(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	p := e.create(t)
 	must(t, p.Transition(t.Context(), partition.Mirroring, "aligned"))
@@ -418,6 +424,7 @@ func TestPersistBeforeEffect(t *testing.T) {
 }
 
 func TestCompareAndSetConflict(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ours := e.create(t)
 	theirs, err := e.machine(t).Load(t.Context(), mirror, topic, part)
@@ -451,6 +458,7 @@ func TestCompareAndSetConflict(t *testing.T) {
 }
 
 func TestBackoffCap(t *testing.T) {
+	t.Parallel()
 	b := partition.Backoff{Initial: 100 * time.Millisecond, Max: time.Second, MaxAttempts: 3}
 	want := []time.Duration{100, 200, 400, 800, 1000, 1000}
 	for i, w := range want {
@@ -491,6 +499,7 @@ func failRetryCycle(t *testing.T, e *env, p *partition.Partition, n int) []time.
 }
 
 func TestBackoffGrowsExponentially(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, partition.WithJitter(func(max time.Duration) time.Duration { return max }))
 	p := e.create(t)
 	must(t, p.Transition(t.Context(), partition.Mirroring, "aligned"))
@@ -507,6 +516,7 @@ func TestBackoffGrowsExponentially(t *testing.T) {
 }
 
 func TestBackoffFullJitterBounds(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, partition.WithBackoff(partition.Backoff{Initial: time.Second, Max: time.Second, MaxAttempts: 1000}))
 	p := e.create(t)
 	delays := failRetryCycle(t, e, p, 300)
@@ -535,6 +545,7 @@ func TestBackoffFullJitterBounds(t *testing.T) {
 }
 
 func TestMaxAttemptsThenOperator(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, partition.WithBackoff(partition.Backoff{Initial: time.Millisecond, Max: time.Second, MaxAttempts: 3}))
 	p := e.create(t)
 	must(t, p.Transition(t.Context(), partition.Mirroring, "aligned"))
@@ -562,6 +573,7 @@ func TestMaxAttemptsThenOperator(t *testing.T) {
 }
 
 func TestZeroMaxAttemptsNeverRetries(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, partition.WithBackoff(partition.Backoff{Initial: time.Millisecond, Max: time.Second, MaxAttempts: 0}))
 	p := e.create(t)
 	must(t, p.Fail(t.Context(), errors.New("x")))
@@ -581,6 +593,7 @@ func (c classified) Error() string   { return fmt.Sprintf("classified(%v)", c.re
 func (c classified) Retryable() bool { return c.retry }
 
 func TestRetryableClassification(t *testing.T) {
+	t.Parallel()
 	nr := partition.NonRetryable(errTopicRecreated)
 	cases := []struct {
 		err  error
@@ -624,6 +637,7 @@ func TestRetryableClassification(t *testing.T) {
 }
 
 func TestRetryWhenDue(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, partition.WithJitter(func(max time.Duration) time.Duration { return max / 2 }))
 	p := e.create(t)
 	must(t, p.Transition(t.Context(), partition.Mirroring, "aligned"))
@@ -661,6 +675,7 @@ func TestRetryWhenDue(t *testing.T) {
 }
 
 func TestAttemptsClearedByProgress(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, partition.WithJitter(func(time.Duration) time.Duration { return 0 }))
 	p := e.create(t)
 	must(t, p.Fail(t.Context(), errors.New("x")))
@@ -695,6 +710,7 @@ func TestAttemptsClearedByProgress(t *testing.T) {
 }
 
 func TestResetOnlyFromFailedOrStopped(t *testing.T) {
+	t.Parallel()
 	for name := range expectedSuccessors {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t)
@@ -716,6 +732,7 @@ func TestResetOnlyFromFailedOrStopped(t *testing.T) {
 }
 
 func TestRestartRestoresState(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	p := e.create(t)
 	must(t, p.Transition(t.Context(), partition.Mirroring, "aligned"))
@@ -766,6 +783,7 @@ func TestRestartRestoresState(t *testing.T) {
 }
 
 func TestUpdateAndTransitionWith(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	p := e.create(t)
 	events := len(e.rec.list())
@@ -814,6 +832,7 @@ func TestUpdateAndTransitionWith(t *testing.T) {
 }
 
 func TestDelete(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	p := e.create(t)
 	if err := p.Delete(t.Context()); !errors.Is(err, partition.ErrInvalidTransition) {
@@ -830,6 +849,7 @@ func TestDelete(t *testing.T) {
 }
 
 func TestLoadMirror(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := t.Context()
 	for _, c := range []struct {
@@ -858,6 +878,7 @@ func TestLoadMirror(t *testing.T) {
 }
 
 func TestInvalidStoredRecords(t *testing.T) {
+	t.Parallel()
 	key := statestore.PartitionKey(mirror, topic, part)
 	cases := map[string]string{
 		"not json":         `{`,
@@ -892,6 +913,7 @@ func TestInvalidStoredRecords(t *testing.T) {
 }
 
 func TestObserverOncePerTransitionInOrder(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	var p *partition.Partition
 	var reads sync.WaitGroup
@@ -980,6 +1002,7 @@ func TestObserverOncePerTransitionInOrder(t *testing.T) {
 }
 
 func TestStateText(t *testing.T) {
+	t.Parallel()
 	for _, s := range partition.States() {
 		b, err := s.MarshalText()
 		must(t, err)

@@ -47,6 +47,7 @@ func newFilter(t testing.TB, r rules) *Builtin {
 var defaults = rules{topicsInclude: []string{".*"}, topicsExclude: []string{"__.*"}, groupsInclude: []string{".*"}}
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	filtertest.Run(t, newFilter(t, defaults))
 	filtertest.Run(t, newFilter(t, rules{
 		topicsInclude: []string{"app-0.*", "orders"}, topicsExclude: []string{"app-00.*"},
@@ -57,6 +58,7 @@ func TestConformance(t *testing.T) {
 }
 
 func TestTopicsIncludeExcludeWinsInternalNever(t *testing.T) {
+	t.Parallel()
 	f := newFilter(t, rules{topicsInclude: []string{"orders.*", "__.*", "flagged", "pay"}, topicsExclude: []string{"orders-tmp.*"}})
 	in := append(filtertest.Topics("orders", "orders-eu", "my-orders", "orders-tmp", "orders-tmp-2", "__consumer_offsets", "__custom", "pay", "payments"),
 		filter.Topic{Name: "flagged", Internal: true})
@@ -73,6 +75,7 @@ func TestTopicsIncludeExcludeWinsInternalNever(t *testing.T) {
 }
 
 func TestTopicsEmptyIncludeKeepsNothing(t *testing.T) {
+	t.Parallel()
 	out, err := newFilter(t, rules{}).FilterTopics(t.Context(), "m", filtertest.Topics("orders", "a"))
 	if err != nil || len(out) != 0 {
 		t.Fatalf("an empty include list kept %v (%v)", filtertest.TopicNames(out), err)
@@ -80,6 +83,7 @@ func TestTopicsEmptyIncludeKeepsNothing(t *testing.T) {
 }
 
 func TestGroupsIncludeMinusExclude(t *testing.T) {
+	t.Parallel()
 	f := newFilter(t, rules{groupsInclude: []string{"app-.*"}, groupsExclude: []string{"app-test.*"}})
 	in := filtertest.Groups("app-orders", "app-test", "app-test-1", "app-tester", "my-app-x", "app-", "billing")
 	in = append(in, filter.Group{ID: "app-share", Kind: filter.GroupShare, State: "Stable"})
@@ -96,6 +100,7 @@ func TestGroupsIncludeMinusExclude(t *testing.T) {
 }
 
 func TestACLsMatchAnyRule(t *testing.T) {
+	t.Parallel()
 	f := newFilter(t, rules{acls: "TOPIC;orders.*,GROUP;consumer-.*;READ;ALLOW;User:bob,*;*;*;*;User:alice"})
 	group := func(name, principal, op, perm string) filter.ACLBinding {
 		return filter.ACLBinding{ResourceType: "GROUP", ResourceName: name, PatternType: "LITERAL", Principal: principal, Host: "*", Operation: op, Permission: perm}
@@ -135,6 +140,7 @@ func TestACLsMatchAnyRule(t *testing.T) {
 // The filter copies the rules: a mirror configuration changed afterwards
 // does not change its decisions.
 func TestNewCopiesTheRules(t *testing.T) {
+	t.Parallel()
 	var m config.Mirror
 	var err error
 	if m.GroupsInclude, err = config.CompileRegexList([]string{"a.*"}); err != nil {
@@ -148,6 +154,7 @@ func TestNewCopiesTheRules(t *testing.T) {
 }
 
 func TestCanceledContextIsNoDecision(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	f := newFilter(t, defaults)
@@ -159,6 +166,7 @@ func TestCanceledContextIsNoDecision(t *testing.T) {
 // Chained after the built-in filter, another filter sees only what the
 // built-in kept (the way a plugin filter will be added).
 func TestChainsWithAPluginFilter(t *testing.T) {
+	t.Parallel()
 	var seen []string
 	plugin := filter.Funcs{Name: "no-v1", Topics: func(_ context.Context, _ string, in []filter.Topic) ([]filter.Topic, error) {
 		var out []filter.Topic

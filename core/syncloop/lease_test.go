@@ -57,6 +57,7 @@ func wantLease(t *testing.T, l *Lease, held bool, holder string) {
 }
 
 func TestLeaseTTLIsThreeRefreshIntervalsAndAtLeastTheMinimum(t *testing.T) {
+	t.Parallel()
 	if got := LeaseTTL(time.Second); got != MinLeaseTTL {
 		t.Fatalf("LeaseTTL(1s) = %v, want the minimum %v", got, MinLeaseTTL)
 	}
@@ -66,6 +67,7 @@ func TestLeaseTTLIsThreeRefreshIntervalsAndAtLeastTheMinimum(t *testing.T) {
 }
 
 func TestHolderIDNamesHostAndProcessAndDiffersPerLease(t *testing.T) {
+	t.Parallel()
 	a, b := newHolderID(), newHolderID()
 	host, pid, ok := parseHolderID(a)
 	want, _ := os.Hostname()
@@ -82,6 +84,7 @@ func TestHolderIDNamesHostAndProcessAndDiffersPerLease(t *testing.T) {
 // keeps it; a release hands it over at the other's next attempt. Each change
 // is logged once.
 func TestSyncLeaseHasOneHolderAndPassesOnAtOnceWhenReleased(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	store := memstore.New()
 	clock := &fakeClock{t: time.Now()}
@@ -125,6 +128,7 @@ func TestSyncLeaseHasOneHolderAndPassesOnAtOnceWhenReleased(t *testing.T) {
 // considering the lease its own by then, and learns at its next attempt that
 // it is someone else's.
 func TestSyncLeaseOfAStoppedHolderIsTakenOnlyAfterItStayedUnchangedForTheTTL(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	store := memstore.New()
 	clock := &fakeClock{t: time.Now()}
@@ -153,6 +157,7 @@ func TestSyncLeaseOfAStoppedHolderIsTakenOnlyAfterItStayedUnchangedForTheTTL(t *
 // between the holder's read and its renewal; the renewal fails on the
 // version, and the holder stops at once.
 func TestSyncLeaseIsLostOnAVersionMismatch(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	mem := memstore.New()
 	store := faultstore.New(mem)
@@ -179,6 +184,7 @@ func TestSyncLeaseIsLostOnAVersionMismatch(t *testing.T) {
 
 // TestSyncLeaseHolderCutOffFromTheStoreKeepsItOnlyUntilTheTTL.
 func TestSyncLeaseHolderCutOffFromTheStoreKeepsItOnlyUntilTheTTL(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	store := faultstore.New(memstore.New())
 	clock := &fakeClock{t: time.Now()}
@@ -203,6 +209,7 @@ func TestSyncLeaseHolderCutOffFromTheStoreKeepsItOnlyUntilTheTTL(t *testing.T) {
 // after a crash does not wait for its predecessor's lease to expire; a live
 // process's lease, or another host's, is waited for.
 func TestSyncLeaseOfAGoneProcessOnThisHostIsTakenAtOnce(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	host, pid, _ := parseHolderID(newHolderID())
 	cases := []struct {

@@ -36,6 +36,7 @@ func newFake(rate int64) (*Limiter, *fakeClock) {
 }
 
 func TestRateHeldOverManyFetches(t *testing.T) {
+	t.Parallel()
 	const rate = 1 << 20 // 1 MiB/s
 	l, c := newFake(rate)
 	start := c.Now()
@@ -55,6 +56,7 @@ func TestRateHeldOverManyFetches(t *testing.T) {
 }
 
 func TestUnlimitedNeverWaits(t *testing.T) {
+	t.Parallel()
 	l, c := newFake(Unlimited)
 	start := c.Now()
 	for i := 0; i < 100; i++ {
@@ -69,6 +71,7 @@ func TestUnlimitedNeverWaits(t *testing.T) {
 }
 
 func TestSetRateTakesEffectForTheNextWait(t *testing.T) {
+	t.Parallel()
 	l, c := newFake(1000)
 	_ = l.Wait(context.Background(), 1000) // first call: empty bucket, 1s debt
 	l.SetRate(10000)
@@ -80,6 +83,7 @@ func TestSetRateTakesEffectForTheNextWait(t *testing.T) {
 }
 
 func TestWaitReturnsWhenContextIsDone(t *testing.T) {
+	t.Parallel()
 	l := New(1) // 1 B/s: a 1 MiB fetch would wait 12 days
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()

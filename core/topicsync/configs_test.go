@@ -8,6 +8,7 @@ import (
 )
 
 func TestConfigChangesSetDifferencesAndDeleteExtrasButNeverTouchExcludedKeys(t *testing.T) {
+	t.Parallel()
 	excl, err := config.CompileRegexList([]string{"min.insync.replicas", ".*throttled.*"})
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kmirror/kmirror/core/config"
 	"github.com/kmirror/kmirror/core/scope"
+	"github.com/kmirror/kmirror/internal/kfaketest"
 	"github.com/kmirror/kmirror/sdk/filter"
 )
 
@@ -26,45 +27,16 @@ type fixture struct {
 
 func newFixture(t *testing.T, dstOpts ...kfake.Opt) *fixture {
 	t.Helper()
-	src, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(src.Close)
-	dst, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(1)}, dstOpts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(dst.Close)
+	src := kfaketest.NewCluster(t)
+	dst := kfaketest.NewCluster(t, dstOpts...)
 	f := &fixture{src: src, dst: dst}
-	f.srcCl = client(t, src)
+	f.srcCl = kfaketest.NewClient(t, src)
 	if len(dstOpts) == 0 {
 		// kadm answers ListEndOffsets from the client's metadata, which
 		// otherwise keeps a new topic unknown for up to 5 s.
-		f.dstCl = client(t, dst, kgo.MetadataMinAge(10*time.Millisecond))
+		f.dstCl = kfaketest.NewClient(t, dst, kgo.MetadataMinAge(10*time.Millisecond))
 	}
 	return f
-}
-
-func client(t *testing.T, c *kfake.Cluster, opts ...kgo.Opt) *kgo.Client {
-	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
-	return cl
-}
-
-func createTopic(t *testing.T, cl *kgo.Client, topic string, partitions int32, configs map[string]*string) {
-	t.Helper()
-	resp, err := kadm.NewClient(cl).CreateTopic(context.Background(), partitions, 1, configs, topic)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
-		t.Fatalf("creating topic %s: %v", topic, err)
-	}
 }
 
 func deleteTopic(t *testing.T, cl *kgo.Client, topic string) {

@@ -10,9 +10,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/core/config"
+	"github.com/kmirror/kmirror/internal/kfaketest"
 )
 
 func TestReadMessageLimitTakesTheEffectiveValueAndTheBrokerValueBehindATopicSetting(t *testing.T) {
+	t.Parallel()
 	s := kadm.StringPtr
 	for _, c := range []struct {
 		name    string
@@ -43,6 +45,7 @@ func TestReadMessageLimitTakesTheEffectiveValueAndTheBrokerValueBehindATopicSett
 }
 
 func TestConfigChangesKeepTheDestinationLimitAtLeastTheSources(t *testing.T) {
+	t.Parallel()
 	none := config.RegexList{}
 	excl, err := config.CompileRegexList([]string{"max.message.bytes"})
 	if err != nil {
@@ -89,11 +92,12 @@ func TestConfigChangesKeepTheDestinationLimitAtLeastTheSources(t *testing.T) {
 // source's (a SET of the source's value) and reports both limits; a
 // destination override below its brokers' value goes (a DELETE).
 func TestDataPathRaisesTheDestinationLimitItself(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
-	createTopic(t, f.srcCl, "set", 1, map[string]*string{"max.message.bytes": kadm.StringPtr("3145728")})
-	createTopic(t, f.dstCl, "set", 1, map[string]*string{"max.message.bytes": kadm.StringPtr("200000")})
-	createTopic(t, f.srcCl, "del", 1, nil)
-	createTopic(t, f.dstCl, "del", 1, map[string]*string{"max.message.bytes": kadm.StringPtr("200000")})
+	kfaketest.CreateTopic(t, f.srcCl, "set", 1, map[string]*string{"max.message.bytes": kadm.StringPtr("3145728")})
+	kfaketest.CreateTopic(t, f.dstCl, "set", 1, map[string]*string{"max.message.bytes": kadm.StringPtr("200000")})
+	kfaketest.CreateTopic(t, f.srcCl, "del", 1, nil)
+	kfaketest.CreateTopic(t, f.dstCl, "del", 1, map[string]*string{"max.message.bytes": kadm.StringPtr("200000")})
 	dp, _ := newSyncer(t, f, nil, ".*", "", "")
 	ctx := context.Background()
 

@@ -13,17 +13,19 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 
 	"github.com/kmirror/kmirror/core/aclrule"
+	"github.com/kmirror/kmirror/internal/kfaketest"
 )
 
 // The ACL Protect creates is exactly ReadOnlyBinding, which ReadOnlyManaged
 // recognises (so ACL sync leaves it alone); SyncReadOnly removes it from a
 // released topic and keeps it on a protected one.
 func TestProtectCreatesExactlyTheBindingReadOnlyManagedRecognises(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	s, _ := newSyncer(t, f, nil, ".*", "", "")
 	ctx := context.Background()
 	for _, topic := range []string{"guarded", "kept"} {
-		createTopic(t, f.dstCl, topic, 1, nil)
+		kfaketest.CreateTopic(t, f.dstCl, topic, 1, nil)
 		if err := s.Protect(ctx, topic); err != nil {
 			t.Fatal(err)
 		}
@@ -61,6 +63,7 @@ func TestProtectCreatesExactlyTheBindingReadOnlyManagedRecognises(t *testing.T) 
 // A destination without an authorizer takes no ACL: Protect succeeds, and
 // the Syncer notes, once, that mirror topics are writable by anyone.
 func TestProtectOnADestinationWithoutAnAuthorizerNotesIt(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.dst.ControlKey(kmsg.CreateACLs.Int16(), func(kr kmsg.Request) (kmsg.Response, error, bool) {
 		f.dst.KeepControl()
@@ -89,15 +92,16 @@ func TestProtectOnADestinationWithoutAnAuthorizerNotesIt(t *testing.T) {
 // ErrCannotWrite naming bob and super.users, without the password. As
 // admin (a super user) it passes.
 func TestProtectFailsWhenKmirrorIsNotASuperUser(t *testing.T) {
+	t.Parallel()
 	all := func(rt kmsg.ACLResourceType, name string) kfake.ACL {
 		return kfake.ACL{Resource: rt, Name: name, Pattern: kmsg.ACLResourcePatternTypeLiteral, Operation: kmsg.ACLOperationAll, Allow: true}
 	}
 	f := newFixture(t, kfake.EnableSASL(), kfake.EnableACLs(),
 		kfake.Superuser("PLAIN", "admin", "admin-pw"),
 		kfake.User("PLAIN", "bob", "bob-pw", all(kmsg.ACLResourceTypeCluster, "kafka-cluster"), all(kmsg.ACLResourceTypeTopic, "*")))
-	bob := client(t, f.dst, kgo.SASL(plain.Auth{User: "bob", Pass: "bob-pw"}.AsMechanism()))
-	admin := client(t, f.dst, kgo.SASL(plain.Auth{User: "admin", Pass: "admin-pw"}.AsMechanism()))
-	createTopic(t, admin, "guarded", 1, nil)
+	bob := kfaketest.NewClient(t, f.dst, kgo.SASL(plain.Auth{User: "bob", Pass: "bob-pw"}.AsMechanism()))
+	admin := kfaketest.NewClient(t, f.dst, kgo.SASL(plain.Auth{User: "admin", Pass: "admin-pw"}.AsMechanism()))
+	kfaketest.CreateTopic(t, admin, "guarded", 1, nil)
 	ctx := context.Background()
 
 	s, _ := newSyncer(t, f, bob, ".*", "", "")

@@ -12,9 +12,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/internal/kfaketest"
 )
 
 func TestNewRejectsMissingOptions(t *testing.T) {
+	t.Parallel()
 	_, err := New(Options{Mirror: "m1"})
 	if !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), "Source, Destination, Filter, InScope, Engine") {
 		t.Fatalf("New without options: %v, want ErrInvalidOptions naming every missing one", err)
@@ -27,11 +30,12 @@ func TestNewRejectsMissingOptions(t *testing.T) {
 // partition count, and leaves excluded topics alone; a second round
 // creates nothing.
 func TestSyncCreatesInScopeTopicsWithSourceConfigsMinusExcludedAndStartsThem(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
-	createTopic(t, f.srcCl, "orders-eu", 3, map[string]*string{"retention.ms": kadm.StringPtr("86400000"), "min.insync.replicas": kadm.StringPtr("1"), "cleanup.policy": kadm.StringPtr("compact")})
-	createTopic(t, f.srcCl, "orders.tmp-1", 1, nil)
-	createTopic(t, f.srcCl, "payments", 2, nil)
-	createTopic(t, f.srcCl, "other", 1, nil)
+	kfaketest.CreateTopic(t, f.srcCl, "orders-eu", 3, map[string]*string{"retention.ms": kadm.StringPtr("86400000"), "min.insync.replicas": kadm.StringPtr("1"), "cleanup.policy": kadm.StringPtr("compact")})
+	kfaketest.CreateTopic(t, f.srcCl, "orders.tmp-1", 1, nil)
+	kfaketest.CreateTopic(t, f.srcCl, "payments", 2, nil)
+	kfaketest.CreateTopic(t, f.srcCl, "other", 1, nil)
 	s, eng := newSyncer(t, f, nil, `orders.*,payments`, `orders\.tmp.*`, "min.insync.replicas")
 	ctx := context.Background()
 
@@ -62,8 +66,9 @@ func TestSyncCreatesInScopeTopicsWithSourceConfigsMinusExcludedAndStartsThem(t *
 // A source topic that grows is expanded on the destination, and its new
 // partitions are handed to Engine.Start.
 func TestSyncExpandsPartitionsToTheSourcesCount(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
-	createTopic(t, f.srcCl, "grow", 1, nil)
+	kfaketest.CreateTopic(t, f.srcCl, "grow", 1, nil)
 	s, eng := newSyncer(t, f, nil, "grow", "", "")
 	ctx := context.Background()
 	if _, err := s.Sync(ctx); err != nil {
@@ -88,10 +93,11 @@ func TestSyncExpandsPartitionsToTheSourcesCount(t *testing.T) {
 // round's error names the topic and both mirrors; a topic an operator
 // stopped is neither created nor started, without an error.
 func TestSyncLeavesTopicsClaimedElsewhereOrStoppedByAnOperatorAlone(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
-	createTopic(t, f.srcCl, "shared", 1, nil)
-	createTopic(t, f.srcCl, "held", 1, nil)
-	createTopic(t, f.srcCl, "mine", 1, nil)
+	kfaketest.CreateTopic(t, f.srcCl, "shared", 1, nil)
+	kfaketest.CreateTopic(t, f.srcCl, "held", 1, nil)
+	kfaketest.CreateTopic(t, f.srcCl, "mine", 1, nil)
 	s, eng := newSyncer(t, f, nil, ".*", "", "")
 	eng.claims["shared"] = "second"
 	eng.stoppedBy["held"] = true
@@ -121,10 +127,11 @@ func TestSyncLeavesTopicsClaimedElsewhereOrStoppedByAnOperatorAlone(t *testing.T
 // mirror's scope, are handed to Engine.Stop with the reason; a known topic
 // still on the source and in scope is not.
 func TestSyncStopsTopicsDeletedOnTheSourceOrOutOfScope(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
-	createTopic(t, f.srcCl, "orders", 1, nil)
-	createTopic(t, f.srcCl, "gone", 1, nil)
-	createTopic(t, f.srcCl, "old", 1, nil)
+	kfaketest.CreateTopic(t, f.srcCl, "orders", 1, nil)
+	kfaketest.CreateTopic(t, f.srcCl, "gone", 1, nil)
+	kfaketest.CreateTopic(t, f.srcCl, "old", 1, nil)
 	s, eng := newSyncer(t, f, nil, "orders,gone", "", "")
 	ctx := context.Background()
 	if _, err := s.Sync(ctx); err != nil {
@@ -150,6 +157,7 @@ func TestSyncStopsTopicsDeletedOnTheSourceOrOutOfScope(t *testing.T) {
 // asked by name (TOPIC_AUTHORIZATION_FAILED: an authorizer hides it), is not
 // taken as deleted.
 func TestSyncDoesNotStopATopicTheSourceOnlyHides(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	s, eng := newSyncer(t, f, nil, "hidden", "", "")
 	eng.recorded = []string{"hidden"}
@@ -183,15 +191,16 @@ func TestSyncDoesNotStopATopicTheSourceOnlyHides(t *testing.T) {
 // id: its running partitions are told so, it is not started again, and its
 // configs are no longer synced.
 func TestSyncTellsTheRunningPartitionsOfARecreatedTopic(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
-	createTopic(t, f.srcCl, "again", 2, nil)
+	kfaketest.CreateTopic(t, f.srcCl, "again", 2, nil)
 	s, eng := newSyncer(t, f, nil, "again", "", "")
 	ctx := context.Background()
 	if _, err := s.Sync(ctx); err != nil {
 		t.Fatal(err)
 	}
 	deleteTopic(t, f.srcCl, "again")
-	createTopic(t, f.srcCl, "again", 3, map[string]*string{"retention.ms": kadm.StringPtr("1000")})
+	kfaketest.CreateTopic(t, f.srcCl, "again", 3, map[string]*string{"retention.ms": kadm.StringPtr("1000")})
 	req := kmsg.NewPtrMetadataRequest() // asks a broker: kadm would answer from the client's cache
 	rt := kmsg.NewMetadataRequestTopic()
 	rt.Topic = kmsg.StringPtr("again")
@@ -229,9 +238,10 @@ func TestSyncTellsTheRunningPartitionsOfARecreatedTopic(t *testing.T) {
 // When kmirror may not write the first topic it starts, the round ends
 // there: no later topic is created on the destination or started.
 func TestSyncStopsAtTheFirstTopicKmirrorCannotWrite(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
-	createTopic(t, f.srcCl, "a-first", 1, nil)
-	createTopic(t, f.srcCl, "b-second", 1, nil)
+	kfaketest.CreateTopic(t, f.srcCl, "a-first", 1, nil)
+	kfaketest.CreateTopic(t, f.srcCl, "b-second", 1, nil)
 	s, eng := newSyncer(t, f, nil, ".*", "", "")
 	eng.startErr["a-first"] = fmt.Errorf("mirror test: %w: User:bob may not write", ErrCannotWrite)
 	rep, err := s.Sync(context.Background())
@@ -251,11 +261,12 @@ func TestSyncStopsAtTheFirstTopicKmirrorCannotWrite(t *testing.T) {
 // each key the destination rejects, by topic and key, while the others
 // sync.
 func TestSyncConfigsAppliesChangesAndReportsRejectedKeys(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
-	createTopic(t, f.srcCl, "conf", 1, map[string]*string{"retention.ms": kadm.StringPtr("1000")})
-	createTopic(t, f.srcCl, "theirs", 1, map[string]*string{"retention.ms": kadm.StringPtr("1000")})
-	createTopic(t, f.dstCl, "conf", 1, map[string]*string{"segment.bytes": kadm.StringPtr("1048576")})
-	createTopic(t, f.dstCl, "theirs", 1, nil)
+	kfaketest.CreateTopic(t, f.srcCl, "conf", 1, map[string]*string{"retention.ms": kadm.StringPtr("1000")})
+	kfaketest.CreateTopic(t, f.srcCl, "theirs", 1, map[string]*string{"retention.ms": kadm.StringPtr("1000")})
+	kfaketest.CreateTopic(t, f.dstCl, "conf", 1, map[string]*string{"segment.bytes": kadm.StringPtr("1048576")})
+	kfaketest.CreateTopic(t, f.dstCl, "theirs", 1, nil)
 	f.dst.ControlKey(kmsg.IncrementalAlterConfigs.Int16(), func(kr kmsg.Request) (kmsg.Response, error, bool) {
 		f.dst.KeepControl()
 		req := kr.(*kmsg.IncrementalAlterConfigsRequest)
@@ -303,6 +314,10 @@ func TestSyncConfigsAppliesChangesAndReportsRejectedKeys(t *testing.T) {
 // more than 10,000 metadata records per operation) is created with
 // MaxPartitionsPerRequest and grown in steps of as many; so is an
 // expansion.
+//
+// Not parallel: it lowers the package variable MaxPartitionsPerRequest,
+// which the other tests read. Go runs it to the end, restoring the
+// variable, before the parallel tests resume.
 func TestSyncCreatesAndExpandsLargeTopicsInSteps(t *testing.T) {
 	defer func(n int32) { MaxPartitionsPerRequest = n }(MaxPartitionsPerRequest)
 	MaxPartitionsPerRequest = 4
@@ -327,7 +342,7 @@ func TestSyncCreatesAndExpandsLargeTopicsInSteps(t *testing.T) {
 		}
 		return nil, nil, false
 	})
-	createTopic(t, f.srcCl, "big", 10, nil)
+	kfaketest.CreateTopic(t, f.srcCl, "big", 10, nil)
 	s, eng := newSyncer(t, f, nil, "big", "", "")
 	ctx := context.Background()
 	if _, err := s.Sync(ctx); err != nil {

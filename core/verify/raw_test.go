@@ -34,6 +34,7 @@ func control(t *testing.T, typ batch.ControlType, coordinatorEpoch int32, ts int
 var sourceOpts = batch.EncodeOptions{BaseOffset: 100, PartitionLeaderEpoch: 3, Transactional: true, ProducerID: 5, ProducerEpoch: 1, BaseSequence: 17}
 
 func TestRestampedBatchDiffersOnlyInProducerFieldsCRCAndLeaderEpoch(t *testing.T) {
+	t.Parallel()
 	src := encode(t, sourceOpts, batch.CompressionZstd)
 	dst := batch.Batch(slices.Clone(src))
 	if f := DiffBatch(src, dst); len(f) != 0 {
@@ -55,6 +56,7 @@ func TestRestampedBatchDiffersOnlyInProducerFieldsCRCAndLeaderEpoch(t *testing.T
 }
 
 func TestRecompressedBatchIsUnexpected(t *testing.T) {
+	t.Parallel()
 	src := encode(t, sourceOpts, batch.CompressionGzip)
 	// The same records, offsets and timestamps, compressed another way
 	// (here: none), as a broker that rebuilds a batch would store them.
@@ -83,6 +85,7 @@ func TestRecompressedBatchIsUnexpected(t *testing.T) {
 }
 
 func TestMarkerFromAnotherCoordinatorKeepsItsControlRecord(t *testing.T) {
+	t.Parallel()
 	src := control(t, batch.ControlCommit, 4, 1_700_000_000_000)
 	dst := control(t, batch.ControlCommit, 0, 1_700_000_009_999)
 	dst.Restamp(9000, 0, -1)
@@ -113,6 +116,7 @@ func TestMarkerFromAnotherCoordinatorKeepsItsControlRecord(t *testing.T) {
 }
 
 func TestDiffBatchesPairsInOrder(t *testing.T) {
+	t.Parallel()
 	a := encode(t, sourceOpts, batch.CompressionLZ4)
 	m := control(t, batch.ControlAbort, 1, 5)
 	if _, err := DiffBatches([]batch.Batch{a, m}, []batch.Batch{a}); err == nil || err.Error() != "source has 2 batches, destination 1" {

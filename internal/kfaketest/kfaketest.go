@@ -31,8 +31,15 @@ const (
 	// rather than at go test's global timeout.
 	Timeout = 30 * time.Second
 
-	// PollInterval is how often WaitFor evaluates its condition.
+	// PollInterval is how often WaitFor evaluates its condition once it
+	// has waited a while. It first looks again after FirstPoll, then
+	// doubles the pause up to PollInterval: a condition that holds a moment
+	// later is seen at once (a test racing a short window needs that), and
+	// a long wait costs little CPU.
 	PollInterval = 10 * time.Millisecond
+
+	// FirstPoll is WaitFor's first pause between two evaluations.
+	FirstPoll = 100 * time.Microsecond
 )
 
 // NewCluster starts an in-process kfake cluster of DefaultBrokers brokers,
@@ -90,7 +97,7 @@ func Context(t testing.TB) context.Context {
 	return ctx
 }
 
-// WaitFor polls cond every PollInterval until it reports done, for up to
+// WaitFor polls cond (see PollInterval) until it reports done, for up to
 // Timeout. cond returns whether the awaited state is reached and, if not, a
 // description of the state it saw; on timeout the test fails naming what it
 // waited for and the last description. cond runs on the test's goroutine,
@@ -104,8 +111,7 @@ func WaitFor(t testing.TB, what string, cond func() (done bool, state string)) {
 func WaitForWithin(t testing.TB, timeout time.Duration, what string, cond func() (done bool, state string)) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(PollInterval)
-	defer tick.Stop()
+	pause := FirstPoll
 	for {
 		done, state := cond()
 		if done {
@@ -117,6 +123,7 @@ func WaitForWithin(t testing.TB, timeout time.Duration, what string, cond func()
 			}
 			t.Fatalf("timed out after %s waiting for %s; last state: %s", timeout, what, state)
 		}
-		<-tick.C
+		time.Sleep(pause) // the poll's pause, not a guess at how long cond takes
+		pause = min(2*pause, PollInterval)
 	}
 }

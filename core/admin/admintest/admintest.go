@@ -1,23 +1,11 @@
 // Package admintest holds test helpers for the admin API and its clients: a
-// fake Controller that records calls and answers what the test sets, and a
-// throw-away PKI (a CA, a server certificate for 127.0.0.1 and client
-// certificates) written as PEM files.
+// fake Controller that records calls and answers what the test sets. Their
+// certificates come from internal/testpki.
 package admintest
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
-	"net"
-	"os"
-	"path/filepath"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/kmirror/kmirror/core/mirror"
@@ -146,94 +134,4 @@ func (c *Controller) Failback(ctx context.Context, req mirror.FailbackRequest) (
 	res := c.FailbackResult
 	res.Of = req.Mirror
 	return res, nil
-}
-
-// PKI is a CA with a server certificate for 127.0.0.1 and localhost, and
-// files for each piece, in Dir.
-type PKI struct {
-	Dir        string
-	CAFile     string // the CA certificate
-	ServerCert string // server certificate (127.0.0.1, localhost)
-	ServerKey  string
-	ca         *x509.Certificate
-	caKey      *ecdsa.PrivateKey
-	t          testing.TB
-	serial     int64
-}
-
-// NewPKI creates a CA and a server certificate in a temporary directory.
-func NewPKI(t testing.TB, caName string) *PKI {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: caName},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
-		IsCA:                  true,
-		KeyUsage:              x509.KeyUsageCertSign,
-		BasicConstraintsValid: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &PKI{Dir: t.TempDir(), ca: ca, caKey: key, t: t, serial: 1}
-	p.CAFile = p.write("ca.pem", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
-	p.ServerCert, p.ServerKey = p.issue("server", "kmirror-admin", x509.ExtKeyUsageServerAuth)
-	return p
-}
-
-// ClientCert issues a client certificate with subject CN cn and returns the
-// certificate and key files.
-func (p *PKI) ClientCert(cn string) (certFile, keyFile string) {
-	p.t.Helper()
-	return p.issue("client-"+cn, cn, x509.ExtKeyUsageClientAuth)
-}
-
-func (p *PKI) issue(file, cn string, usage x509.ExtKeyUsage) (string, string) {
-	p.t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	p.serial++
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(p.serial),
-		Subject:      pkix.Name{CommonName: cn},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{usage},
-	}
-	if usage == x509.ExtKeyUsageServerAuth {
-		tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
-		tmpl.DNSNames = []string{"localhost"}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, &key.PublicKey, p.caKey)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	return p.write(file+".pem", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
-		p.write(file+"-key.pem", pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}))
-}
-
-func (p *PKI) write(name string, data []byte) string {
-	p.t.Helper()
-	path := filepath.Join(p.Dir, name)
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		p.t.Fatal(err)
-	}
-	return path
 }

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/kmirror/kmirror/internal/kfaketest"
 )
 
 // recorder is a Func that records the batches it answers and answers each
@@ -48,7 +50,22 @@ func (r *recorder) do(ctx context.Context, key string, items []int) (map[int]Res
 	return out, nil
 }
 
+// waitForWaiters waits until n requests wait in key's gathering batch.
+func waitForWaiters(t *testing.T, g *Group[string, int, int], key string, n int) {
+	t.Helper()
+	kfaketest.WaitFor(t, fmt.Sprintf("%d requests in the gathering batch of %s", n, key), func() (bool, string) {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		got := 0
+		if st := g.keys[key]; st != nil && st.pending != nil {
+			got = st.pending.waiters
+		}
+		return got == n, fmt.Sprintf("%d requests", got)
+	})
+}
+
 func TestRequestsArrivingTogetherShareOneCall(t *testing.T) {
+	t.Parallel()
 	rec := &recorder{}
 	g := New(20*time.Millisecond, rec.do)
 	var wg sync.WaitGroup
@@ -80,6 +97,7 @@ func TestRequestsArrivingTogetherShareOneCall(t *testing.T) {
 // A request that arrives while a call is in flight is never answered by
 // that call: it gathers into the next one, sent after the first ends.
 func TestARequestIsNeverAnsweredByACallSentBeforeIt(t *testing.T) {
+	t.Parallel()
 	rec := &recorder{started: make(chan struct{}, 10), block: make(chan struct{})}
 	g := New(0, rec.do)
 	first := make(chan int)
@@ -96,7 +114,7 @@ func TestARequestIsNeverAnsweredByACallSentBeforeIt(t *testing.T) {
 		}()
 	}
 	// Let both late requests join the pending batch, then release call 1.
-	time.Sleep(20 * time.Millisecond)
+	waitForWaiters(t, g, "topic", 2)
 	rec.block <- struct{}{}
 	if v := <-first; v != 1 {
 		t.Fatalf("the first request was answered by call %d, want 1", v)
@@ -114,6 +132,7 @@ func TestARequestIsNeverAnsweredByACallSentBeforeIt(t *testing.T) {
 }
 
 func TestErrorsPerItemAndMissingAnswers(t *testing.T) {
+	t.Parallel()
 	rec := &recorder{}
 	g := New(0, rec.do)
 	if _, err := g.Get(context.Background(), "t", -1); err == nil || err.Error() != "item -1 refused" {
@@ -134,12 +153,13 @@ func TestErrorsPerItemAndMissingAnswers(t *testing.T) {
 // does not fail the others; the call's context ends only when every request
 // of the batch gave up.
 func TestTheCallOutlivesItsFirstRequestButNotAllOfThem(t *testing.T) {
+	t.Parallel()
 	rec := &recorder{started: make(chan struct{}, 10), block: make(chan struct{})}
 	g := New(10*time.Millisecond, rec.do)
 	ctx1, cancel1 := context.WithCancel(context.Background())
 	errs := make(chan error, 2)
 	go func() { _, err := g.Get(ctx1, "t", 1); errs <- err }()
-	time.Sleep(2 * time.Millisecond)
+	waitForWaiters(t, g, "t", 1) // the first request leads the batch
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	defer cancel2()
 	res := make(chan int)

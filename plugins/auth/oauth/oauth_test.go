@@ -138,6 +138,7 @@ func noLeak(t *testing.T, what string, v any, extra ...string) {
 }
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	authtest.Run(t, func(t *testing.T) auth.Provider {
 		c := config(newEndpoint(t))
 		c.Extensions = map[string]string{"logicalCluster": "lkc-1", "traceId": "x"}
@@ -146,6 +147,7 @@ func TestConformance(t *testing.T) {
 }
 
 func TestTokenRequest(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name             string
 		id, secret       string
@@ -194,6 +196,7 @@ func TestTokenRequest(t *testing.T) {
 }
 
 func TestCachesAndRefreshesAtTheRefreshFactor(t *testing.T) {
+	t.Parallel()
 	e := newEndpoint(t)
 	e.set(issue(100))
 	clk := newClock()
@@ -223,6 +226,7 @@ func TestCachesAndRefreshesAtTheRefreshFactor(t *testing.T) {
 }
 
 func TestRefreshBufferComesFirstForLongerTokens(t *testing.T) {
+	t.Parallel()
 	e := newEndpoint(t)
 	e.set(issue(1000))
 	clk := newClock()
@@ -242,6 +246,7 @@ func TestRefreshBufferComesFirstForLongerTokens(t *testing.T) {
 }
 
 func TestRefreshAt(t *testing.T) {
+	t.Parallel()
 	start := time.Unix(1_000_000, 0)
 	cases := []struct {
 		lifetime, buffer time.Duration
@@ -263,6 +268,7 @@ func TestRefreshAt(t *testing.T) {
 }
 
 func TestConcurrentCallersShareOneRequest(t *testing.T) {
+	t.Parallel()
 	e := newEndpoint(t)
 	e.set(func(w http.ResponseWriter, r *http.Request, n int64) {
 		time.Sleep(150 * time.Millisecond) // a slow endpoint, so the callers overlap: the condition under test, not a wait
@@ -290,6 +296,7 @@ func TestConcurrentCallersShareOneRequest(t *testing.T) {
 }
 
 func TestConcurrentCallersShareAFailure(t *testing.T) {
+	t.Parallel()
 	e := newEndpoint(t)
 	e.set(func(w http.ResponseWriter, r *http.Request, n int64) {
 		time.Sleep(300 * time.Millisecond) // a slow endpoint, so the callers overlap: the condition under test, not a wait
@@ -318,6 +325,7 @@ func TestConcurrentCallersShareAFailure(t *testing.T) {
 }
 
 func TestServesValidTokenWhileRefreshFails(t *testing.T) {
+	t.Parallel()
 	e := newEndpoint(t)
 	e.set(issue(100))
 	clk := newClock()
@@ -387,6 +395,7 @@ func (l *lockedWriter) Write(b []byte) (int, error) {
 }
 
 func TestErrorResponses(t *testing.T) {
+	t.Parallel()
 	echo := fmt.Sprintf(`{"error":"invalid_client","error_description":"bad secret %s for client"}`, clientSecret)
 	cases := []struct {
 		status   int
@@ -431,6 +440,7 @@ func TestErrorResponses(t *testing.T) {
 }
 
 func TestUnusableResponses(t *testing.T) {
+	t.Parallel()
 	jwt := func(claims string) string {
 		enc := base64.RawURLEncoding.EncodeToString
 		return enc([]byte(`{"alg":"RS256"}`)) + "." + enc([]byte(claims)) + ".c2lnbmF0dXJl"
@@ -495,6 +505,7 @@ func blocking(entered chan<- struct{}) func(w http.ResponseWriter, r *http.Reque
 }
 
 func TestSlowEndpointAndCallerDeadline(t *testing.T) {
+	t.Parallel()
 	e := newEndpoint(t)
 	e.set(blocking(nil))
 	p := mustNew(t, config(e))
@@ -520,6 +531,7 @@ func TestSlowEndpointAndCallerDeadline(t *testing.T) {
 }
 
 func TestSlowEndpointAndRequestTimeout(t *testing.T) {
+	t.Parallel()
 	e := newEndpoint(t)
 	e.set(blocking(nil))
 	c := config(e)
@@ -531,6 +543,7 @@ func TestSlowEndpointAndRequestTimeout(t *testing.T) {
 }
 
 func TestCloseAbortsARequestInFlight(t *testing.T) {
+	t.Parallel()
 	e := newEndpoint(t)
 	entered := make(chan struct{}, 1)
 	e.set(blocking(entered))
@@ -559,6 +572,7 @@ func TestCloseAbortsARequestInFlight(t *testing.T) {
 }
 
 func TestExtensions(t *testing.T) {
+	t.Parallel()
 	c := config(newEndpoint(t))
 	ext := map[string]string{"logicalCluster": "lkc-1"}
 	c.Extensions = ext
@@ -570,6 +584,7 @@ func TestExtensions(t *testing.T) {
 }
 
 func TestNewRejectsBadConfig(t *testing.T) {
+	t.Parallel()
 	base := DefaultConfig()
 	base.TokenEndpoint, base.ClientID, base.ClientSecret = "https://idp.example/token", clientID, auth.NewSecret(clientSecret)
 	mod := func(f func(*Config)) Config {
@@ -617,6 +632,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 }
 
 func TestProviderPrintsRedacted(t *testing.T) {
+	t.Parallel()
 	e := newEndpoint(t)
 	c := config(e)
 	noLeak(t, "Config", c)

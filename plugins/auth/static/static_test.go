@@ -43,12 +43,14 @@ func req(mech string) auth.Request {
 }
 
 func TestConformanceInlinePassword(t *testing.T) {
+	t.Parallel()
 	authtest.Run(t, func(t *testing.T) auth.Provider {
 		return mustNew(t, Config{Username: "alice", Password: auth.NewSecret(secret)})
 	})
 }
 
 func TestConformancePasswordFile(t *testing.T) {
+	t.Parallel()
 	authtest.Run(t, func(t *testing.T) auth.Provider {
 		path := filepath.Join(t.TempDir(), "password")
 		writeFile(t, path, secret+"\n")
@@ -57,6 +59,7 @@ func TestConformancePasswordFile(t *testing.T) {
 }
 
 func TestServesConfiguredCredentials(t *testing.T) {
+	t.Parallel()
 	p := mustNew(t, Config{Username: "alice", Password: auth.NewSecret(secret)})
 	for _, m := range DefaultMechanisms() {
 		c, err := p.Credentials(t.Context(), req(m))
@@ -73,6 +76,7 @@ func TestServesConfiguredCredentials(t *testing.T) {
 }
 
 func TestRefusesOAuthBearer(t *testing.T) {
+	t.Parallel()
 	p := mustNew(t, Config{Username: "alice", Password: auth.NewSecret(secret)})
 	_, err := p.Credentials(t.Context(), req(auth.MechanismOAuthBearer))
 	if !errors.Is(err, auth.ErrUnsupportedMechanism) || !strings.Contains(err.Error(), "oauth provider") {
@@ -81,6 +85,7 @@ func TestRefusesOAuthBearer(t *testing.T) {
 }
 
 func TestServesOnlyConfiguredMechanisms(t *testing.T) {
+	t.Parallel()
 	p := mustNew(t, Config{Username: "alice", Password: auth.NewSecret(secret), Mechanisms: []string{auth.MechanismSCRAMSHA256}})
 	if _, err := p.Credentials(t.Context(), req(auth.MechanismSCRAMSHA256)); err != nil {
 		t.Fatal(err)
@@ -94,6 +99,7 @@ func TestServesOnlyConfiguredMechanisms(t *testing.T) {
 }
 
 func TestPasswordFileRotation(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "password")
 	writeFile(t, path, "first-password\n")
 	p := mustNew(t, Config{Username: "alice", PasswordFile: path})
@@ -120,6 +126,7 @@ func TestPasswordFileRotation(t *testing.T) {
 }
 
 func TestPasswordFileProblemsAreUnavailable(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "password")
 	writeFile(t, path, "old-password-value\n")
@@ -158,6 +165,7 @@ func TestPasswordFileProblemsAreUnavailable(t *testing.T) {
 }
 
 func TestNewRejectsBadConfig(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	empty := filepath.Join(dir, "empty")
 	writeFile(t, empty, "")
@@ -193,6 +201,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 }
 
 func TestConfigPrintsRedacted(t *testing.T) {
+	t.Parallel()
 	c := Config{Username: "alice", Password: auth.NewSecret(secret)}
 	if leak := authtest.Leaks(c, secret); leak != "" {
 		t.Fatal(leak)

@@ -22,6 +22,7 @@ func mustNew(t testing.TB, c Config) *Filter {
 }
 
 func TestTopics(t *testing.T) {
+	t.Parallel()
 	internal := filter.Topic{Name: "flagged-internal", Internal: true}
 	cases := []struct {
 		name   string
@@ -79,6 +80,7 @@ func TestTopics(t *testing.T) {
 }
 
 func TestGroups(t *testing.T) {
+	t.Parallel()
 	all := filtertest.Groups("billing", "billing-v2", "app-1", "app-2", "connect-mm2", "")
 	cases := []struct {
 		name string
@@ -106,6 +108,7 @@ func TestGroups(t *testing.T) {
 }
 
 func TestGroupListsDoNotApplyToTopics(t *testing.T) {
+	t.Parallel()
 	f := mustNew(t, Config{TopicsInclude: []string{"orders"}, GroupsExclude: []string{"orders"}})
 	out, err := f.FilterTopics(t.Context(), "m", filtertest.Topics("orders"))
 	if err != nil || len(out) != 1 {
@@ -114,6 +117,7 @@ func TestGroupListsDoNotApplyToTopics(t *testing.T) {
 }
 
 func TestACLsPassThrough(t *testing.T) {
+	t.Parallel()
 	f := mustNew(t, Config{})
 	in := filtertest.SampleACLs()
 	out, err := f.FilterACLs(t.Context(), "m", in)
@@ -126,6 +130,7 @@ func TestACLsPassThrough(t *testing.T) {
 }
 
 func TestInvalidPatterns(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		cfg  Config
 		want []string // fragments of the error, in order
@@ -162,6 +167,7 @@ func TestInvalidPatterns(t *testing.T) {
 }
 
 func TestDefaultConfig(t *testing.T) {
+	t.Parallel()
 	d := DefaultConfig()
 	if len(d.TopicsInclude) != 0 || !slices.Equal(d.TopicsExclude, []string{"__.*"}) ||
 		!slices.Equal(d.GroupsInclude, []string{".*"}) || len(d.GroupsExclude) != 0 {
@@ -170,6 +176,7 @@ func TestDefaultConfig(t *testing.T) {
 }
 
 func TestCanceledContext(t *testing.T) {
+	t.Parallel()
 	f := mustNew(t, DefaultConfig())
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
@@ -182,6 +189,7 @@ func TestCanceledContext(t *testing.T) {
 }
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	configs := map[string]Config{
 		"defaults": DefaultConfig(),
 		"zero":     {},
@@ -195,6 +203,7 @@ func TestConformance(t *testing.T) {
 // The regex filter first, then a custom filter: the custom one sees only
 // what the regex filter let through, and its decision is final.
 func TestChainRegexThenCustom(t *testing.T) {
+	t.Parallel()
 	re := mustNew(t, Config{TopicsInclude: []string{"app-.*", "orders"}, TopicsExclude: []string{".*\\.tmp"}, GroupsInclude: []string{".*"}})
 	var seen []string
 	// A custom policy: mirror only topics with at least 3 partitions.

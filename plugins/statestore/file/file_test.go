@@ -55,12 +55,14 @@ func open(t *testing.T, dir string) *Store {
 }
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T) statestore.Store {
 		return open(t, t.TempDir())
 	})
 }
 
 func TestReopenKeepsDataAndVersions(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ctx := t.Context()
 	s := open(t, dir)
@@ -124,6 +126,7 @@ func TestReopenKeepsDataAndVersions(t *testing.T) {
 }
 
 func TestCrashBeforeRenameKeepsOldValue(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ctx := t.Context()
 	s := open(t, dir)
@@ -168,6 +171,7 @@ func TestCrashBeforeRenameKeepsOldValue(t *testing.T) {
 }
 
 func TestLockWithinProcess(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	first := open(t, dir)
 	_, err := Open(dir)
@@ -193,6 +197,10 @@ func TestLockWithinProcess(t *testing.T) {
 	}
 }
 
+// Not parallel: starting the helper process forks this one, and until the
+// child execs it shares every open file, so a store another test closes
+// meanwhile would stay locked (flock) for a moment. Go runs this test to
+// its end before the parallel ones resume.
 func TestLockAcrossProcesses(t *testing.T) {
 	dir := t.TempDir()
 	exe, err := os.Executable()
@@ -243,6 +251,7 @@ func TestLockAcrossProcesses(t *testing.T) {
 }
 
 func TestDamagedFileStopsOpen(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := open(t, dir)
 	const key = "mirrors/m/partitions/t/0"
@@ -266,6 +275,7 @@ func TestDamagedFileStopsOpen(t *testing.T) {
 }
 
 func TestForeignFilesRefused(t *testing.T) {
+	t.Parallel()
 	t.Run("UnknownFileInData", func(t *testing.T) {
 		dir := t.TempDir()
 		open(t, dir).Close()
@@ -314,6 +324,7 @@ func TestForeignFilesRefused(t *testing.T) {
 }
 
 func TestOpenCreatesPrivateDirectory(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "a", "state")
 	s := open(t, dir)
 	if s.Dir() != dir {
@@ -341,6 +352,7 @@ func TestOpenCreatesPrivateDirectory(t *testing.T) {
 }
 
 func TestFileNames(t *testing.T) {
+	t.Parallel()
 	cases := map[string]string{
 		"mirrors/m_1-a/partitions/my.topic-x_y/12": "mirrors%2Fm_1-a%2Fpartitions%2Fmy.topic-x_y%2F12",
 		".hidden":  "%2Ehidden",

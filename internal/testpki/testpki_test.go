@@ -1,4 +1,4 @@
-package kafkatest
+package testpki
 
 import (
 	"crypto/tls"
@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -55,6 +56,7 @@ func handshake(t *testing.T, server *Cert, serverCA *CA, clientCA *CA, client *C
 }
 
 func TestCertificatesAuthenticateBothWays(t *testing.T) {
+	t.Parallel()
 	ca, err := NewCA("test-ca")
 	if err != nil {
 		t.Fatal(err)
@@ -101,6 +103,7 @@ func TestCertificatesAuthenticateBothWays(t *testing.T) {
 }
 
 func TestCertWriteFilesMakesAPEMKeystore(t *testing.T) {
+	t.Parallel()
 	ca, err := NewCA("files-ca")
 	if err != nil {
 		t.Fatal(err)
@@ -144,5 +147,48 @@ func TestCertWriteFilesMakesAPEMKeystore(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(caFile); string(b) != string(ca.CertPEM) {
 		t.Fatal("CA file does not hold the CA certificate")
+	}
+}
+
+func TestIssueServerNamesTheHostsGivenOnly(t *testing.T) {
+	t.Parallel()
+	ca, err := NewCA("hosts-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := ca.IssueServer("broker", "broker.test", "10.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []string{"broker.test", "10.0.0.1"} {
+		if err := c.Leaf().VerifyHostname(h); err != nil {
+			t.Errorf("%s: %v", h, err)
+		}
+	}
+	if err := c.Leaf().VerifyHostname("127.0.0.1"); err == nil {
+		t.Error("a certificate for broker.test and 10.0.0.1 also names 127.0.0.1")
+	}
+	if b, _ := pem.Decode(c.LeafPEM); b == nil || string(b.Bytes) != string(c.Leaf().Raw) || len(c.LeafPEM) >= len(c.CertPEM) {
+		t.Error("LeafPEM is not the leaf alone")
+	}
+}
+
+func TestNewWritesTheCAAndAServerAndClientsThatPair(t *testing.T) {
+	t.Parallel()
+	p := New(t, "new-ca")
+	alice := p.IssueClient(t, "alice")
+	if b, err := os.ReadFile(p.CAFile); err != nil || string(b) != string(p.CA.CertPEM) {
+		t.Fatalf("CA file: %v", err)
+	}
+	for _, c := range []*Cert{p.Server, alice} {
+		if filepath.Dir(c.CertFile) != p.Dir {
+			t.Errorf("%s's files are in %s, want %s", c.Name, filepath.Dir(c.CertFile), p.Dir)
+		}
+		if _, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile); err != nil {
+			t.Errorf("%s: cert and key files do not pair: %v", c.Name, err)
+		}
+	}
+	if srv, cli := handshake(t, p.Server, p.CA, p.CA, alice); srv != nil || cli != nil {
+		t.Fatalf("server %v, client %v", srv, cli)
 	}
 }
