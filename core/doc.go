@@ -19,7 +19,6 @@
 //   - fetcher:          the source side of the data path: raw record batches fetched per source broker
 //   - groupsync:        the consumer-group and share-group offset sync loop of one mirror
 //   - internal/coalesce: concurrent requests of one topic gathered into one call, never answered from an older one
-//   - internal/testpki: test certificates (made by the module's internal/testpki) under the names config's and kclient's tests use
 //   - kafkalog:         a partition's log read raw: bounds, leader, batches in bounded memory, entries
 //   - kclient:          a cluster's configuration turned into franz-go client options (TLS, SASL, sockets, dialer)
 //   - logging:          hclog construction from configuration

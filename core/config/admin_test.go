@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kmirror/kmirror/internal/testpki"
 )
 
 func TestAdminDefaults(t *testing.T) {
@@ -35,9 +37,9 @@ func TestAdminDefaults(t *testing.T) {
 func TestAdminNonLoopbackNeedsAuthentication(t *testing.T) {
 	dir := t.TempDir()
 	token := writeFile(t, dir, "token", "s3cr3t-admin-token\n")
-	p := newPKI(t)
-	srvCert := writeFile(t, dir, "srv.pem", string(p.serverCert))
-	srvKey := writeFile(t, dir, "srv.key", string(p.serverKey))
+	p := testpki.New(t, "kmirror test CA")
+	srvCert := writeFile(t, dir, "srv.pem", string(p.Server.LeafPEM))
+	srvKey := writeFile(t, dir, "srv.key", string(p.Server.KeyPEM))
 	for _, addr := range []string{"0.0.0.0:9645", ":9645", "10.1.2.3:9645", "admin.example.com:9645", "[::]:9645"} {
 		errs := parseErrs(t, minimal+"admin.address: \""+addr+"\"\n", nil, nil)
 		if !errs.Has("admin.address", "off by default on non-loopback addresses") {
@@ -52,7 +54,7 @@ func TestAdminNonLoopbackNeedsAuthentication(t *testing.T) {
 	if cfg.AdminTokenPath() != token || !cfg.AdminUsesToken() {
 		t.Errorf("token path %q", cfg.AdminTokenPath())
 	}
-	cfg = mustParse(t, minimal+"admin.address: 0.0.0.0:9645\nadmin.tls.cert.file: "+srvCert+"\nadmin.tls.key.file: "+srvKey+"\nadmin.tls.client.ca.file: "+p.caFile+"\n", nil, nil)
+	cfg = mustParse(t, minimal+"admin.address: 0.0.0.0:9645\nadmin.tls.cert.file: "+srvCert+"\nadmin.tls.key.file: "+srvKey+"\nadmin.tls.client.ca.file: "+p.CAFile+"\n", nil, nil)
 	if cfg.AdminUsesToken() || cfg.AdminTokenPath() != "" || !cfg.AdminUsesClientCerts() {
 		t.Errorf("mTLS alone: uses token %v (path %q), client certs %v", cfg.AdminUsesToken(), cfg.AdminTokenPath(), cfg.AdminUsesClientCerts())
 	}
@@ -61,7 +63,7 @@ func TestAdminNonLoopbackNeedsAuthentication(t *testing.T) {
 		t.Fatalf("AdminServerTLS = %+v, %v", tc, err)
 	}
 	// Both: both are required.
-	cfg = mustParse(t, minimal+"admin.address: 0.0.0.0:9645\nadmin.token.file: "+token+"\nadmin.tls.cert.file: "+srvCert+"\nadmin.tls.key.file: "+srvKey+"\nadmin.tls.client.ca.file: "+p.caFile+"\n", nil, nil)
+	cfg = mustParse(t, minimal+"admin.address: 0.0.0.0:9645\nadmin.token.file: "+token+"\nadmin.tls.cert.file: "+srvCert+"\nadmin.tls.key.file: "+srvKey+"\nadmin.tls.client.ca.file: "+p.CAFile+"\n", nil, nil)
 	if !cfg.AdminUsesToken() || !cfg.AdminUsesClientCerts() {
 		t.Errorf("token and mTLS: token %v, client certs %v", cfg.AdminUsesToken(), cfg.AdminUsesClientCerts())
 	}
@@ -72,10 +74,11 @@ func TestAdminNonLoopbackNeedsAuthentication(t *testing.T) {
 
 func TestAdminTLSAndTokenProblems(t *testing.T) {
 	dir := t.TempDir()
-	p := newPKI(t)
-	srvCert := writeFile(t, dir, "srv.pem", string(p.serverCert))
-	srvKey := writeFile(t, dir, "srv.key", string(p.serverKey))
-	otherKey := writeFile(t, dir, "other.key", string(p.clientKey))
+	p := testpki.New(t, "kmirror test CA")
+	client := p.IssueClient(t, "kmirror")
+	srvCert := writeFile(t, dir, "srv.pem", string(p.Server.LeafPEM))
+	srvKey := writeFile(t, dir, "srv.key", string(p.Server.KeyPEM))
+	otherKey := writeFile(t, dir, "other.key", string(client.KeyPEM))
 	empty := writeFile(t, dir, "empty", "\n  \n")
 	twoWords := writeFile(t, dir, "two", "secret-one secret-two\n")
 	cases := []struct {
@@ -83,7 +86,7 @@ func TestAdminTLSAndTokenProblems(t *testing.T) {
 	}{
 		{"cert without key", "admin.tls.cert.file: " + srvCert + "\n", "admin.tls.key.file", "required with admin.tls.cert.file"},
 		{"key without cert", "admin.tls.key.file: " + srvKey + "\n", "admin.tls.cert.file", "required with admin.tls.key.file"},
-		{"client CA without TLS", "admin.tls.client.ca.file: " + p.caFile + "\n", "admin.tls.client.ca.file", "verified only over TLS"},
+		{"client CA without TLS", "admin.tls.client.ca.file: " + p.CAFile + "\n", "admin.tls.client.ca.file", "verified only over TLS"},
 		{"missing cert file", "admin.tls.cert.file: /nonexistent/srv.pem\nadmin.tls.key.file: " + srvKey + "\n", "admin.tls.cert.file", "/nonexistent/srv.pem"},
 		{"key that is no key", "admin.tls.cert.file: " + srvCert + "\nadmin.tls.key.file: " + srvCert + "\n", "admin.tls.key.file", "holds no PEM private key"},
 		{"key of another cert", "admin.tls.cert.file: " + srvCert + "\nadmin.tls.key.file: " + otherKey + "\n", "admin.tls.key.file", "do not form a pair"},
@@ -99,7 +102,7 @@ func TestAdminTLSAndTokenProblems(t *testing.T) {
 			if !errs.Has(tc.key, tc.want) {
 				t.Fatalf("want %s: …%s…; got:\n%s", tc.key, tc.want, indent(errs.Error()))
 			}
-			keyBody := strings.Split(string(p.serverKey), "\n")[1]
+			keyBody := strings.Split(string(p.Server.KeyPEM), "\n")[1]
 			if strings.Contains(errs.Error(), "secret-one") || strings.Contains(errs.Error(), keyBody[:20]) || strings.Contains(errs.Error(), "-----END") {
 				t.Fatalf("errors show file content:\n%s", errs)
 			}

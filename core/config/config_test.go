@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kmirror/kmirror/internal/testpki"
 )
 
 func TestDefaults(t *testing.T) {
@@ -147,12 +149,13 @@ mirrors:
 }
 
 func TestInvalid(t *testing.T) {
-	p := newPKI(t)
-	notPEM := writeFile(t, p.dir, "not.pem", "hello, not a certificate\n")
-	certOnly := writeFile(t, p.dir, "cert-only.pem", string(p.clientCert))
-	encrypted := writeFile(t, p.dir, "enc.pem", string(p.clientCert)+"-----BEGIN ENCRYPTED PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED PRIVATE KEY-----\n")
-	mismatched := writeFile(t, p.dir, "mismatch.pem", string(p.clientCert)+string(p.serverKey))
-	stateFile := writeFile(t, p.dir, "state-file", "x")
+	p := testpki.New(t, "kmirror test CA")
+	client := p.IssueClient(t, "kmirror")
+	notPEM := writeFile(t, p.Dir, "not.pem", "hello, not a certificate\n")
+	certOnly := writeFile(t, p.Dir, "cert-only.pem", string(client.LeafPEM))
+	encrypted := writeFile(t, p.Dir, "enc.pem", string(client.LeafPEM)+"-----BEGIN ENCRYPTED PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED PRIVATE KEY-----\n")
+	mismatched := writeFile(t, p.Dir, "mismatch.pem", string(client.LeafPEM)+string(p.Server.KeyPEM))
+	stateFile := writeFile(t, p.Dir, "state-file", "x")
 
 	dst := func(lines string) string {
 		return "state: {dir: /tmp/s}\ndestination:\n  bootstrap.servers: d:9092\n" + lines
@@ -236,7 +239,7 @@ func TestInvalid(t *testing.T) {
 		{"unreadable truststore", dst("  security.protocol: SSL\n  ssl.truststore.location: /nonexistent/ca.pem\n"), "destination.ssl.truststore.location", "cannot read the truststore: open /nonexistent/ca.pem: no such file or directory"},
 		{"truststore without PEM", dst("  security.protocol: SSL\n  ssl.truststore.location: " + notPEM + "\n"), "destination.ssl.truststore.location", "file " + notPEM + " holds no PEM certificate"},
 		{"inline truststore without PEM", dst("  security.protocol: SSL\n  ssl.truststore.certificates: nope\n"), "destination.ssl.truststore.certificates", "the value holds no PEM certificate"},
-		{"truststore file and inline", dst("  security.protocol: SSL\n  ssl.truststore.location: " + p.caFile + "\n  ssl.truststore.certificates: x\n"), "destination.ssl.truststore.certificates", "set either ssl.truststore.location or ssl.truststore.certificates, not both"},
+		{"truststore file and inline", dst("  security.protocol: SSL\n  ssl.truststore.location: " + p.CAFile + "\n  ssl.truststore.certificates: x\n"), "destination.ssl.truststore.certificates", "set either ssl.truststore.location or ssl.truststore.certificates, not both"},
 		{"truststore JKS", dst("  security.protocol: SSL\n  ssl.truststore.type: JKS\n"), "destination.ssl.truststore.type", `"JKS" is not supported: kmirror reads PEM only; convert the store to PEM`},
 		{"keystore PKCS12", dst("  security.protocol: SSL\n  ssl.keystore.type: pkcs12\n"), "destination.ssl.keystore.type", `"pkcs12" is not supported: kmirror reads PEM only; convert it with`},
 		{"unreadable keystore", dst("  security.protocol: SSL\n  ssl.keystore.location: /nonexistent/k.pem\n"), "destination.ssl.keystore.location", "cannot read the keystore: open /nonexistent/k.pem: no such file or directory"},

@@ -5,27 +5,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kmirror/kmirror/core/internal/testpki"
+	"github.com/kmirror/kmirror/internal/testpki"
 )
 
-// pki is testpki's throw-away CA under the names these tests use.
-type pki struct {
-	caPEM                  []byte
-	serverCert, serverKey  []byte
-	clientCert, clientKey  []byte
-	caFile, clientPairFile string // files in a temp dir
-	dir                    string
-}
-
-func newPKI(t *testing.T) *pki {
-	t.Helper()
-	p := testpki.New(t)
-	return &pki{
-		caPEM: p.CAPEM, serverCert: p.ServerCert, serverKey: p.ServerKey, clientCert: p.ClientCert, clientKey: p.ClientKey,
-		caFile: p.CAFile, clientPairFile: p.ClientPairFile, dir: p.Dir,
-	}
-}
-
+// writeFile writes content to dir/name (mode 0600) and returns the path.
 func writeFile(t *testing.T, dir, name, content string) string {
 	t.Helper()
 	return testpki.WriteFile(t, dir, name, content)

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/kmirror/kmirror/core/config/security"
+	"github.com/kmirror/kmirror/internal/testpki"
 )
 
 const secretValue = "S3cr3t-Value-4242"
@@ -128,8 +129,9 @@ mirrors:
 }
 
 func TestSecretsNotInOutput(t *testing.T) {
-	p := newPKI(t)
-	pwFile := writeFile(t, p.dir, "pw", secretValue+"-file\n")
+	p := testpki.New(t, "kmirror test CA")
+	client := p.IssueClient(t, "kmirror")
+	pwFile := writeFile(t, p.Dir, "pw", secretValue+"-file\n")
 	yaml := fmt.Sprintf(`
 destination:
   bootstrap.servers: d:9092
@@ -164,9 +166,9 @@ mirrors:
 %s
     ssl.keystore.key: |
 %s
-`, secretValue, indentBy(string(p.caPEM), 6), secretValue, secretValue, pwFile, indentBy(string(p.clientCert), 6), indentBy(string(p.clientKey), 6))
+`, secretValue, indentBy(string(p.CA.CertPEM), 6), secretValue, secretValue, pwFile, indentBy(string(client.LeafPEM), 6), indentBy(string(client.KeyPEM), 6))
 	cfg := mustParse(t, yaml, nil, nil)
-	keyBody := strings.Split(string(p.clientKey), "\n")[1] // a line of the key's base64
+	keyBody := strings.Split(string(client.KeyPEM), "\n")[1] // a line of the key's base64
 
 	j, err := json.Marshal(cfg)
 	if err != nil {

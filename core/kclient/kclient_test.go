@@ -3,7 +3,6 @@ package kclient_test
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"net"
 	"os"
@@ -15,8 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl"
 
 	"github.com/kmirror/kmirror/core/config"
-	"github.com/kmirror/kmirror/core/internal/testpki"
 	"github.com/kmirror/kmirror/core/kclient"
+	"github.com/kmirror/kmirror/internal/testpki"
 )
 
 func mustParse(t *testing.T, yaml string, env, sets []string) *config.Config {
@@ -73,17 +72,20 @@ func handshake(t *testing.T, cfg *tls.Config, serverName string, serverCfg *tls.
 	return serr
 }
 
+// newPKI makes a CA with a broker's certificate for the name broker.test
+// only (a client that dials 127.0.0.1 without naming broker.test fails the
+// check) and kmirror's client certificate, their files in p.Dir.
+func newPKI(t *testing.T, caName string) (p *testpki.PKI, broker, client *testpki.Cert) {
+	t.Helper()
+	p = testpki.New(t, caName)
+	return p, p.IssueServer(t, "broker", "broker.test"), p.IssueClient(t, "kmirror")
+}
+
 func TestTLSConfig(t *testing.T) {
-	p := testpki.New(t)
-	other := testpki.New(t)
-	serverPair, err := tls.X509KeyPair(p.ServerCert, p.ServerKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	clientCAs := x509.NewCertPool()
-	clientCAs.AppendCertsFromPEM(p.CAPEM)
-	server := &tls.Config{Certificates: []tls.Certificate{serverPair}}
-	mtlsServer := &tls.Config{Certificates: []tls.Certificate{serverPair}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: clientCAs}
+	p, broker, client := newPKI(t, "kmirror test CA")
+	other := testpki.New(t, "other CA")
+	server := &tls.Config{Certificates: []tls.Certificate{broker.TLS}}
+	mtlsServer := &tls.Config{Certificates: []tls.Certificate{broker.TLS}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: p.CA.Pool()}
 
 	load := func(lines string) *config.Cluster {
 		t.Helper()
@@ -123,12 +125,12 @@ func TestTLSConfig(t *testing.T) {
 		t.Error("with identification disabled an untrusted chain passed; only the host name check may be skipped")
 	}
 
-	inlineCA := tlsOf(load("  security.protocol: SSL\n  ssl.truststore.certificates: |\n" + indentBy(string(p.CAPEM), 4) + "\n"))
+	inlineCA := tlsOf(load("  security.protocol: SSL\n  ssl.truststore.certificates: |\n" + indentBy(string(p.CA.CertPEM), 4) + "\n"))
 	if err := handshake(t, inlineCA, "broker.test", server); err != nil {
 		t.Errorf("inline truststore: %v", err)
 	}
 
-	mtlsFile := tlsOf(load("  security.protocol: SSL\n  ssl.truststore.location: " + p.CAFile + "\n  ssl.keystore.location: " + p.ClientPairFile + "\n"))
+	mtlsFile := tlsOf(load("  security.protocol: SSL\n  ssl.truststore.location: " + p.CAFile + "\n  ssl.keystore.location: " + client.KeystoreFile + "\n"))
 	if err := handshake(t, mtlsFile, "broker.test", mtlsServer); err != nil {
 		t.Errorf("mutual TLS with a keystore file: %v", err)
 	}
@@ -136,7 +138,7 @@ func TestTLSConfig(t *testing.T) {
 		t.Error("mutual TLS without a client certificate passed; the server test setup is wrong")
 	}
 	mtlsInline := tlsOf(load("  security.protocol: SASL_SSL\n  sasl.username: u\n  sasl.password: p\n  ssl.truststore.location: " + p.CAFile +
-		"\n  ssl.keystore.certificate.chain: |\n" + indentBy(string(p.ClientCert), 4) + "\n  ssl.keystore.key: |\n" + indentBy(string(p.ClientKey), 4) + "\n"))
+		"\n  ssl.keystore.certificate.chain: |\n" + indentBy(string(client.LeafPEM), 4) + "\n  ssl.keystore.key: |\n" + indentBy(string(client.KeyPEM), 4) + "\n"))
 	if err := handshake(t, mtlsInline, "broker.test", mtlsServer); err != nil {
 		t.Errorf("mutual TLS with inline PEM: %v", err)
 	}
@@ -161,7 +163,7 @@ func TestTLSConfig(t *testing.T) {
 }
 
 func TestOpts(t *testing.T) {
-	p := testpki.New(t)
+	p := testpki.New(t, "kmirror test CA")
 	cfg := mustParse(t, `
 destination:
   bootstrap.servers: d1:9092,d2:9092
@@ -257,14 +259,8 @@ mirrors:
 // buffer sizes apply) verifies the broker's certificate and host name, and
 // presents the client certificate, like franz-go's TLS dialing.
 func TestDialerRunsTheTLSHandshake(t *testing.T) {
-	p := testpki.New(t)
-	serverPair, err := tls.X509KeyPair(p.ServerCert, p.ServerKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	clientCAs := x509.NewCertPool()
-	clientCAs.AppendCertsFromPEM(p.CAPEM)
-	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{serverPair}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: clientCAs})
+	p, broker, client := newPKI(t, "kmirror test CA")
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{broker.TLS}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: p.CA.Pool()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +274,7 @@ func TestDialerRunsTheTLSHandshake(t *testing.T) {
 			go func() { _ = c.(*tls.Conn).Handshake(); c.Close() }()
 		}
 	}()
-	cfg := mustParse(t, "state: {dir: /tmp/s}\ndestination:\n  bootstrap.servers: broker.test:9093\n  security.protocol: SSL\n  ssl.truststore.location: "+p.CAFile+"\n  ssl.keystore.location: "+p.ClientPairFile+"\n", nil, nil)
+	cfg := mustParse(t, "state: {dir: /tmp/s}\ndestination:\n  bootstrap.servers: broker.test:9093\n  security.protocol: SSL\n  ssl.truststore.location: "+p.CAFile+"\n  ssl.keystore.location: "+client.KeystoreFile+"\n", nil, nil)
 	tc, err := kclient.TLSConfig(&cfg.Destination)
 	if err != nil {
 		t.Fatal(err)
@@ -307,7 +303,7 @@ func TestDialerRunsTheTLSHandshake(t *testing.T) {
 // kmirror's dialer (which runs the TLS handshake itself), not by franz-go's
 // TLS dialing; the SASL mechanism is the same.
 func TestOptsWithSockets(t *testing.T) {
-	p := testpki.New(t)
+	p := testpki.New(t, "kmirror test CA")
 	cfg := mustParse(t, "state: {dir: /tmp/s}\ndestination:\n  bootstrap.servers: d1:9092\n  security.protocol: SASL_SSL\n  sasl.username: alice\n  sasl.password: alice-pw\n  ssl.truststore.location: "+p.CAFile+"\n", nil, nil)
 	opts, err := kclient.Opts(&cfg.Destination, kclient.WithSockets(kclient.SocketOptions{ReceiveBuffer: 1 << 20, DialTimeout: time.Second}))
 	if err != nil {

@@ -3,11 +3,10 @@
 // client certificates it issues, as crypto/tls values, PEM and files.
 //
 // It is the one test PKI of the module: e2e/kafkatest gives its clusters
-// TLS with it, the admin API's and cmd's tests use New, and
-// core/internal/testpki dresses it in the names config's and kclient's
-// tests use. NewCA, IssueServer, IssueClient and WriteFiles return errors
-// (kafkatest calls them outside a test); New and PKI.IssueClient take the
-// test's testing.TB and fail it instead.
+// TLS with it, and the tests of the admin API, cmd, config and kclient use
+// New. NewCA, IssueServer, IssueClient and WriteFiles return errors
+// (kafkatest calls them outside a test); New, PKI.IssueServer and
+// PKI.IssueClient take the test's testing.TB and fail it instead.
 package testpki
 
 import (
@@ -249,6 +248,23 @@ func New(t testing.TB, caName string) *PKI {
 func (p *PKI) IssueClient(t testing.TB, cn string) *Cert {
 	t.Helper()
 	c, err := p.CA.IssueClient(cn)
+	return p.written(t, c, err)
+}
+
+// IssueServer issues another server certificate with CN=name for hosts (as
+// CA.IssueServer: the loopback addresses without hosts) and writes its files
+// in p.Dir. A certificate for a DNS name only lets a test prove that a
+// client dialing 127.0.0.1 checks the name.
+func (p *PKI) IssueServer(t testing.TB, name string, hosts ...string) *Cert {
+	t.Helper()
+	c, err := p.CA.IssueServer(name, hosts...)
+	return p.written(t, c, err)
+}
+
+// written writes the files of c, just issued with err, in p.Dir; it fails
+// t on either error.
+func (p *PKI) written(t testing.TB, c *Cert, err error) *Cert {
+	t.Helper()
 	if err == nil {
 		err = c.WriteFiles(p.Dir)
 	}

@@ -192,3 +192,24 @@ func TestNewWritesTheCAAndAServerAndClientsThatPair(t *testing.T) {
 		t.Fatalf("server %v, client %v", srv, cli)
 	}
 }
+
+func TestPKIIssueServerWritesACertificateForTheHostsGiven(t *testing.T) {
+	t.Parallel()
+	p := New(t, "named-ca")
+	broker := p.IssueServer(t, "broker", "broker.test")
+	if filepath.Dir(broker.CertFile) != p.Dir {
+		t.Errorf("files are in %s, want %s", filepath.Dir(broker.CertFile), p.Dir)
+	}
+	if _, err := tls.LoadX509KeyPair(broker.CertFile, broker.KeyFile); err != nil {
+		t.Errorf("cert and key files do not pair: %v", err)
+	}
+	if err := broker.Leaf().VerifyHostname("broker.test"); err != nil {
+		t.Error(err)
+	}
+	if err := broker.Leaf().VerifyHostname("127.0.0.1"); err == nil {
+		t.Error("a certificate for broker.test also names 127.0.0.1")
+	}
+	if _, err := broker.Leaf().Verify(x509.VerifyOptions{Roots: p.CA.Pool(), DNSName: "broker.test"}); err != nil {
+		t.Errorf("not verified by the PKI's CA: %v", err)
+	}
+}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/kmirror/kmirror/core/config"
 	"github.com/kmirror/kmirror/core/config/reference"
-	"github.com/kmirror/kmirror/core/internal/testpki"
+	"github.com/kmirror/kmirror/internal/testpki"
 )
 
 const regenerate = "run `go run ./core/config/gen`"
@@ -65,10 +65,11 @@ func TestReferenceListsEveryKey(t *testing.T) {
 // same environment overrides an operator would use; the password, which the
 // sample keeps out of the file, comes from the environment as it says.
 func TestSample(t *testing.T) {
-	p := testpki.New(t)
+	p := testpki.New(t, "kmirror test CA")
+	client := p.IssueClient(t, "kmirror")
 	env := []string{
 		"KMIRROR_DESTINATION__SSL_TRUSTSTORE_LOCATION=" + p.CAFile,
-		"KMIRROR_DESTINATION__SSL_KEYSTORE_LOCATION=" + p.ClientPairFile,
+		"KMIRROR_DESTINATION__SSL_KEYSTORE_LOCATION=" + client.KeystoreFile,
 		"KMIRROR_MIRRORS__DC1_TO_DC2__SSL_TRUSTSTORE_LOCATION=" + p.CAFile,
 		"KMIRROR_MIRRORS__DC1_TO_DC2__SASL_PASSWORD=sample-password",
 		"KMIRROR_STATE__DIR=" + t.TempDir(),
