@@ -12,6 +12,7 @@ import (
 )
 
 func TestAdminDefaults(t *testing.T) {
+	t.Parallel()
 	cfg := mustParse(t, minimal, nil, nil)
 	if cfg.AdminAddress != "127.0.0.1:9645" {
 		t.Errorf("admin.address = %q, want 127.0.0.1:9645", cfg.AdminAddress)
@@ -35,6 +36,7 @@ func TestAdminDefaults(t *testing.T) {
 }
 
 func TestAdminNonLoopbackNeedsAuthentication(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	token := writeFile(t, dir, "token", "s3cr3t-admin-token\n")
 	p := testpki.New(t, "kmirror test CA")
@@ -73,6 +75,7 @@ func TestAdminNonLoopbackNeedsAuthentication(t *testing.T) {
 }
 
 func TestAdminTLSAndTokenProblems(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p := testpki.New(t, "kmirror test CA")
 	client := p.IssueClient(t, "kmirror")
@@ -111,6 +114,7 @@ func TestAdminTLSAndTokenProblems(t *testing.T) {
 }
 
 func TestReadAdminToken(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	tok, err := ReadAdminToken(writeFile(t, dir, "t", "  tok-123\n"))
 	if err != nil || tok.Reveal() != "tok-123" || tok.String() != Redacted {
@@ -123,6 +127,7 @@ func TestReadAdminToken(t *testing.T) {
 }
 
 func TestAdminKeysFromEnvironment(t *testing.T) {
+	t.Parallel()
 	cfg := mustParse(t, minimal, []string{"KMIRROR_ADMIN_ADDRESS=127.0.0.1:1234", "KMIRROR_ADMIN_TOKEN_FILE=" + writeFile(t, t.TempDir(), "t", "x")}, nil)
 	if cfg.AdminAddress != "127.0.0.1:1234" || cfg.AdminTokenFile == "" {
 		t.Fatalf("env overrides: %q %q", cfg.AdminAddress, cfg.AdminTokenFile)

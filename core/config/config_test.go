@@ -15,6 +15,7 @@ import (
 )
 
 func TestDefaults(t *testing.T) {
+	t.Parallel()
 	cfg := mustParse(t, minimal+`
 mirrors:
   - name: m1
@@ -93,6 +94,7 @@ mirrors:
 }
 
 func TestNoMirrorsIsValid(t *testing.T) {
+	t.Parallel()
 	cfg := mustParse(t, minimal, nil, nil)
 	if len(cfg.Mirrors) != 0 {
 		t.Errorf("got %d mirrors, want 0", len(cfg.Mirrors))
@@ -100,6 +102,7 @@ func TestNoMirrorsIsValid(t *testing.T) {
 }
 
 func TestValues(t *testing.T) {
+	t.Parallel()
 	cfg := mustParse(t, `
 mirror.num.replica.fetchers: 4
 mirror.replication.throttled.rate: 1048576
@@ -149,6 +152,7 @@ mirrors:
 }
 
 func TestInvalid(t *testing.T) {
+	t.Parallel()
 	p := testpki.New(t, "kmirror test CA")
 	client := p.IssueClient(t, "kmirror")
 	notPEM := writeFile(t, p.Dir, "not.pem", "hello, not a certificate\n")
@@ -273,6 +277,7 @@ func TestInvalid(t *testing.T) {
 }
 
 func TestCollectsAllErrors(t *testing.T) {
+	t.Parallel()
 	errs := parseErrs(t, `
 mirror.num.replica.fetchers: many
 log.level: loud
@@ -327,6 +332,7 @@ mirrors:
 `
 
 func TestEnvOverrides(t *testing.T) {
+	t.Parallel()
 	env := []string{
 		"PATH=/usr/bin", // not ours: ignored
 		"KMIRROR_MIRROR_NUM_REPLICA_FETCHERS=3",
@@ -361,6 +367,7 @@ func TestEnvOverrides(t *testing.T) {
 }
 
 func TestSetOverrides(t *testing.T) {
+	t.Parallel()
 	sets := []string{
 		"mirror.num.replica.fetchers=5",
 		"destination.bootstrap.servers=set-dst:9092",
@@ -383,6 +390,7 @@ func TestSetOverrides(t *testing.T) {
 }
 
 func TestOverrideOrder(t *testing.T) {
+	t.Parallel()
 	env := []string{"KMIRROR_MIRROR_NUM_REPLICA_FETCHERS=3", "KMIRROR_MIRRORS__DC1_TO_DC2__SASL_PASSWORD=from-env"}
 	sets := []string{"mirror.num.replica.fetchers=4"}
 	cfg := mustParse(t, overrideBase, env, sets)
@@ -400,6 +408,7 @@ func TestOverrideOrder(t *testing.T) {
 }
 
 func TestOverrideErrors(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name       string
 		env, sets  []string
@@ -431,6 +440,7 @@ func TestOverrideErrors(t *testing.T) {
 }
 
 func TestAmbiguousMirrorVariable(t *testing.T) {
+	t.Parallel()
 	errs := parseErrs(t, minimal+`
 mirrors:
   - {name: a-b, bootstrap.servers: "x:1"}
@@ -442,6 +452,7 @@ mirrors:
 }
 
 func TestLoad(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := writeFile(t, dir, "kmirror.yml", overrideBase)
 	cfg, err := Load(Source{Path: path, Env: []string{"KMIRROR_CONFIG=" + path, "KMIRROR_STATE__DIR=/env"}, Reserved: []string{"KMIRROR_CONFIG"}})
@@ -531,6 +542,7 @@ client.id = "kmirror-dc2"
 `
 
 func TestTOMLEquivalentToYAML(t *testing.T) {
+	t.Parallel()
 	fromYAML := mustParse(t, equivYAML, nil, nil)
 	fromTOML, err := Parse([]byte(equivTOML), "toml", nil, nil)
 	if err != nil {
@@ -565,6 +577,7 @@ func TestTOMLEquivalentToYAML(t *testing.T) {
 }
 
 func TestEffective(t *testing.T) {
+	t.Parallel()
 	cfg := mustParse(t, equivYAML, nil, nil)
 	got := map[string]string{}
 	for _, s := range cfg.Effective() {
@@ -594,6 +607,7 @@ func TestEffective(t *testing.T) {
 }
 
 func TestEnvNamesAreUnique(t *testing.T) {
+	t.Parallel()
 	seen := map[string]string{}
 	for _, k := range Keys {
 		n := EnvName(k.Scope, k.Name, "<NAME>")
@@ -611,6 +625,7 @@ func TestEnvNamesAreUnique(t *testing.T) {
 }
 
 func TestDeclarations(t *testing.T) {
+	t.Parallel()
 	names := map[string]bool{}
 	for _, k := range Keys {
 		id := k.Scope.String() + "/" + k.Name
@@ -659,6 +674,7 @@ func TestDeclarations(t *testing.T) {
 }
 
 func TestFileOrderIndependent(t *testing.T) {
+	t.Parallel()
 	// Errors come out in the same order every time (maps are unordered).
 	bad := minimal + "zz: 1\naa: 2\nmm: 3\nlog.level: x\n"
 	first := parseErrs(t, bad, nil, nil).Error()
@@ -670,6 +686,7 @@ func TestFileOrderIndependent(t *testing.T) {
 }
 
 func TestStateDirMayNotExistYet(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "not", "yet")
 	cfg := mustParse(t, "destination: {bootstrap.servers: 'd:1'}\nstate: {dir: "+dir+"}\n", nil, nil)
 	if cfg.State.Dir != dir {
@@ -681,6 +698,7 @@ func TestStateDirMayNotExistYet(t *testing.T) {
 }
 
 func TestPprofSwitch(t *testing.T) {
+	t.Parallel()
 	if cfg := mustParse(t, minimal, nil, nil); cfg.HTTPPprofEnable {
 		t.Error("http.pprof.enable is on by default, want off")
 	}

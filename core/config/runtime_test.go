@@ -8,6 +8,7 @@ import (
 )
 
 func TestParseMirrorReadsOneMirrorsSettings(t *testing.T) {
+	t.Parallel()
 	pw := filepath.Join(t.TempDir(), "pw")
 	if err := os.WriteFile(pw, []byte("s3cret\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -33,6 +34,7 @@ mirror.groups.include: "app-.*"
 }
 
 func TestParseMirrorRefusesInlineSecretsBadKeysAndAnotherName(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, data, want string
 	}{

@@ -17,6 +17,7 @@ import (
 const secretValue = "S3cr3t-Value-4242"
 
 func TestSecretNeverPrints(t *testing.T) {
+	t.Parallel()
 	s := NewSecret(secretValue)
 	outs := []string{
 		s.String(), fmt.Sprint(s), fmt.Sprintf("%v|%+v|%#v|%s|%q|%x|%X|%d", s, s, s, s, s, s, s, s),
@@ -46,6 +47,7 @@ func TestSecretNeverPrints(t *testing.T) {
 // TestSecretsNotInErrors puts the secret in every secret key (and in places a
 // careless parser might echo) of a configuration full of mistakes.
 func TestSecretsNotInErrors(t *testing.T) {
+	t.Parallel()
 	var secretLines, mirrorSecretLines strings.Builder
 	n := 0
 	for _, k := range Keys {
@@ -129,6 +131,7 @@ mirrors:
 }
 
 func TestSecretsNotInOutput(t *testing.T) {
+	t.Parallel()
 	p := testpki.New(t, "kmirror test CA")
 	client := p.IssueClient(t, "kmirror")
 	pwFile := writeFile(t, p.Dir, "pw", secretValue+"-file\n")
@@ -214,6 +217,7 @@ func indentBy(s string, n int) string {
 }
 
 func TestSASLResolution(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	pwFile := writeFile(t, dir, "pw", "first\n")
 	cfg := mustParse(t, minimal+`

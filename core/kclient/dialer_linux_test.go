@@ -14,6 +14,7 @@ import (
 // configured buffer sizes on the TCP connection (Linux reports twice the
 // requested size, for its bookkeeping).
 func TestDialerAppliesSocketBuffers(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

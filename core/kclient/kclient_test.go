@@ -82,6 +82,7 @@ func newPKI(t *testing.T, caName string) (p *testpki.PKI, broker, client *testpk
 }
 
 func TestTLSConfig(t *testing.T) {
+	t.Parallel()
 	p, broker, client := newPKI(t, "kmirror test CA")
 	other := testpki.New(t, "other CA")
 	server := &tls.Config{Certificates: []tls.Certificate{broker.TLS}}
@@ -163,6 +164,7 @@ func TestTLSConfig(t *testing.T) {
 }
 
 func TestOpts(t *testing.T) {
+	t.Parallel()
 	p := testpki.New(t, "kmirror test CA")
 	cfg := mustParse(t, `
 destination:
@@ -259,6 +261,7 @@ mirrors:
 // buffer sizes apply) verifies the broker's certificate and host name, and
 // presents the client certificate, like franz-go's TLS dialing.
 func TestDialerRunsTheTLSHandshake(t *testing.T) {
+	t.Parallel()
 	p, broker, client := newPKI(t, "kmirror test CA")
 	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{broker.TLS}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: p.CA.Pool()})
 	if err != nil {
@@ -303,6 +306,7 @@ func TestDialerRunsTheTLSHandshake(t *testing.T) {
 // kmirror's dialer (which runs the TLS handshake itself), not by franz-go's
 // TLS dialing; the SASL mechanism is the same.
 func TestOptsWithSockets(t *testing.T) {
+	t.Parallel()
 	p := testpki.New(t, "kmirror test CA")
 	cfg := mustParse(t, "state: {dir: /tmp/s}\ndestination:\n  bootstrap.servers: d1:9092\n  security.protocol: SASL_SSL\n  sasl.username: alice\n  sasl.password: alice-pw\n  ssl.truststore.location: "+p.CAFile+"\n", nil, nil)
 	opts, err := kclient.Opts(&cfg.Destination, kclient.WithSockets(kclient.SocketOptions{ReceiveBuffer: 1 << 20, DialTimeout: time.Second}))

@@ -18,6 +18,7 @@ const regenerate = "run `go run ./core/config/gen`"
 // TestReferenceIsCurrent fails when docs/config.md no longer matches the
 // declaration table, so CI catches a key changed without its docs.
 func TestReferenceIsCurrent(t *testing.T) {
+	t.Parallel()
 	got, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "config.md"))
 	if err != nil {
 		t.Fatalf("docs/config.md: %v; %s", err, regenerate)
@@ -28,6 +29,7 @@ func TestReferenceIsCurrent(t *testing.T) {
 }
 
 func TestSampleCopyIsCurrent(t *testing.T) {
+	t.Parallel()
 	got, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "kmirror.sample.yaml"))
 	if err != nil {
 		t.Fatalf("docs/kmirror.sample.yaml: %v; %s", err, regenerate)
@@ -38,6 +40,7 @@ func TestSampleCopyIsCurrent(t *testing.T) {
 }
 
 func TestReferenceListsEveryKey(t *testing.T) {
+	t.Parallel()
 	ref := string(reference.Generate())
 	for _, k := range config.Keys {
 		name := k.Name
@@ -65,6 +68,7 @@ func TestReferenceListsEveryKey(t *testing.T) {
 // same environment overrides an operator would use; the password, which the
 // sample keeps out of the file, comes from the environment as it says.
 func TestSample(t *testing.T) {
+	t.Parallel()
 	p := testpki.New(t, "kmirror test CA")
 	client := p.IssueClient(t, "kmirror")
 	env := []string{
