@@ -12,27 +12,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/internal/kfaketest"
 )
-
-func fakeCluster(t *testing.T, opts ...kfake.Opt) *kfake.Cluster {
-	t.Helper()
-	c, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(1)}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	return c
-}
-
-func fakeClient(t *testing.T, c *kfake.Cluster, opts ...kgo.Opt) *kgo.Client {
-	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
-	return cl
-}
 
 // The raw forwarder copies every batch of every partition to the
 // destination, in order, with several ProduceRequests in flight: each
@@ -40,9 +22,9 @@ func fakeClient(t *testing.T, c *kfake.Cluster, opts ...kgo.Opt) *kgo.Client {
 // offsets, byte for byte.
 func TestRawForwarderCopiesEveryPartitionInOrder(t *testing.T) {
 	const topic, partitions, perPartition = "raw", 3, 2000
-	src := fakeCluster(t, kfake.SeedTopics(partitions, topic))
-	dst := fakeCluster(t)
-	prod := fakeClient(t, src, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchMaxBytes(4096), kgo.ProducerLinger(time.Millisecond))
+	src := kfaketest.NewCluster(t, kfake.SeedTopics(partitions, topic))
+	dst := kfaketest.NewCluster(t)
+	prod := kfaketest.NewClient(t, src, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchMaxBytes(4096), kgo.ProducerLinger(time.Millisecond))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var recs []*kgo.Record
@@ -61,31 +43,33 @@ func TestRawForwarderCopiesEveryPartitionInOrder(t *testing.T) {
 			InFlight: 5, FetchMaxBytes: 8 << 10, ResponseMaxBytes: 64 << 10, PartitionQueue: 32 << 10, TotalQueue: 64 << 10,
 		})
 	}()
-	adm := kadm.NewClient(fakeClient(t, dst))
-	for {
+	adm := kfaketest.NewAdmin(t, dst)
+	kfaketest.WaitFor(t, "every record copied to the destination", func() (bool, string) {
 		ends, err := adm.ListEndOffsets(ctx, topic)
 		n := int64(0)
 		if err == nil {
 			ends.Each(func(o kadm.ListedOffset) { n += o.Offset })
 		}
 		if n >= partitions*perPartition {
-			break
+			return true, ""
 		}
 		select {
 		case err := <-done:
 			t.Fatalf("the forwarder stopped with %d of %d records copied: %v", n, partitions*perPartition, err)
-		case <-ctx.Done():
-			t.Fatalf("%d of %d records copied: %v", n, partitions*perPartition, ctx.Err())
-		case <-time.After(20 * time.Millisecond):
+		default:
 		}
-	}
+		if err != nil {
+			return false, fmt.Sprintf("listing the destination's end offsets: %v", err)
+		}
+		return false, fmt.Sprintf("%d of %d records copied", n, partitions*perPartition)
+	})
 	stop()
 	if err := <-done; err != nil && fctx.Err() == nil {
 		t.Fatalf("forwarder: %v", err)
 	}
 
 	read := func(c *kfake.Cluster) map[int32][]*kgo.Record {
-		cl := fakeClient(t, c, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		cl := kfaketest.NewClient(t, c, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 		out := map[int32][]*kgo.Record{}
 		for n := 0; n < partitions*perPartition; {
 			fs := cl.PollFetches(ctx)
