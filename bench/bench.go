@@ -425,6 +425,15 @@ func (b *bench) runContender(ctx context.Context, c contender, sc Scenario, topi
 		}
 		spec.Topics = append(spec.Topics, latTopic)
 	}
+	// The brokers may still be busy with the last run: deleting its
+	// destination topic (thousands of partitions take minutes on one
+	// broker), or writing the backlog just loaded. The contender starts
+	// once both are quiet, so that it is not charged for that work.
+	if d, quiet := waitQuiet(ctx, []int{b.src.BrokerPID(0), b.dst.BrokerPID(0)}, quietCPU, quietFor, quietMax); !quiet {
+		log.Printf("bench: %s / %s: the brokers were still busy after %s; starting anyway", sc.Name, c.Name(), d.Round(time.Second))
+	} else if d > 5*time.Second {
+		log.Printf("bench: %s / %s: waited %s for the brokers to be quiet", sc.Name, c.Name(), d.Round(time.Second))
+	}
 	srcCPU0, dstCPU0 := processCPU(b.src.BrokerPID(0)), processCPU(b.dst.BrokerPID(0))
 	t0 := time.Now()
 	p, err := c.Start(ctx, spec)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -199,4 +200,50 @@ func treeRSS(pid int) int64 {
 		}
 	}
 	return total
+}
+
+// The quiet gate before each contender: every broker below quietCPU of one
+// core for quietFor in a row, waiting at most quietMax.
+const (
+	quietCPU = 0.15
+	quietFor = 2 * time.Second
+	quietMax = 5 * time.Minute
+)
+
+// waitQuiet waits until every process in pids has used less than share of
+// one core over each second of a span of d, or until max has passed or ctx
+// ends. It returns how long it waited and whether the processes were quiet.
+func waitQuiet(ctx context.Context, pids []int, share float64, d, max time.Duration) (time.Duration, bool) {
+	start := time.Now()
+	calm := time.Duration(0)
+	last := make([]time.Duration, len(pids))
+	for i, pid := range pids {
+		last[i] = processCPU(pid)
+	}
+	for calm < d {
+		if time.Since(start) >= max {
+			return time.Since(start), false
+		}
+		t0 := time.Now()
+		select {
+		case <-ctx.Done():
+			return time.Since(start), false
+		case <-time.After(time.Second):
+		}
+		span := time.Since(t0)
+		busy := false
+		for i, pid := range pids {
+			now := processCPU(pid)
+			if float64(now-last[i]) > share*float64(span) {
+				busy = true
+			}
+			last[i] = now
+		}
+		if busy {
+			calm = 0
+		} else {
+			calm += span
+		}
+	}
+	return time.Since(start), true
 }

@@ -150,3 +150,35 @@ func TestLogTailKeepsErrorsAndExceptions(t *testing.T) {
 		t.Errorf("logTail without errors = %q, want the last two lines", got)
 	}
 }
+
+func TestWaitQuietWaitsWhileAProcessIsBusy(t *testing.T) {
+	ctx := t.Context()
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() { // owned by this test: spins until stop closes
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+		}
+	}()
+	waited, quiet := waitQuiet(ctx, []int{os.Getpid()}, 0.3, time.Second, 2500*time.Millisecond)
+	close(stop)
+	<-done
+	if quiet {
+		t.Fatalf("a process spinning a core was judged quiet after %s", waited)
+	}
+	if waited < 2500*time.Millisecond {
+		t.Fatalf("gave up after %s, before the 2.5 s bound", waited)
+	}
+	waited, quiet = waitQuiet(ctx, []int{os.Getpid()}, 0.3, time.Second, 30*time.Second)
+	if !quiet {
+		t.Fatalf("an idle process was not judged quiet within %s", waited)
+	}
+	if waited < time.Second {
+		t.Fatalf("judged quiet after %s, before the 1 s span", waited)
+	}
+}

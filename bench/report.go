@@ -241,7 +241,7 @@ func (r Report) WriteMarkdown(w io.Writer) error {
 		p("| kmirror commit | %s |\n", r.Commit)
 	}
 	p("\n**Brokers:** %s\n\n", r.Kafka)
-	p("**Contenders** (each in turn, same clusters, same backlog; the destination topic is deleted between runs):\n\n")
+	p("**Contenders** (each in turn, same clusters, same backlog; the destination topic is deleted between runs, and each contender starts once both brokers have used less than 15%% of a core for 2 s, waiting at most 5 minutes):\n\n")
 	for _, c := range r.Contenders {
 		p("- **%s**: %s\n", c, r.Settings[c])
 	}
