@@ -499,7 +499,7 @@ func (b *bench) runContender(ctx context.Context, c contender, sc Scenario, topi
 	sampler.Sample()
 	r.CPU, r.PeakRSS = sampler.Totals()
 	if caughtUp {
-		b.takeProfile(ctx, c, spec, "heap", "", "heap")
+		b.takeProfile(ctx, c, spec, "heap", "?gc=1", "heap")
 		b.takeProfile(ctx, c, spec, "metrics", "", "metrics")
 	}
 	profiling.Wait() // the CPU profile runs its whole length

@@ -639,7 +639,9 @@ func (r *Runner) forwardLoop(ctx context.Context, q *fetcher.Queue) error {
 // goes through admit first.
 func (r *Runner) forwardAll(ctx context.Context, bs []batch.Batch) error {
 	run := r.run[:0]
-	defer func() { clear(run); r.run = run[:0] }()
+	// Every slot is cleared, not only those in use: a batch holds the whole
+	// fetch response it came in alive.
+	defer func() { clear(run[:cap(run)]); r.run = run[:0] }()
 	for _, b := range bs {
 		if r.mode == partition.ModePreserve && r.sendNext >= 0 && b.BaseOffset() == r.sendNext && b.Dense() && b.PartitionLeaderEpoch() == r.epoch {
 			run, r.sendNext = append(run, b), b.NextOffset()
@@ -648,6 +650,7 @@ func (r *Runner) forwardAll(ctx context.Context, bs []batch.Batch) error {
 		if err := r.send(ctx, run); err != nil {
 			return err
 		}
+		clear(run)
 		run = run[:0]
 		if err := r.flush(ctx); err != nil {
 			return err

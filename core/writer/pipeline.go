@@ -258,7 +258,7 @@ func (p *Partition) completeOldest(ctx context.Context, landed landedFunc) error
 	}
 	retry, err := p.answer(pd.op)
 	if err == nil {
-		p.pipe = p.pipe[1:]
+		p.popPipe()
 		pd.b.SetBaseOffset(pd.src)
 		p.putOp(pd.op)
 		res, err := p.landed(pd.tw, pd.seq, pd.b, pd.op, pd.expect)
@@ -308,8 +308,7 @@ func (p *Partition) completeOldest(ctx context.Context, landed landedFunc) error
 	// Send them again, one at a time, with the sequences they carry.
 	p.log.Debug("resending pipelined appends", "count", len(p.pipe), "error", err)
 	for len(p.pipe) > 0 {
-		pd := p.pipe[0]
-		p.pipe = p.pipe[1:]
+		pd := p.popPipe()
 		op, inFlight, err := p.produce(ctx, pd.b, pd.op.txnID)
 		p.putOp(pd.op)
 		if !inFlight {
@@ -377,6 +376,17 @@ func (p *Partition) waitAll(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// popPipe takes the oldest append out of the pipeline. Its slot is cleared:
+// a pending holds its batch, which holds the whole fetch response it came in
+// alive, and the slots before the slice's start stay in its array until
+// the array is replaced.
+func (p *Partition) popPipe() *pending {
+	pd := p.pipe[0]
+	p.pipe[0] = nil
+	p.pipe = p.pipe[1:]
+	return pd
 }
 
 // restoreAll gives the batches of the finished pipeline back their source

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+	"weak"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -344,4 +346,29 @@ func TestSendKeepsThePipelineAcrossCallsUntilFlush(t *testing.T) {
 	if got, want := keysAt(consume(t, c, testTopic, 0, false, 26)), wantKeys(0, 27); got != want {
 		t.Fatalf("destination:\n%s\nwant:\n%s", got, want)
 	}
+}
+
+// Once the pipeline is flushed, nothing in the writer holds a batch: each
+// holds the whole fetch response it came in alive, so a slot left filled
+// keeps megabytes per partition (the pipeline's array did, before popPipe
+// cleared the slots it moves past).
+func TestAFlushedPipelineHoldsNoBatch(t *testing.T) {
+	t.Parallel()
+	_, _, p := confirmedPartition(t)
+	bs := seqBatches(t, 1, 20, 3, -1, false)
+	held := make([]weak.Pointer[byte], len(bs))
+	for i, b := range bs {
+		held[i] = weak.Make(&b[0])
+	}
+	appendAll(t, p, bs)
+	clear(bs)
+	bs = nil
+	runtime.GC()
+	runtime.GC()
+	for i, w := range held {
+		if w.Value() != nil {
+			t.Fatalf("batch %d of 20 is still reachable after the pipeline was flushed", i)
+		}
+	}
+	runtime.KeepAlive(p)
 }
