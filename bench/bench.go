@@ -39,6 +39,9 @@ type bench struct {
 	timeout            time.Duration
 	profile            time.Duration // -profile: CPU profile length, 0 none
 	warm               []contender   // run over the warm-up backlog, results discarded
+	// scenarioWarm, when set, copies each scenario's backlog once before
+	// the measured contenders, its result discarded (-no-warm-up unsets it).
+	scenarioWarm contender
 	seq                int
 }
 
@@ -63,7 +66,7 @@ func benchMain(args []string) error {
 	tuned := fs.String("kmirror-tuned", "", `mirror keys for an extra contender "kmirror-tuned", separated by ";" (e.g. "replica.fetch.max.bytes: 4194304")`)
 	tunedDaemon := fs.String("kmirror-tuned-daemon", "", `daemon-wide keys for the contender "kmirror-tuned", separated by ";" (e.g. "mirror.appends.in.flight.per.partition: 1")`)
 	profile := fs.Duration("profile", 0, "take a CPU profile of kmirror for this long from its first copied record, and a heap profile once caught up (pprof files in <out>/profiles; 0: none)")
-	noWarmUp := fs.Bool("no-warm-up", false, "skip the warm-up (a small backlog copied by the raw forwarder and by kmirror, results discarded) before the first scenario")
+	noWarmUp := fs.Bool("no-warm-up", false, "skip the warm-ups: a small backlog copied by the raw forwarder and by kmirror before the first scenario, and each scenario's backlog copied once by the raw forwarder before its measured contenders (results discarded)")
 	keep := fs.Bool("keep", false, "keep each run's directory (configs, logs, state; in a temporary directory named at the end)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -183,6 +186,9 @@ func benchMain(args []string) error {
 	// the first scenario's first contender nor the others run on brokers
 	// whose produce and fetch paths the JVM has not compiled yet.
 	b.warm = []contender{rawContender{self: self, inflight: *rawInflight}, kmirrorContender{binary: kbin, name: contKmirror}}
+	if !*noWarmUp {
+		b.scenarioWarm = b.warm[0]
+	}
 	rep.Contenders = nil
 	for _, c := range b.contenders {
 		rep.Contenders = append(rep.Contenders, c.Name())
@@ -378,6 +384,9 @@ func (b *bench) runScenario(ctx context.Context, sc Scenario) ScenarioResult {
 		res.SourceBatches, res.SourceBytes = n, bytes
 	}
 	log.Printf("bench: %s: %d records loaded in %s", sc.Name, sc.Records, res.Load.Round(time.Millisecond))
+	if b.scenarioWarm != nil {
+		b.warmUpScenario(ctx, sc, topic, srcEnds)
+	}
 	for _, c := range b.contenders {
 		if ctx.Err() != nil {
 			break
@@ -401,6 +410,28 @@ func (b *bench) runScenario(ctx context.Context, sc Scenario) ScenarioResult {
 		}
 	}
 	return res
+}
+
+// warmUpScenario copies the scenario's backlog once with b.scenarioWarm,
+// on loopback and without the latency, failover or idle phases, and
+// discards the result. Whichever contender ran first on a new shape of work
+// (500 partitions after 4, say) ran on a broker whose JVM had not compiled
+// that path yet: on p500 the destination broker spent twice the CPU per
+// byte for the first of two identical kmirror runs (20.8 against 9.2 CPU-s),
+// which halved its throughput.
+func (b *bench) warmUpScenario(ctx context.Context, sc Scenario, topic string, srcEnds map[int32]int64) {
+	w := sc
+	w.LatencyRate, w.Failover, w.IdleFor, w.SourceRTT, w.DestinationRTT = 0, false, 0, 0, 0
+	r := b.runContender(ctx, b.scenarioWarm, w, topic, srcEnds)
+	log.Printf("bench: %s: warm-up copy by %s (discarded): total %s, steady %.1f MB/s, %s",
+		sc.Name, b.scenarioWarm.Name(), r.Total.Round(time.Millisecond), r.SteadyMBps(), r.Verdict())
+	cctx := context.WithoutCancel(ctx)
+	if err := deleteTopics(cctx, b.dstAdm, nil); err != nil {
+		log.Printf("bench: %v", err)
+	}
+	if err := deleteTopics(cctx, b.srcAdm, []string{topic}); err != nil {
+		log.Printf("bench: %v", err)
+	}
 }
 
 // runContender runs one contender over the backlog and measures it.
@@ -429,6 +460,10 @@ func (b *bench) runContender(ctx context.Context, c contender, sc Scenario, topi
 	// destination topic (thousands of partitions take minutes on one
 	// broker), or writing the backlog just loaded. The contender starts
 	// once both are quiet, so that it is not charged for that work.
+	// The disk too: the page cache's dirty pages (the backlog just loaded,
+	// the last run's writes) are written back first, so that no contender
+	// copies while the kernel flushes a gigabyte under it.
+	syscall.Sync()
 	if d, quiet := waitQuiet(ctx, []int{b.src.BrokerPID(0), b.dst.BrokerPID(0)}, quietCPU, quietFor, quietMax); !quiet {
 		log.Printf("bench: %s / %s: the brokers were still busy after %s; starting anyway", sc.Name, c.Name(), d.Round(time.Second))
 	} else if d > 5*time.Second {
