@@ -3,7 +3,7 @@
 //
 //   - aclrule:          the mirror.acl.include rule grammar and matcher
 //   - aclsync:          the ACL sync loop of one mirror (source ACLs in scope copied, stale ones deleted)
-//   - admin:            the operator API (HTTP+JSON on admin.address) behind `kmirror mirrors` and `kmirror failover`
+//   - admin:            the operator API (HTTP+JSON on admin.address) behind `kmirror mirrors` and `kmirror failover`, with its status and wire types
 //   - admin/admintest:  test helpers for the admin API: a fake controller and a throw-away PKI
 //   - backoff:          the one retry policy (doubling waits, cap, full jitter, deadline)
 //   - batch:            zero-copy views over Kafka v2 record batches (split, re-stamp, CRC, bounded decoding)

@@ -93,6 +93,11 @@ var layeringRules = []layeringRule{
 		return !within(dep, module+"/core/mirror") && !within(dep, module+"/core/admin") && !within(dep, module+"/cmd")
 	}, "core/fetcher, core/writer and core/runner must never import core/mirror, core/admin or cmd",
 		module + "/cmd/kmirror"},
+	// The operator API defines what it asks of the engine (Controller)
+	// and the types it answers with; the engine implements it.
+	{module + "/core/...", func(pkg string) bool { return within(pkg, module+"/core/admin") },
+		func(dep string) bool { return !within(dep, module+"/core/mirror") && !within(dep, module+"/cmd") },
+		"core/admin must never import core/mirror or cmd", module + "/cmd/kmirror"},
 }
 
 // violations returns the dependencies of pkgs that break r, one line each.

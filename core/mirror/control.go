@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kmirror/kmirror/core/aclsync"
+	"github.com/kmirror/kmirror/core/admin"
 	"github.com/kmirror/kmirror/core/backoff"
 	"github.com/kmirror/kmirror/core/control"
 	"github.com/kmirror/kmirror/core/groupsync"
@@ -21,60 +22,6 @@ import (
 // pause and resume, stop and start topics, failover. Each is idempotent and
 // recorded in the state store before it takes effect, so that a daemon
 // killed in the middle completes it when it starts again.
-
-// Errors of the operator actions; callers branch with errors.Is.
-var (
-	// ErrNoMirror: no mirror of that name runs in this daemon.
-	ErrNoMirror = errors.New("no such mirror")
-	// ErrInvalidRequest: the request itself is wrong (a bad regex, a
-	// missing field).
-	ErrInvalidRequest = control.ErrInvalidRequest
-	// ErrConflict: the request conflicts with the mirror's state (for
-	// example starting a topic that another stop pattern still stops).
-	ErrConflict = errors.New("conflicts with the mirror's state")
-)
-
-// OpResult is the outcome of an operator action: what it did, and the
-// affected partitions' status afterwards.
-type OpResult struct {
-	Mirror     string            `json:"mirror"`
-	Message    string            `json:"message"`
-	Partitions []PartitionStatus `json:"partitions"`
-}
-
-// FailoverRequest asks to fail a mirror's topics over to the destination.
-type FailoverRequest struct {
-	Mirror string `json:"mirror"`
-	// Topics are regexes (anchored); empty means every topic of the mirror.
-	Topics []string `json:"topics"`
-	// WaitForCatchUp, when positive, first waits up to this long until
-	// every affected partition has no lag (a planned failover); the
-	// failover does not start if it passes.
-	WaitForCatchUp time.Duration `json:"-"`
-}
-
-// FailoverResult says where each failed-over partition stopped and which
-// groups had their offsets synced last.
-type FailoverResult struct {
-	Mirror string          `json:"mirror"`
-	Topics []TopicFailover `json:"topics"`
-	Groups []string        `json:"groups"`
-	// Warnings are steps that could not be done (for example the last
-	// group sync when the source is down, in an unplanned failover).
-	Warnings []string `json:"warnings,omitempty"`
-}
-
-// TopicFailover is one topic of a failover.
-type TopicFailover struct {
-	Topic      string              `json:"topic"`
-	Partitions []PartitionFailover `json:"partitions"`
-}
-
-// PartitionFailover is where one partition stopped.
-type PartitionFailover struct {
-	Partition          int32 `json:"partition"`
-	LastMirroredOffset int64 `json:"last_mirrored_offset"`
-}
 
 // controlOf returns the control record holder of mirror name.
 func (e *Engine) controlOf(name string) *control.Holder {
@@ -99,13 +46,13 @@ func (e *Engine) runningMirror(name string) (*mirrorRun, error) {
 			names = append(names, n)
 		}
 		slices.Sort(names)
-		return nil, fmt.Errorf("%w %q in this daemon (mirrors: %s)", ErrNoMirror, name, strings.Join(names, ", "))
+		return nil, fmt.Errorf("%w %q in this daemon (mirrors: %s)", admin.ErrNoMirror, name, strings.Join(names, ", "))
 	}
 	m.mu.Lock()
 	connected := m.dp != nil
 	m.mu.Unlock()
 	if !connected {
-		return nil, fmt.Errorf("%w: mirror %s has not connected to its clusters yet (see describe for why); retry when it has", ErrConflict, name)
+		return nil, fmt.Errorf("%w: mirror %s has not connected to its clusters yet (see describe for why); retry when it has", admin.ErrConflict, name)
 	}
 	return m, nil
 }
@@ -131,10 +78,10 @@ func (m *mirrorRun) runnersOf(match func(string) bool) []*runner.Runner {
 
 // waitRunners polls the runners selected by match until done holds for
 // every one of them, or ctx ends; it returns their status.
-func (m *mirrorRun) waitRunners(ctx context.Context, what string, match func(string) bool, done func(*runner.Runner, PartitionStatus) bool) ([]PartitionStatus, error) {
+func (m *mirrorRun) waitRunners(ctx context.Context, what string, match func(string) bool, done func(*runner.Runner, admin.PartitionStatus) bool) ([]admin.PartitionStatus, error) {
 	for {
 		var (
-			out     []PartitionStatus
+			out     []admin.PartitionStatus
 			pending []string
 		)
 		for _, r := range m.runnersOf(match) {
@@ -168,33 +115,33 @@ func patterns(topics []string) ([]string, []*regexp.Regexp, error) {
 // none) and keeps their resume points and open destination transactions;
 // the topics stay read-only. Partitions that are not MIRRORING now pause
 // when they get there. It returns once no matching partition is MIRRORING.
-func (e *Engine) Pause(ctx context.Context, mirrorName string, topics []string) (OpResult, error) {
+func (e *Engine) Pause(ctx context.Context, mirrorName string, topics []string) (admin.OpResult, error) {
 	return e.setPaused(ctx, mirrorName, topics, true)
 }
 
 // Resume continues the paused topics matching the patterns (with none,
 // every paused topic) from where they stopped, with no gap. The latest
 // request wins: resuming "orders" after pausing ".*" resumes orders only.
-func (e *Engine) Resume(ctx context.Context, mirrorName string, topics []string) (OpResult, error) {
+func (e *Engine) Resume(ctx context.Context, mirrorName string, topics []string) (admin.OpResult, error) {
 	return e.setPaused(ctx, mirrorName, topics, false)
 }
 
 // setPaused records a pause (or resume) rule, wakes the matching runners and
 // waits until none of them is in the state it leaves.
-func (e *Engine) setPaused(ctx context.Context, mirrorName string, topics []string, pause bool) (OpResult, error) {
+func (e *Engine) setPaused(ctx context.Context, mirrorName string, topics []string, pause bool) (admin.OpResult, error) {
 	m, err := e.runningMirror(mirrorName)
 	if err != nil {
-		return OpResult{}, err
+		return admin.OpResult{}, err
 	}
 	pats, res, err := patterns(topics)
 	if err != nil {
-		return OpResult{}, err
+		return admin.OpResult{}, err
 	}
 	if err := e.controlOf(m.name).Update(ctx, func(rec *control.Record) error {
 		rec.Paused = control.AppendRule(rec.Paused, control.Rule{Topics: pats, On: pause})
 		return nil
 	}); err != nil {
-		return OpResult{}, err
+		return admin.OpResult{}, err
 	}
 	match := func(t string) bool { return control.MatchAny(res, t) }
 	for _, r := range m.runnersOf(match) {
@@ -205,8 +152,8 @@ func (e *Engine) setPaused(ctx context.Context, mirrorName string, topics []stri
 		verb, doing, leaving = "paused", "pausing", partition.Mirroring.String()
 	}
 	m.log.Info("operator "+verb+" topics", "topics", pats)
-	parts, err := m.waitRunners(ctx, doing, match, func(_ *runner.Runner, st PartitionStatus) bool { return st.State != leaving })
-	return OpResult{Mirror: m.name, Message: fmt.Sprintf("%s topics matching %s", verb, strings.Join(pats, ", ")), Partitions: parts}, err
+	parts, err := m.waitRunners(ctx, doing, match, func(_ *runner.Runner, st admin.PartitionStatus) bool { return st.State != leaving })
+	return admin.OpResult{Mirror: m.name, Message: fmt.Sprintf("%s topics matching %s", verb, strings.Join(pats, ", ")), Partitions: parts}, err
 }
 
 // StopTopics stops mirroring the topics matching the patterns: their
@@ -215,19 +162,19 @@ func (e *Engine) setPaused(ctx context.Context, mirrorName string, topics []stri
 // destination topics become writable. The request is recorded first, so a
 // restart completes it; topics matching later are not mirrored either. It
 // returns once every matching partition is STOPPED.
-func (e *Engine) StopTopics(ctx context.Context, mirrorName string, topics []string) (OpResult, error) {
+func (e *Engine) StopTopics(ctx context.Context, mirrorName string, topics []string) (admin.OpResult, error) {
 	m, err := e.runningMirror(mirrorName)
 	if err != nil {
-		return OpResult{}, err
+		return admin.OpResult{}, err
 	}
 	if len(topics) == 0 {
-		return OpResult{}, fmt.Errorf("%w: name the topics to stop (regexes; \".*\" for all)", ErrInvalidRequest)
+		return admin.OpResult{}, fmt.Errorf("%w: name the topics to stop (regexes; \".*\" for all)", admin.ErrInvalidRequest)
 	}
 	parts, err := m.stopTopics(ctx, topics)
-	return OpResult{Mirror: m.name, Message: fmt.Sprintf("stopped topics matching %s", strings.Join(topics, ", ")), Partitions: parts}, err
+	return admin.OpResult{Mirror: m.name, Message: fmt.Sprintf("stopped topics matching %s", strings.Join(topics, ", ")), Partitions: parts}, err
 }
 
-func (m *mirrorRun) stopTopics(ctx context.Context, topics []string) ([]PartitionStatus, error) {
+func (m *mirrorRun) stopTopics(ctx context.Context, topics []string) ([]admin.PartitionStatus, error) {
 	pats, res, err := patterns(topics)
 	if err != nil {
 		return nil, err
@@ -247,7 +194,7 @@ func (m *mirrorRun) stopTopics(ctx context.Context, topics []string) ([]Partitio
 		r.RequestStop(runner.ReasonStopped)
 	}
 	m.triggerSync()
-	return m.waitRunners(ctx, "stopping", match, func(r *runner.Runner, st PartitionStatus) bool {
+	return m.waitRunners(ctx, "stopping", match, func(r *runner.Runner, st admin.PartitionStatus) bool {
 		// A partition still PREPARING has nothing mirrored and nothing to
 		// stop: it stays PREPARING until it is started again.
 		return st.State == partition.Stopped.String() || st.State == partition.Preparing.String()
@@ -287,33 +234,33 @@ func (m *mirrorRun) launchRecorded(ctx context.Context, match func(string) bool)
 // goes through PREPARING, resuming from the destination. The latest request
 // wins: starting "orders" after a failover of every topic starts orders
 // only. Only topics within the mirror's configured scope can start.
-func (e *Engine) StartTopics(ctx context.Context, mirrorName string, topics, exclude []string) (OpResult, error) {
+func (e *Engine) StartTopics(ctx context.Context, mirrorName string, topics, exclude []string) (admin.OpResult, error) {
 	m, err := e.runningMirror(mirrorName)
 	if err != nil {
-		return OpResult{}, err
+		return admin.OpResult{}, err
 	}
 	if len(topics) == 0 {
-		return OpResult{}, fmt.Errorf("%w: name the topics to start (regexes; \".*\" for all)", ErrInvalidRequest)
+		return admin.OpResult{}, fmt.Errorf("%w: name the topics to start (regexes; \".*\" for all)", admin.ErrInvalidRequest)
 	}
 	_, res, err := patterns(topics)
 	if err != nil {
-		return OpResult{}, err
+		return admin.OpResult{}, err
 	}
 	exc, err := control.Compile(exclude)
 	if err != nil {
-		return OpResult{}, err
+		return admin.OpResult{}, err
 	}
 	match := func(t string) bool { return control.MatchAny(res, t) && !control.MatchAny(exc, t) }
 	if err := m.launchRecorded(ctx, match); err != nil {
-		return OpResult{}, err
+		return admin.OpResult{}, err
 	}
 	rs := m.runnersOf(match)
 	if err := e.checkNoReverse(m, rs); err != nil {
-		return OpResult{}, err
+		return admin.OpResult{}, err
 	}
 	for _, r := range rs {
 		if !inScope(&m.cfg, r.Topic()) {
-			return OpResult{}, fmt.Errorf("%w: topic %s is outside mirror %s's mirror.topics.include/exclude; change the configuration to mirror it", ErrConflict, r.Topic(), m.name)
+			return admin.OpResult{}, fmt.Errorf("%w: topic %s is outside mirror %s's mirror.topics.include/exclude; change the configuration to mirror it", admin.ErrConflict, r.Topic(), m.name)
 		}
 	}
 	err = e.controlOf(m.name).Update(ctx, func(rec *control.Record) error {
@@ -321,15 +268,15 @@ func (e *Engine) StartTopics(ctx context.Context, mirrorName string, topics, exc
 		return nil
 	})
 	if err != nil {
-		return OpResult{}, err
+		return admin.OpResult{}, err
 	}
 	for _, r := range rs {
 		r.RequestStart()
 	}
 	m.log.Info("operator started topics", "topics", topics, "exclude", exclude)
 	m.triggerSync()
-	parts, err := m.waitRunners(ctx, "starting", match, func(_ *runner.Runner, st PartitionStatus) bool { return st.State != partition.Stopped.String() })
-	return OpResult{Mirror: m.name, Message: fmt.Sprintf("started topics matching %s", strings.Join(topics, ", ")), Partitions: parts}, err
+	parts, err := m.waitRunners(ctx, "starting", match, func(_ *runner.Runner, st admin.PartitionStatus) bool { return st.State != partition.Stopped.String() })
+	return admin.OpResult{Mirror: m.name, Message: fmt.Sprintf("started topics matching %s", strings.Join(topics, ", ")), Partitions: parts}, err
 }
 
 // withoutStopped drops the topics an operator stopped from a topics round,
@@ -376,21 +323,21 @@ const failoverSyncAttempts = 5
 // request repeated returns the same result. In a planned failover a failed
 // last sync stops the failover (nothing changed); otherwise (the source may
 // be gone) it is reported in Warnings and the failover goes on.
-func (e *Engine) Failover(ctx context.Context, req FailoverRequest) (FailoverResult, error) {
+func (e *Engine) Failover(ctx context.Context, req admin.FailoverOrder) (admin.FailoverResult, error) {
 	m, err := e.runningMirror(req.Mirror)
 	if err != nil {
-		return FailoverResult{}, err
+		return admin.FailoverResult{}, err
 	}
 	pats, res, err := patterns(req.Topics)
 	if err != nil {
-		return FailoverResult{}, err
+		return admin.FailoverResult{}, err
 	}
 	match := func(t string) bool { return control.MatchAny(res, t) }
-	out := FailoverResult{Mirror: m.name}
+	out := admin.FailoverResult{Mirror: m.name}
 	planned := req.WaitForCatchUp > 0
 	if planned {
 		wctx, cancel := context.WithTimeoutCause(ctx, req.WaitForCatchUp, fmt.Errorf("not caught up within --wait-for-catch-up %v; nothing was changed", req.WaitForCatchUp))
-		_, err := m.waitRunners(wctx, "waiting for catch-up", match, func(_ *runner.Runner, st PartitionStatus) bool {
+		_, err := m.waitRunners(wctx, "waiting for catch-up", match, func(_ *runner.Runner, st admin.PartitionStatus) bool {
 			switch st.State {
 			case partition.Stopped.String():
 				return true // failed over already (a repeated request)
@@ -480,9 +427,9 @@ func (e *Engine) Failover(ctx context.Context, req FailoverRequest) (FailoverRes
 		if !ok {
 			i = len(out.Topics)
 			index[p.Topic] = i
-			out.Topics = append(out.Topics, TopicFailover{Topic: p.Topic})
+			out.Topics = append(out.Topics, admin.TopicFailover{Topic: p.Topic})
 		}
-		out.Topics[i].Partitions = append(out.Topics[i].Partitions, PartitionFailover{Partition: p.Partition, LastMirroredOffset: p.LastMirroredOffset})
+		out.Topics[i].Partitions = append(out.Topics[i].Partitions, admin.PartitionFailover{Partition: p.Partition, LastMirroredOffset: p.LastMirroredOffset})
 	}
 	m.log.Info("failover complete", "topics", len(out.Topics), "groups", len(out.Groups))
 	return out, nil
@@ -506,7 +453,7 @@ func (e *Engine) checkNoReverse(m *mirrorRun, rs []*runner.Runner) error {
 		for _, or := range om.runnersOf(func(t string) bool { return t == r.Topic() }) {
 			if st := or.Record().State; st != partition.Stopped {
 				return fmt.Errorf("%w: mirror %s still mirrors %s/%d the other way (%s); fail it over first (kmirror failover --mirror %s)",
-					ErrConflict, other, r.Topic(), or.Partition(), st, other)
+					admin.ErrConflict, other, r.Topic(), or.Partition(), st, other)
 			}
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kmirror/kmirror/core/admin"
 	"github.com/kmirror/kmirror/core/config"
 	"github.com/kmirror/kmirror/core/control"
 	"github.com/kmirror/kmirror/core/fetcher"
@@ -261,7 +262,7 @@ func (e *Engine) Stop(ctx context.Context) error {
 func (e *Engine) Describe() any { return e.Status() }
 
 // Status returns the status of every mirror and partition.
-func (e *Engine) Status() Status {
+func (e *Engine) Status() admin.Status {
 	e.mu.Lock()
 	ms := make([]*mirrorRun, 0, len(e.mirrors))
 	for _, m := range e.mirrors {
@@ -269,7 +270,7 @@ func (e *Engine) Status() Status {
 	}
 	e.mu.Unlock()
 	sort.Slice(ms, func(i, j int) bool { return ms[i].name < ms[j].name })
-	var st Status
+	var st admin.Status
 	for _, m := range ms {
 		st.Mirrors = append(st.Mirrors, m.status())
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kmirror/kmirror/core/admin"
 	"github.com/kmirror/kmirror/core/config"
 	"github.com/kmirror/kmirror/core/failback"
 	"github.com/kmirror/kmirror/core/partition"
@@ -39,27 +40,6 @@ import (
 // The reverse mirror is a run-time mirror: it is recorded in the state
 // store (no secret: its clusters are the daemon's destination and M's
 // source, read from the configuration at start) and survives restarts.
-
-// FailbackRequest asks to fail a failed-over mirror back.
-type FailbackRequest struct {
-	Mirror string `json:"mirror"`
-	// AllowRecreate lets failback delete and recreate, on the old source,
-	// a topic whose partitions cannot continue offset for offset.
-	AllowRecreate bool `json:"allow_recreate"`
-	// SideTopicSuffix names the side topics that keep records the old
-	// source holds beyond the last mirrored offset; default
-	// ".kmirror-diverged".
-	SideTopicSuffix string `json:"side_topic_suffix,omitempty"`
-}
-
-// FailbackResult says what failback did per partition.
-type FailbackResult struct {
-	// Mirror is the reverse mirror's name.
-	Mirror string `json:"mirror"`
-	// Of is the mirror it reverses.
-	Of     string          `json:"of"`
-	Topics []TopicFailback `json:"topics"`
-}
 
 // runtimeSpec is a mirror created at run time, kept in the state store:
 // either a failback mirror (FailbackOf, Topics) or one an operator created
@@ -163,21 +143,21 @@ func (e *Engine) startRecordedRuntime(ctx context.Context) {
 // mirror; see the comment at the top of this file. It is idempotent: a
 // repeated request keeps what was decided and done, and a request with
 // AllowRecreate realigns the partitions a previous one left FAILED.
-func (e *Engine) Failback(ctx context.Context, req FailbackRequest) (FailbackResult, error) {
+func (e *Engine) Failback(ctx context.Context, req admin.FailbackOrder) (admin.FailbackResult, error) {
 	m, err := e.runningMirror(req.Mirror)
 	if err != nil {
-		return FailbackResult{}, err
+		return admin.FailbackResult{}, err
 	}
 	if m.runtime {
-		return FailbackResult{}, fmt.Errorf("%w: %s is itself a failback mirror; to make the old source primary again, fail it over, then start mirror %s's topics",
-			ErrInvalidRequest, m.name, strings.TrimSuffix(m.name, "-failback"))
+		return admin.FailbackResult{}, fmt.Errorf("%w: %s is itself a failback mirror; to make the old source primary again, fail it over, then start mirror %s's topics",
+			admin.ErrInvalidRequest, m.name, strings.TrimSuffix(m.name, "-failback"))
 	}
 	suffix := req.SideTopicSuffix
 	if suffix == "" {
 		suffix = defaultSideSuffix
 	}
 	name := failbackName(m.name)
-	out := FailbackResult{Mirror: name, Of: m.name}
+	out := admin.FailbackResult{Mirror: name, Of: m.name}
 
 	// The failed-over partitions and where M stopped.
 	parts, err := e.machine.LoadMirror(ctx, m.name)
@@ -198,7 +178,7 @@ func (e *Engine) Failback(ctx context.Context, req FailbackRequest) (FailbackRes
 		}
 		if rec.State != partition.Stopped {
 			return out, fmt.Errorf("%w: mirror %s: %s/%d is %s, not STOPPED: wait until the failover completes (kmirror failover --mirror %s shows it)",
-				ErrConflict, m.name, rec.Topic, rec.Partition, rec.State, m.name)
+				admin.ErrConflict, m.name, rec.Topic, rec.Partition, rec.State, m.name)
 		}
 		if _, ok := byTopic[rec.Topic]; !ok {
 			topics = append(topics, rec.Topic)
@@ -206,7 +186,7 @@ func (e *Engine) Failback(ctx context.Context, req FailbackRequest) (FailbackRes
 		byTopic[rec.Topic] = append(byTopic[rec.Topic], failback.Stopped{Partition: rec.Partition, Last: rec.LastMirroredOffset, Mode: rec.Mode})
 	}
 	if len(topics) == 0 {
-		return out, fmt.Errorf("%w: mirror %s has no failed-over topic: run kmirror failover --mirror %s first", ErrConflict, m.name, m.name)
+		return out, fmt.Errorf("%w: mirror %s has no failed-over topic: run kmirror failover --mirror %s first", admin.ErrConflict, m.name, m.name)
 	}
 	slices.Sort(topics)
 
@@ -260,16 +240,3 @@ func (e *Engine) Failback(ctx context.Context, req FailbackRequest) (FailbackRes
 	m.log.Info("failback mirror started", "failback_mirror", name, "topics", topics)
 	return out, nil
 }
-
-// TopicFailback is one topic of a failback (core/failback's Topic).
-type TopicFailback = failback.Topic
-
-// PartitionFailback is what failback did with one partition.
-type PartitionFailback = failback.Partition
-
-// Failback actions of a partition.
-const (
-	FailbackContinue  = failback.Continue
-	FailbackRecreated = failback.Recreated
-	FailbackFailed    = failback.Failed
-)

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmirror/kmirror/core/admin"
 	"github.com/kmirror/kmirror/core/batch"
 	"github.com/kmirror/kmirror/sdk/statestore/memstore"
 )
@@ -91,7 +92,7 @@ func TestBatchTheDestinationRefusesFailsThePartitionAtOnceNamingBothLimits(t *te
 	f.produce(t, "huge", 10, "tx-huge")
 	f.produceBig(t, "huge", 2<<20)
 	e := startEngine(t, f.config(t, "huge", `    mirror.topic.properties.exclude: "max.message.bytes,min.insync.replicas"`), memstore.New())
-	var ps PartitionStatus
+	var ps admin.PartitionStatus
 	eventually(t, "partition FAILED", func() (bool, string) {
 		st := e.Status()
 		if len(st.Mirrors) == 1 && len(st.Mirrors[0].Partitions) == 1 {
@@ -161,7 +162,7 @@ func TestBatchRefusedWhenTheDestinationWillNotRaiseItsLimit(t *testing.T) {
 		return resp, nil, true
 	})
 	e := startEngine(t, f.config(t, "fixed"), memstore.New())
-	var ps PartitionStatus
+	var ps admin.PartitionStatus
 	eventually(t, "partition FAILED", func() (bool, string) {
 		st := e.Status()
 		if len(st.Mirrors) == 1 && len(st.Mirrors[0].Partitions) == 1 {
@@ -260,7 +261,7 @@ func TestMapModeBatchOverTheDecodingBoundFailsThePartition(t *testing.T) {
 	cfg := f.config(t, "bomb")
 	cfg.OffsetAlignmentMaxRecords = 0 // a log start beyond 0 means map mode
 	e := startEngine(t, cfg, memstore.New())
-	var ps PartitionStatus
+	var ps admin.PartitionStatus
 	eventually(t, "partition FAILED", func() (bool, string) {
 		st := e.Status()
 		if len(st.Mirrors) == 1 && len(st.Mirrors[0].Partitions) == 1 {

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmirror/kmirror/core/aclsync"
+	"github.com/kmirror/kmirror/core/admin"
 	"github.com/kmirror/kmirror/core/backoff"
 	"github.com/kmirror/kmirror/core/config"
 	"github.com/kmirror/kmirror/core/groupsync"
@@ -68,7 +69,7 @@ type mirrorRun struct {
 	warned  map[string]bool
 	// cfgErrs are the topic configs the destination rejected in the last
 	// config sync round.
-	cfgErrs []TopicConfigError
+	cfgErrs []admin.TopicConfigError
 }
 
 func newMirrorRun(e *Engine, dcfg *config.Config, mc config.Mirror) *mirrorRun {
@@ -305,7 +306,7 @@ func (m *mirrorRun) launch(tp topicPartition, r *runner.Runner) {
 	}()
 }
 
-func (m *mirrorRun) status() MirrorStatus {
+func (m *mirrorRun) status() admin.MirrorStatus {
 	m.mu.Lock()
 	rs := make([]*runner.Runner, 0, len(m.runners))
 	for _, r := range m.runners {
@@ -316,7 +317,7 @@ func (m *mirrorRun) status() MirrorStatus {
 		errs = append(errs, e)
 	}
 	sort.Strings(errs)
-	ms := MirrorStatus{Name: m.name, Error: strings.Join(errs, "; "), TopicConfigErrors: append([]TopicConfigError(nil), m.cfgErrs...)}
+	ms := admin.MirrorStatus{Name: m.name, Error: strings.Join(errs, "; "), TopicConfigErrors: append([]admin.TopicConfigError(nil), m.cfgErrs...)}
 	if m.groups != nil {
 		ms.Groups = m.groups.Status()
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kmirror/kmirror/core/admin"
 	"github.com/kmirror/kmirror/core/config"
 	"github.com/kmirror/kmirror/core/partition"
 	"github.com/kmirror/kmirror/core/runner"
@@ -117,9 +118,9 @@ func (m *mirrorRun) syncTopicConfigs(ctx context.Context) error {
 	if err != nil || ctx.Err() != nil {
 		return err // stopping: the status keeps the last complete round's
 	}
-	errs := make([]TopicConfigError, len(rep.Errors))
+	errs := make([]admin.TopicConfigError, len(rep.Errors))
 	for i, e := range rep.Errors {
-		errs[i] = TopicConfigError{Topic: e.Topic, Key: e.Key, Error: e.Error}
+		errs[i] = admin.TopicConfigError{Topic: e.Topic, Key: e.Key, Error: e.Error}
 	}
 	m.mu.Lock()
 	m.cfgErrs = errs
