@@ -20,7 +20,7 @@
 //   - kafkalog:         a partition's log read raw: bounds, leader, batches in bounded memory, entries
 //   - kclient:          a cluster's configuration turned into franz-go client options (TLS, SASL, sockets, dialer)
 //   - logging:          hclog construction from configuration
-//   - metrics:          the OpenTelemetry meter provider exported to Prometheus
+//   - metrics:          the OpenTelemetry meter provider exported to Prometheus, and the engine's and data path's instruments
 //   - mirror:           the mirroring engine: mirrors, topics in scope and one runner per partition
 //   - offsetmap:        the exact source→destination offset map of a partition in map mode
 //   - partition:        the per-partition state machine and its persistence

@@ -122,17 +122,17 @@ func (dp *dataPath) Refused(ctx context.Context, topic string, b batch.Batch, ex
 // that Appended (run on every batch) takes no lock and builds nothing.
 type mirrorEvents struct {
 	m       *mirrorRun
-	appends *appendCounts
+	appends *metrics.AppendCounts
 }
 
 func newMirrorEvents(m *mirrorRun) mirrorEvents {
-	return mirrorEvents{m: m, appends: m.e.inst.appendCountsOf(m.name)}
+	return mirrorEvents{m: m, appends: m.e.inst.AppendCountsOf(m.name)}
 }
 
-func (ev mirrorEvents) Appended(bytes, offsets int64) { ev.appends.appended(bytes, offsets) }
+func (ev mirrorEvents) Appended(bytes, offsets int64) { ev.appends.Appended(bytes, offsets) }
 
 func (ev mirrorEvents) Mismatch(topic string, p int32, action string) {
-	ev.m.e.inst.destinationMismatch(ev.m.name, topic, p, action)
+	ev.m.e.inst.DestinationMismatch(ev.m.name, topic, p, action)
 }
 
 func (ev mirrorEvents) Stopped() { ev.m.triggerSync() }

@@ -37,7 +37,7 @@ type Options struct {
 type Engine struct {
 	opts    Options
 	log     hclog.Logger
-	inst    *instruments
+	inst    *metrics.Engine
 	limiter *throttle.Limiter
 	// budget bounds the bytes fetched and not yet appended, shared by
 	// every mirror's fetcher (mirror.buffer.max.bytes).
@@ -297,5 +297,5 @@ func (e *Engine) observe(ev partition.Event) {
 	} else {
 		e.log.Info("partition state change", args...)
 	}
-	e.inst.transition(r.Mirror, ev.From, ev.To)
+	e.inst.Transition(r.Mirror, ev.From.String(), ev.To.String())
 }

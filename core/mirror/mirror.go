@@ -196,9 +196,9 @@ func (m *mirrorRun) loopDone(loop string, err error) {
 	if err != nil {
 		switch loop {
 		case "topic-configs":
-			m.e.inst.configSyncError(m.name)
+			m.e.inst.ConfigSyncError(m.name)
 		case "topics":
-			m.e.inst.metadataRefreshError(m.name)
+			m.e.inst.MetadataRefreshError(m.name)
 		}
 		// The groups and acls loops count their errors themselves
 		// (ConsumerGroupOffsetSyncError, AclSyncError).

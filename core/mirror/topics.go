@@ -113,7 +113,7 @@ func (m *mirrorRun) syncTopicConfigs(ctx context.Context) error {
 	}
 	rep, err := ts.SyncConfigs(ctx)
 	for range rep.Rejected {
-		m.e.inst.configSyncError(m.name)
+		m.e.inst.ConfigSyncError(m.name)
 	}
 	if err != nil || ctx.Err() != nil {
 		return err // stopping: the status keeps the last complete round's
