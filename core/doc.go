@@ -12,6 +12,7 @@
 //   - control:          the operators' run-time rules of a mirror (pause, stop, start), last matching rule wins
 //   - daemon:           process life cycle (HTTP endpoints, reload, ordered shutdown)
 //   - failback:         how a reverse mirror continues after a failover: at the last mirrored offset, after a side topic, or recreated
+//   - failover:         a mirror's failover: wait for catch-up, last group and ACL sync, stop the topics, where each stopped
 //   - failpoint:        named crash points the end-to-end tests stop a process at
 //   - fetcher:          the source side of the data path: raw record batches fetched per source broker
 //   - groupsync:        the consumer-group and share-group offset sync loop of one mirror

@@ -65,6 +65,10 @@ type layeringRule struct {
 	offender string
 }
 
+// engineJobs are the packages of core/mirror's jobs, which the engine
+// wires and which never import it.
+var engineJobs = []string{"control", "failover", "failback", "metrics"}
+
 var layeringRules = []layeringRule{
 	{module + "/sdk/...", nil, func(dep string) bool { return within(dep, module+"/sdk") }, "sdk must import nothing of kmirror's outside sdk",
 		module + "/cmd/kmirror"},
@@ -92,6 +96,19 @@ var layeringRules = []layeringRule{
 	}, func(dep string) bool {
 		return !within(dep, module+"/core/mirror") && !within(dep, module+"/core/admin") && !within(dep, module+"/cmd")
 	}, "core/fetcher, core/writer and core/runner must never import core/mirror, core/admin or cmd",
+		module + "/cmd/kmirror"},
+	// The jobs the engine wires stand below it: they never reach up into
+	// the engine, its operator API or the command line.
+	{module + "/core/...", func(pkg string) bool {
+		for _, job := range engineJobs {
+			if within(pkg, module+"/core/"+job) {
+				return true
+			}
+		}
+		return false
+	}, func(dep string) bool {
+		return !within(dep, module+"/core/mirror") && !within(dep, module+"/core/admin") && !within(dep, module+"/cmd")
+	}, "the engine's jobs (core/" + strings.Join(engineJobs, ", core/") + ") must never import core/mirror, core/admin or cmd",
 		module + "/cmd/kmirror"},
 	// The operator API defines what it asks of the engine (Controller)
 	// and the types it answers with; the engine implements it.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/kmirror/kmirror/core/control"
 	"github.com/kmirror/kmirror/core/failback"
+	"github.com/kmirror/kmirror/core/failover"
 	"github.com/kmirror/kmirror/core/groupsync"
 	"github.com/kmirror/kmirror/core/runner"
 )
@@ -93,27 +94,14 @@ type FailoverOrder struct {
 }
 
 // FailoverResult says where each failed-over partition stopped and which
-// groups had their offsets synced last.
-type FailoverResult struct {
-	Mirror string          `json:"mirror"`
-	Topics []TopicFailover `json:"topics"`
-	Groups []string        `json:"groups"`
-	// Warnings are steps that could not be done (for example the last
-	// group sync when the source is down, in an unplanned failover).
-	Warnings []string `json:"warnings,omitempty"`
-}
+// groups had their offsets synced last (core/failover's Result).
+type FailoverResult = failover.Result
 
 // TopicFailover is one topic of a failover.
-type TopicFailover struct {
-	Topic      string              `json:"topic"`
-	Partitions []PartitionFailover `json:"partitions"`
-}
+type TopicFailover = failover.Topic
 
 // PartitionFailover is where one partition stopped.
-type PartitionFailover struct {
-	Partition          int32 `json:"partition"`
-	LastMirroredOffset int64 `json:"last_mirrored_offset"`
-}
+type PartitionFailover = failover.Partition
 
 // FailbackOrder asks to fail a failed-over mirror back.
 type FailbackOrder struct {

@@ -222,3 +222,40 @@ func (c *Holder) Stopped(ctx context.Context, topic string) (bool, error) {
 	}
 	return decide(c.stopped, topic), nil
 }
+
+// Patterns compiles an operator's topic patterns with Anchored; none means
+// every topic (".*"). It returns the patterns it compiled.
+func Patterns(topics []string) ([]string, []*regexp.Regexp, error) {
+	if len(topics) == 0 {
+		topics = []string{".*"}
+	}
+	res, err := Compile(topics)
+	return topics, res, err
+}
+
+// Pause records that the topics matching pats are paused (on) or resumed
+// (not on), after the rules already recorded.
+func (c *Holder) Pause(ctx context.Context, pats []string, on bool) error {
+	return c.Update(ctx, func(rec *Record) error {
+		rec.Paused = AppendRule(rec.Paused, Rule{Topics: pats, On: on})
+		return nil
+	})
+}
+
+// Stop records that the topics matching pats are stopped, after the rules
+// already recorded.
+func (c *Holder) Stop(ctx context.Context, pats []string) error {
+	return c.Update(ctx, func(rec *Record) error {
+		rec.Stopped = AppendRule(rec.Stopped, Rule{Topics: pats, On: true})
+		return nil
+	})
+}
+
+// Start records that the topics matching topics and none of exclude start
+// again, after the rules already recorded.
+func (c *Holder) Start(ctx context.Context, topics, exclude []string) error {
+	return c.Update(ctx, func(rec *Record) error {
+		rec.Stopped = AppendRule(rec.Stopped, Rule{Topics: topics, Exclude: exclude, On: false})
+		return nil
+	})
+}

@@ -2,18 +2,14 @@ package mirror
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/kmirror/kmirror/core/aclsync"
 	"github.com/kmirror/kmirror/core/admin"
-	"github.com/kmirror/kmirror/core/backoff"
 	"github.com/kmirror/kmirror/core/control"
-	"github.com/kmirror/kmirror/core/groupsync"
+	"github.com/kmirror/kmirror/core/failover"
 	"github.com/kmirror/kmirror/core/partition"
 	"github.com/kmirror/kmirror/core/runner"
 )
@@ -102,15 +98,6 @@ func (m *mirrorRun) waitRunners(ctx context.Context, what string, match func(str
 	}
 }
 
-// patterns compiles an operator's topic patterns; none means every topic.
-func patterns(topics []string) ([]string, []*regexp.Regexp, error) {
-	if len(topics) == 0 {
-		topics = []string{".*"}
-	}
-	res, err := control.Compile(topics)
-	return topics, res, err
-}
-
 // Pause stops fetching the topics matching the patterns (all topics when
 // none) and keeps their resume points and open destination transactions;
 // the topics stay read-only. Partitions that are not MIRRORING now pause
@@ -133,14 +120,11 @@ func (e *Engine) setPaused(ctx context.Context, mirrorName string, topics []stri
 	if err != nil {
 		return admin.OpResult{}, err
 	}
-	pats, res, err := patterns(topics)
+	pats, res, err := control.Patterns(topics)
 	if err != nil {
 		return admin.OpResult{}, err
 	}
-	if err := e.controlOf(m.name).Update(ctx, func(rec *control.Record) error {
-		rec.Paused = control.AppendRule(rec.Paused, control.Rule{Topics: pats, On: pause})
-		return nil
-	}); err != nil {
+	if err := e.controlOf(m.name).Pause(ctx, pats, pause); err != nil {
 		return admin.OpResult{}, err
 	}
 	match := func(t string) bool { return control.MatchAny(res, t) }
@@ -175,14 +159,11 @@ func (e *Engine) StopTopics(ctx context.Context, mirrorName string, topics []str
 }
 
 func (m *mirrorRun) stopTopics(ctx context.Context, topics []string) ([]admin.PartitionStatus, error) {
-	pats, res, err := patterns(topics)
+	pats, res, err := control.Patterns(topics)
 	if err != nil {
 		return nil, err
 	}
-	if err := m.e.controlOf(m.name).Update(ctx, func(rec *control.Record) error {
-		rec.Stopped = control.AppendRule(rec.Stopped, control.Rule{Topics: pats, On: true})
-		return nil
-	}); err != nil {
+	if err := m.e.controlOf(m.name).Stop(ctx, pats); err != nil {
 		return nil, err
 	}
 	match := func(t string) bool { return control.MatchAny(res, t) }
@@ -242,7 +223,7 @@ func (e *Engine) StartTopics(ctx context.Context, mirrorName string, topics, exc
 	if len(topics) == 0 {
 		return admin.OpResult{}, fmt.Errorf("%w: name the topics to start (regexes; \".*\" for all)", admin.ErrInvalidRequest)
 	}
-	_, res, err := patterns(topics)
+	_, res, err := control.Patterns(topics)
 	if err != nil {
 		return admin.OpResult{}, err
 	}
@@ -263,11 +244,7 @@ func (e *Engine) StartTopics(ctx context.Context, mirrorName string, topics, exc
 			return admin.OpResult{}, fmt.Errorf("%w: topic %s is outside mirror %s's mirror.topics.include/exclude; change the configuration to mirror it", admin.ErrConflict, r.Topic(), m.name)
 		}
 	}
-	err = e.controlOf(m.name).Update(ctx, func(rec *control.Record) error {
-		rec.Stopped = control.AppendRule(rec.Stopped, control.Rule{Topics: topics, Exclude: exclude, On: false})
-		return nil
-	})
-	if err != nil {
+	if err := e.controlOf(m.name).Start(ctx, topics, exclude); err != nil {
 		return admin.OpResult{}, err
 	}
 	for _, r := range rs {
@@ -305,18 +282,13 @@ func (m *mirrorRun) withoutStopped(ctx context.Context, topics []sourceTopic) ([
 	return kept, nil
 }
 
-// failoverSyncAttempts is how often a planned failover tries its last group
-// and ACL sync, a second apart, before calling the step failed; an unplanned
-// one (the source may be gone) tries twice.
-const failoverSyncAttempts = 5
-
 // Failover fails the mirror's topics matching req.Topics (all when none)
-// over to the destination: optionally it waits until they have no lag
-// (planned failover), runs a last group offset sync and ACL sync, then
-// stops them (StopTopics): fetchers removed, open destination transactions
-// aborted, last mirrored offsets recorded, read-only ACLs removed. It
-// returns once every matching partition is STOPPED, with where each
-// stopped and the groups whose offsets were synced.
+// over to the destination (core/failover): optionally it waits until they
+// have no lag (planned failover), runs a last group offset sync and ACL
+// sync, then stops them (StopTopics): fetchers removed, open destination
+// transactions aborted, last mirrored offsets recorded, read-only ACLs
+// removed. It returns once every matching partition is STOPPED, with where
+// each stopped and the groups whose offsets were synced.
 //
 // It is idempotent: the stop is recorded before it takes effect, so a
 // daemon killed in the middle completes it when it starts, and the same
@@ -328,111 +300,18 @@ func (e *Engine) Failover(ctx context.Context, req admin.FailoverOrder) (admin.F
 	if err != nil {
 		return admin.FailoverResult{}, err
 	}
-	pats, res, err := patterns(req.Topics)
+	pats, res, err := control.Patterns(req.Topics)
 	if err != nil {
 		return admin.FailoverResult{}, err
-	}
-	match := func(t string) bool { return control.MatchAny(res, t) }
-	out := admin.FailoverResult{Mirror: m.name}
-	planned := req.WaitForCatchUp > 0
-	if planned {
-		wctx, cancel := context.WithTimeoutCause(ctx, req.WaitForCatchUp, fmt.Errorf("not caught up within --wait-for-catch-up %v; nothing was changed", req.WaitForCatchUp))
-		_, err := m.waitRunners(wctx, "waiting for catch-up", match, func(_ *runner.Runner, st admin.PartitionStatus) bool {
-			switch st.State {
-			case partition.Stopped.String():
-				return true // failed over already (a repeated request)
-			case partition.Mirroring.String():
-				return st.Lag == 0 && st.SourceHighWatermark >= 0
-			}
-			return false
-		})
-		cancel()
-		if err != nil {
-			return out, err
-		}
 	}
 	m.mu.Lock()
 	gs, as := m.groups, m.acls
 	m.mu.Unlock()
-	attempts := failoverSyncAttempts
-	if !planned {
-		attempts = 2
-	}
-	warn := func(step string, err error) error {
-		if planned {
-			return fmt.Errorf("mirror %s: failover: %s failed, nothing was changed (retry, or fail over without --wait-for-catch-up): %w", m.name, step, err)
-		}
-		out.Warnings = append(out.Warnings, fmt.Sprintf("%s failed: %v", step, err))
-		m.log.Warn("failover: a last sync step failed; failing over anyway", "step", step, "error", err)
-		return nil
-	}
-	if gs != nil {
-		// A group coordinator still loading, or moving, fails a round:
-		// retry a few times before calling the step failed.
-		var rep groupsync.Report
-		for attempt := 1; ; attempt++ {
-			rep, err = gs.Sync(ctx)
-			if err == nil && rep.Errors > 0 {
-				err = fmt.Errorf("%d groups failed (see describe)", rep.Errors)
-			}
-			if err == nil || attempt == attempts || backoff.Sleep(ctx, time.Second) != nil {
-				break
-			}
-			m.log.Info("failover: the last group offset sync failed; retrying", "attempt", attempt, "error", err)
-		}
-		if err != nil {
-			if err := warn("the last group offset sync", err); err != nil {
-				return out, err
-			}
-		}
-		// The groups this last round found in sync on the destination
-		// (written now, or already up to date).
-		for _, g := range append(rep.Groups, rep.ShareGroups...) {
-			if g.Err == "" && !g.SkippedActive && !g.LastSynced.IsZero() && !g.LastSynced.Before(g.At) {
-				out.Groups = append(out.Groups, g.Group)
-			}
-		}
-	}
-	if as != nil {
-		var err error
-		for attempt := 1; ; attempt++ {
-			if _, err = as.Sync(ctx); err == nil || errors.Is(err, aclsync.ErrNoAuthorizer) {
-				err = nil
-				break
-			}
-			if attempt == attempts || backoff.Sleep(ctx, time.Second) != nil {
-				break
-			}
-		}
-		if err != nil {
-			if err := warn("the last ACL sync", err); err != nil {
-				return out, err
-			}
-		}
-	}
-	m.log.Info("failover: stopping topics", "topics", pats, "planned", planned)
-	parts, err := m.stopTopics(ctx, pats)
-	if err != nil {
-		return out, err
-	}
-	if err := m.syncReadOnly(ctx); err != nil {
-		return out, fmt.Errorf("mirror %s: failover: the topics are stopped, but removing their read-only ACLs failed (it is retried by the read-only loop): %w", m.name, err)
-	}
-	index := map[string]int{}
-	for _, p := range parts {
-		if p.State != partition.Stopped.String() {
-			continue
-		}
-		i, ok := index[p.Topic]
-		if !ok {
-			i = len(out.Topics)
-			index[p.Topic] = i
-			out.Topics = append(out.Topics, admin.TopicFailover{Topic: p.Topic})
-		}
-		out.Topics[i].Partitions = append(out.Topics[i].Partitions, admin.PartitionFailover{Partition: p.Partition, LastMirroredOffset: p.LastMirroredOffset})
-	}
-	m.log.Info("failover complete", "topics", len(out.Topics), "groups", len(out.Groups))
-	return out, nil
+	fm := failover.Mirror{Name: m.name, Log: m.log, Groups: gs, ACLs: as, Stop: m.stopTopics, SyncReadOnly: m.syncReadOnly,
+		Wait: func(ctx context.Context, what string, match func(string) bool, done func(runner.Status) bool) ([]runner.Status, error) {
+			return m.waitRunners(ctx, what, match, func(_ *runner.Runner, st admin.PartitionStatus) bool { return done(st) })
+		}}
+	return failover.Run(ctx, fm, pats, func(t string) bool { return control.MatchAny(res, t) }, req.WaitForCatchUp)
 }
 
 // checkNoReverse refuses to start topics that the mirror in the other
