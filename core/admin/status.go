@@ -1,7 +1,6 @@
 package admin
 
 import (
-	"errors"
 	"time"
 
 	"github.com/kmirror/kmirror/core/control"
@@ -18,13 +17,13 @@ import (
 // Errors of the operator actions; callers branch with errors.Is.
 var (
 	// ErrNoMirror: no mirror of that name runs in this daemon.
-	ErrNoMirror = errors.New("no such mirror")
+	ErrNoMirror = control.ErrNoMirror
 	// ErrInvalidRequest: the request itself is wrong (a bad regex, a
 	// missing field).
 	ErrInvalidRequest = control.ErrInvalidRequest
 	// ErrConflict: the request conflicts with the mirror's state (for
 	// example starting a topic that another stop pattern still stops).
-	ErrConflict = errors.New("conflicts with the mirror's state")
+	ErrConflict = control.ErrConflict
 )
 
 // Status is the engine's answer to `kmirror describe`: every mirror and every

@@ -17,8 +17,17 @@ import (
 	"github.com/kmirror/kmirror/sdk/statestore"
 )
 
-// ErrInvalidRequest: a request is wrong (a bad regex, a missing field).
-var ErrInvalidRequest = errors.New("invalid request")
+// Errors of the operators' requests; callers branch with errors.Is (the
+// admin API answers 400, 404 and 409).
+var (
+	// ErrInvalidRequest: a request is wrong (a bad regex, a missing field).
+	ErrInvalidRequest = errors.New("invalid request")
+	// ErrNoMirror: no mirror of that name runs in this daemon.
+	ErrNoMirror = errors.New("no such mirror")
+	// ErrConflict: the request conflicts with the mirror's state (for
+	// example starting a topic that another stop pattern still stops).
+	ErrConflict = errors.New("conflicts with the mirror's state")
+)
 
 // New returns the holder of mirror name's record in store; it reads the
 // record at its first use.

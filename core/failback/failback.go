@@ -1,8 +1,10 @@
 // Package failback decides, per partition, how a reverse mirror (a
 // failback) continues after a failover: at the last mirrored offset, after
 // keeping the old source's diverged committed records in a side topic, or
-// from scratch once the topic is recreated on the old source. core/mirror
-// runs the reverse mirror; docs/design/failover.md has the rules.
+// from scratch once the topic is recreated on the old source. It also
+// finds the failed-over topics a failback takes back and builds the
+// reverse mirror's configuration. core/mirror runs the reverse mirror;
+// docs/design/failover.md has the rules.
 package failback
 
 import (

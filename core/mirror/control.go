@@ -9,6 +9,7 @@ import (
 
 	"github.com/kmirror/kmirror/core/admin"
 	"github.com/kmirror/kmirror/core/control"
+	"github.com/kmirror/kmirror/core/failback"
 	"github.com/kmirror/kmirror/core/failover"
 	"github.com/kmirror/kmirror/core/partition"
 	"github.com/kmirror/kmirror/core/runner"
@@ -318,7 +319,7 @@ func (e *Engine) Failover(ctx context.Context, req admin.FailoverOrder) (admin.F
 // direction still mirrors (a failback mirror and the mirror it reverses):
 // the two would copy into each other.
 func (e *Engine) checkNoReverse(m *mirrorRun, rs []*runner.Runner) error {
-	other := failbackName(m.name)
+	other := failback.Name(m.name)
 	if m.runtime {
 		other = strings.TrimSuffix(m.name, "-failback")
 	}

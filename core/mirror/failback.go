@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"regexp"
-	"slices"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -14,7 +12,6 @@ import (
 	"github.com/kmirror/kmirror/core/admin"
 	"github.com/kmirror/kmirror/core/config"
 	"github.com/kmirror/kmirror/core/failback"
-	"github.com/kmirror/kmirror/core/partition"
 	"github.com/kmirror/kmirror/sdk/statestore"
 )
 
@@ -54,29 +51,7 @@ type runtimeSpec struct {
 	Config string `json:"config,omitempty"`
 }
 
-const defaultSideSuffix = ".kmirror-diverged"
-
-func failbackName(m string) string { return m + "-failback" }
-
 func specKey(mirror string) string { return statestore.MirrorPrefix(mirror) + "spec" }
-
-// reverseConfig builds the reverse mirror's configuration from the mirror
-// it reverses: source = the daemon's destination, destination = its source.
-func reverseConfig(dcfg *config.Config, of config.Mirror, name string, topics []string) (config.Mirror, error) {
-	quoted := make([]string, len(topics))
-	for i, t := range topics {
-		quoted[i] = regexp.QuoteMeta(t)
-	}
-	include, err := config.CompileRegexList(quoted)
-	if err != nil {
-		return config.Mirror{}, err
-	}
-	return config.Mirror{
-		Name: name, Source: dcfg.Destination,
-		TopicsInclude: include, GroupsInclude: of.GroupsInclude, GroupsExclude: of.GroupsExclude,
-		ACLInclude: of.ACLInclude, TopicPropertiesExclude: of.TopicPropertiesExclude,
-	}, nil
-}
 
 // startRuntime starts a recorded run-time mirror; e.mu must be held.
 func (e *Engine) startRuntime(name string, spec runtimeSpec) error {
@@ -101,7 +76,7 @@ func (e *Engine) startRuntime(name string, spec runtimeSpec) error {
 	if _, clash := e.cfg.Mirror(name); clash {
 		return fmt.Errorf("the configuration has a mirror named %s, the name of mirror %s's failback mirror; rename it", name, spec.FailbackOf)
 	}
-	mc, err := reverseConfig(e.cfg, *of, name, spec.Topics)
+	mc, err := failback.ReverseConfig(e.cfg, *of, name, spec.Topics)
 	if err != nil {
 		return err
 	}
@@ -154,41 +129,14 @@ func (e *Engine) Failback(ctx context.Context, req admin.FailbackOrder) (admin.F
 	}
 	suffix := req.SideTopicSuffix
 	if suffix == "" {
-		suffix = defaultSideSuffix
+		suffix = failback.DefaultSideSuffix
 	}
-	name := failbackName(m.name)
+	name := failback.Name(m.name)
 	out := admin.FailbackResult{Mirror: name, Of: m.name}
-
-	// The failed-over partitions and where M stopped.
-	parts, err := e.machine.LoadMirror(ctx, m.name)
-	if err != nil && len(parts) == 0 {
-		return out, fmt.Errorf("mirror %s: loading partition states: %w", m.name, err)
+	topics, byTopic, err := failback.FailedOver(ctx, e.machine, e.controlOf(m.name).Stopped, m.name)
+	if err != nil {
+		return out, err
 	}
-	ctl := e.controlOf(m.name)
-	byTopic := map[string][]failback.Stopped{}
-	var topics []string
-	for _, p := range parts {
-		rec := p.Record()
-		s, err := ctl.Stopped(ctx, rec.Topic)
-		if err != nil {
-			return out, err
-		}
-		if !s {
-			continue
-		}
-		if rec.State != partition.Stopped {
-			return out, fmt.Errorf("%w: mirror %s: %s/%d is %s, not STOPPED: wait until the failover completes (kmirror failover --mirror %s shows it)",
-				admin.ErrConflict, m.name, rec.Topic, rec.Partition, rec.State, m.name)
-		}
-		if _, ok := byTopic[rec.Topic]; !ok {
-			topics = append(topics, rec.Topic)
-		}
-		byTopic[rec.Topic] = append(byTopic[rec.Topic], failback.Stopped{Partition: rec.Partition, Last: rec.LastMirroredOffset, Mode: rec.Mode})
-	}
-	if len(topics) == 0 {
-		return out, fmt.Errorf("%w: mirror %s has no failed-over topic: run kmirror failover --mirror %s first", admin.ErrConflict, m.name, m.name)
-	}
-	slices.Sort(topics)
 
 	// The reverse mirror must not run while its partitions are decided.
 	e.mu.Lock()
@@ -210,17 +158,13 @@ func (e *Engine) Failback(ctx context.Context, req admin.FailbackOrder) (admin.F
 		return out, fmt.Errorf("mirror %s: old source cluster: %w", m.name, err)
 	}
 	defer old.Close()
-	oldAdm := kadm.NewClient(old)
 
-	for _, t := range topics {
-		tf, err := failback.DecideTopic(ctx, failback.Params{
-			Machine: e.machine, Mirror: m.name, Reverse: name, NewPrimary: m.dst,
-			Old: old, OldAdmin: oldAdm, SideSuffix: suffix, AllowRecreate: req.AllowRecreate,
-		}, t, byTopic[t])
-		if err != nil {
-			return out, err
-		}
-		out.Topics = append(out.Topics, tf)
+	out.Topics, err = failback.Decide(ctx, failback.Params{
+		Machine: e.machine, Mirror: m.name, Reverse: name, NewPrimary: m.dst,
+		Old: old, OldAdmin: kadm.NewClient(old), SideSuffix: suffix, AllowRecreate: req.AllowRecreate,
+	}, topics, byTopic)
+	if err != nil {
+		return out, err
 	}
 
 	// Record and start the reverse mirror.
