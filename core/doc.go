@@ -11,6 +11,7 @@
 //   - config/gen:       the command that writes docs/config.md and the sample from the declarations
 //   - control:          the operators' run-time rules of a mirror (pause, stop, start), last matching rule wins
 //   - daemon:           process life cycle (HTTP endpoints, reload, ordered shutdown)
+//   - datapath:         one mirror's data path: its fetcher and writer shared by its runners, their metrics, the map-mode decoding bound
 //   - failback:         a reverse mirror after a failover: its topics and configuration, and per partition whether it continues, keeps a side topic, or is recreated
 //   - failover:         a mirror's failover: wait for catch-up, last group and ACL sync, stop the topics, where each stopped
 //   - failpoint:        named crash points the end-to-end tests stop a process at

@@ -4,118 +4,10 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/kmirror/kmirror/core/batch"
-	"github.com/kmirror/kmirror/core/config"
-	"github.com/kmirror/kmirror/core/fetcher"
-	"github.com/kmirror/kmirror/core/kafkalog"
 	"github.com/kmirror/kmirror/core/metrics"
 	"github.com/kmirror/kmirror/core/partition"
 	"github.com/kmirror/kmirror/core/runner"
-	"github.com/kmirror/kmirror/core/topicsync"
-	"github.com/kmirror/kmirror/core/writer"
 )
-
-// dataPath couples one mirror's fetcher (source) with its writer
-// (destination), shared by the mirror's runners: it is their
-// runner.DataPath.
-type dataPath struct {
-	m   *mirrorRun
-	src *kgo.Client
-	f   *fetcher.Manager
-	w   *writer.Writer
-	// metrics records the fetch and produce requests' figures;
-	// unobserve stops it reading f's and w's (close).
-	metrics   *metrics.DataPath
-	unobserve func()
-	// topics knows the destination topics' max.message.bytes (map-mode
-	// decoding bound, batches refused for their size).
-	topics *topicsync.Syncer
-	// srcBounds and dstBounds gather the log bounds the mirror's
-	// partitions ask for while they prepare: one ListOffsets per topic
-	// and broker for the partitions asking together.
-	srcBounds, dstBounds *kafkalog.BoundsBatcher
-}
-
-func newDataPath(m *mirrorRun, cfg *config.Config, src *kgo.Client, topics *topicsync.Syncer) (*dataPath, error) {
-	mdp, err := m.e.opts.Metrics.NewDataPath(m.name)
-	if err != nil {
-		return nil, err
-	}
-	f, err := fetcher.New(src,
-		fetcher.WithFetchersPerBroker(cfg.NumReplicaFetchers),
-		fetcher.WithPartitionMaxBytes(int32(cfg.ReplicaFetchMaxBytes)),
-		fetcher.WithMinBytes(int32(cfg.ReplicaFetchMinBytes)),
-		fetcher.WithResponseMaxBytes(int32(cfg.ReplicaFetchResponseMaxBytes)),
-		fetcher.WithMaxWait(cfg.ReplicaFetchWaitMax),
-		fetcher.WithBackoff(cfg.ReplicaFetchBackoff),
-		fetcher.WithLogger(m.log.Named("fetcher")),
-		fetcher.WithThrottle(m.e.limiter.Wait),
-		fetcher.WithBudget(m.e.budget),
-		fetcher.WithFetchHook(func(i fetcher.FetchInfo) { mdp.FetchDone(i.Broker, i.Latency, i.Bytes, i.Release, i.Err != nil) }),
-	)
-	if err != nil {
-		return nil, err
-	}
-	w, err := writer.New(m.dst, writer.MirrorName(m.name), writer.Logger(m.log.Named("writer")), writer.RequestTimeout(cfg.RequestTimeout), writer.TransactionTimeout(cfg.TransactionTimeout), writer.IdleWriterTimeout(cfg.TransactionWriterIdle),
-		writer.MaxInflightPerPartition(cfg.AppendsInFlight), writer.MaxInflightPerBroker(cfg.ProduceRequestsInFlight), writer.Observer(produceMetrics{mdp}))
-	if err != nil {
-		return nil, err
-	}
-	unobserve := mdp.Observe(func() metrics.DataPathStats {
-		st := f.Stats()
-		return metrics.DataPathStats{FetchesInFlight: st.FetchesInFlight, BufferedBytes: st.BufferedBytes,
-			PartitionMaxBytes: st.PartitionMaxBytes, AppendsInFlight: w.InflightAppends()}
-	})
-	return &dataPath{m: m, src: src, f: f, w: w, metrics: mdp, unobserve: unobserve, topics: topics,
-		srcBounds: kafkalog.NewBoundsBatcher(src, kafkalog.BoundsWindow), dstBounds: kafkalog.NewBoundsBatcher(m.dst, kafkalog.BoundsWindow)}, nil
-}
-
-// produceMetrics records the writer's ProduceRequests in the mirror's
-// data-path metrics.
-type produceMetrics struct{ d *metrics.DataPath }
-
-func (p produceMetrics) ProduceSent(info writer.ProduceRequestInfo) { p.d.ProduceSent(info.Broker) }
-
-func (p produceMetrics) ProduceDone(info writer.ProduceRequestInfo, res writer.ProduceResult) {
-	p.d.ProduceDone(info.Broker, res.Latency, info.Partitions, info.Bytes, res.Err != nil || res.FailedPartitions > 0)
-}
-
-// run runs the fetcher until ctx is done.
-func (dp *dataPath) run(ctx context.Context) {
-	if err := dp.f.Run(ctx); err != nil && ctx.Err() == nil {
-		dp.m.log.Error("fetcher stopped", "error", err)
-	}
-}
-
-func (dp *dataPath) close() {
-	dp.unobserve()
-	dp.w.Close()
-}
-
-// Subscribe starts fetching a partition into q.
-func (dp *dataPath) Subscribe(spec fetcher.PartitionSpec, q *fetcher.Queue) error {
-	return dp.f.Add(spec, q)
-}
-
-// Unsubscribe stops fetching a partition.
-func (dp *dataPath) Unsubscribe(topic string, p int32) { dp.f.Remove(topic, p) }
-
-// Done acknowledges a delivery a runner has written.
-func (dp *dataPath) Done(topic string, p int32, bytes int) { dp.f.Done(topic, p, bytes) }
-
-// NewWriter returns a new writer of a destination partition.
-func (dp *dataPath) NewWriter(topic string, p int32, onTxnWriter func(context.Context, writer.TxnWriterInfo) error) (*writer.Partition, error) {
-	return dp.w.Partition(topic, p, onTxnWriter)
-}
-
-// Refused handles a batch the destination refused for its size
-// (topicsync.Syncer.Refused): one more try once the destination topic's
-// max.message.bytes is raised to the source's, or why the batch is refused.
-func (dp *dataPath) Refused(ctx context.Context, topic string, b batch.Batch, expect int64, cause error) (bool, error) {
-	return dp.topics.Refused(ctx, topic, b, expect, cause)
-}
 
 // mirrorEvents reports a mirror's runners' events to the engine. Each
 // runner has its own, holding the mirror's counts of appended batches, so
@@ -143,8 +35,8 @@ func runnerFor(m *mirrorRun, t sourceTopic, part *partition.Partition) *runner.R
 	return runner.New(runner.Deps{
 		Mirror: m.name, Topic: t.Name, TopicID: t.ID, Partition: part,
 		Store: m.e.opts.Store, Log: m.log,
-		Source: m.dp.src, Dest: m.dst, DestAdmin: m.dstAdm,
-		SourceBounds: m.dp.srcBounds, DestBounds: m.dp.dstBounds,
+		Source: m.dp.Source(), Dest: m.dst, DestAdmin: m.dstAdm,
+		SourceBounds: m.dp.SourceBounds, DestBounds: m.dp.DestBounds,
 		Path: m.dp, Control: m.e.controlOf(m.name), Events: newMirrorEvents(m),
 		Settings: runner.Settings{
 			AlignmentBudget: m.dcfg.OffsetAlignmentMaxRecords,

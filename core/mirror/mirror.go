@@ -16,6 +16,7 @@ import (
 	"github.com/kmirror/kmirror/core/admin"
 	"github.com/kmirror/kmirror/core/backoff"
 	"github.com/kmirror/kmirror/core/config"
+	"github.com/kmirror/kmirror/core/datapath"
 	"github.com/kmirror/kmirror/core/groupsync"
 	"github.com/kmirror/kmirror/core/runner"
 	"github.com/kmirror/kmirror/core/syncloop"
@@ -58,7 +59,7 @@ type mirrorRun struct {
 	mu      sync.Mutex
 	src     *kgo.Client
 	srcAdm  *kadm.Client
-	dp      *dataPath
+	dp      *datapath.Path
 	runners map[topicPartition]*runner.Runner
 	errs    map[string]string // sync loop → why its last round failed
 	groups  *groupsync.Syncer
@@ -103,7 +104,7 @@ func (m *mirrorRun) stop(ctx context.Context) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.dp != nil {
-		m.dp.close()
+		m.dp.Close()
 	}
 	if m.src != nil {
 		m.src.Close()
@@ -244,7 +245,8 @@ func (m *mirrorRun) connect(cfg *config.Config) error {
 		src.Close()
 		return fmt.Errorf("mirror %s: %w", m.name, err)
 	}
-	dp, err := newDataPath(m, cfg, src, ts)
+	dp, err := datapath.New(datapath.Deps{Mirror: m.name, Source: src, Dest: m.dst, Config: cfg, Log: m.log,
+		Metrics: m.e.opts.Metrics, Throttle: m.e.limiter.Wait, Budget: m.e.budget, Topics: ts})
 	if err != nil {
 		src.Close()
 		return fmt.Errorf("mirror %s: %w", m.name, err)
@@ -254,13 +256,13 @@ func (m *mirrorRun) connect(cfg *config.Config) error {
 	m.mu.Unlock()
 	gs, err := m.newGroupSync()
 	if err != nil {
-		dp.close()
+		dp.Close()
 		src.Close()
 		return fmt.Errorf("mirror %s: %w", m.name, err)
 	}
 	as, err := m.newACLSync()
 	if err != nil {
-		dp.close()
+		dp.Close()
 		src.Close()
 		return fmt.Errorf("mirror %s: %w", m.name, err)
 	}
@@ -270,7 +272,7 @@ func (m *mirrorRun) connect(cfg *config.Config) error {
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
-		dp.run(m.ctx)
+		dp.Run(m.ctx)
 	}()
 	return nil
 }
