@@ -27,6 +27,7 @@
 //   - offsetmap:        the exact source→destination offset map of a partition in map mode
 //   - partition:        the per-partition state machine and its persistence
 //   - runner:           one mirrored partition: prepare, prove the destination, forward, map mode, stop
+//   - runtimemirror:    the state store records of mirrors created at run time (failback mirrors, the admin API's create)
 //   - scope:            a mirror's scope, its built-in include/exclude filter of topics, groups and ACLs, as an SDK filter
 //   - syncloop:         the sync-loop template and the metadata-sync lease of a mirror
 //   - throttle:         the daemon-wide replication throttle (mirror.replication.throttled.rate)

@@ -67,7 +67,7 @@ type layeringRule struct {
 
 // engineJobs are the packages of core/mirror's jobs, which the engine
 // wires and which never import it.
-var engineJobs = []string{"control", "datapath", "failover", "failback", "metrics"}
+var engineJobs = []string{"control", "datapath", "failover", "failback", "metrics", "runtimemirror"}
 
 var layeringRules = []layeringRule{
 	{module + "/sdk/...", nil, func(dep string) bool { return within(dep, module+"/sdk") }, "sdk must import nothing of kmirror's outside sdk",
