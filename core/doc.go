@@ -9,7 +9,7 @@
 //   - batch:            zero-copy views over Kafka v2 record batches (split, re-stamp, CRC, bounded decoding)
 //   - config:           declaration, loading and validation of every configuration key
 //   - config/gen:       the command that writes docs/config.md and the sample from the declarations
-//   - control:          the operators' run-time rules of a mirror (pause, stop, start), last matching rule wins
+//   - control:          the operators' run-time rules of a mirror (pause, stop, start), last matching rule wins, and the actions that apply them
 //   - daemon:           process life cycle (HTTP endpoints, reload, ordered shutdown)
 //   - datapath:         one mirror's data path: its fetcher and writer shared by its runners, their metrics, the map-mode decoding bound
 //   - failback:         a reverse mirror after a failover: its topics and configuration, and per partition whether it continues, keeps a side topic, or is recreated

@@ -74,12 +74,8 @@ type TopicConfigError struct {
 type PartitionStatus = runner.Status
 
 // OpResult is the outcome of an operator action: what it did, and the
-// affected partitions' status afterwards.
-type OpResult struct {
-	Mirror     string            `json:"mirror"`
-	Message    string            `json:"message"`
-	Partitions []PartitionStatus `json:"partitions"`
-}
+// affected partitions' status afterwards (core/control's Result).
+type OpResult = control.Result
 
 // FailoverOrder asks to fail a mirror's topics over to the destination.
 type FailoverOrder struct {

@@ -1,8 +1,10 @@
 // Package control keeps what operators asked of a mirror at run time
 // (pause, resume, stop, start, failover): one record per mirror in the
 // state store, two ordered lists of rules where the last rule matching a
-// topic decides, written before it takes effect. core/mirror's operator
-// API changes it; core/runner asks it whether a topic is paused or stopped.
+// topic decides, written before it takes effect. It runs the operators'
+// actions too (pause, resume, stop, start: actions.go) on the runners of a
+// mirror that core/mirror's operator API gives it; core/runner asks it
+// whether a topic is paused or stopped.
 package control
 
 import (

@@ -2,6 +2,7 @@ package control
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/kmirror/kmirror/sdk/statestore/memstore"
@@ -63,5 +64,26 @@ func TestHolderRecordsPauseStopAndStart(t *testing.T) {
 	}
 	if pats, res, err := Patterns(nil); err != nil || len(pats) != 1 || pats[0] != ".*" || !MatchAny(res, "anything") {
 		t.Fatalf("Patterns(nil) = %v, %v, %v; want every topic", pats, res, err)
+	}
+}
+
+// Stop and Start need topics, and refuse a bad pattern, before they record
+// anything.
+func TestStopAndStartRefuseInvalidRequestsBeforeRecordingAnything(t *testing.T) {
+	ctx := context.Background()
+	store := memstore.New()
+	m := Mirror{Name: "dc1", Rules: New(store, "dc1")}
+	for name, err := range map[string]error{
+		"stop without topics":  func() error { _, err := Stop(ctx, m, nil); return err }(),
+		"start without topics": func() error { _, err := Start(ctx, m, nil, nil); return err }(),
+		"start with a bad one": func() error { _, err := Start(ctx, m, []string{"("}, nil); return err }(),
+		"pause with a bad one": func() error { _, err := SetPaused(ctx, m, []string{"("}, true); return err }(),
+	} {
+		if !errors.Is(err, ErrInvalidRequest) {
+			t.Errorf("%s: err %v, want ErrInvalidRequest", name, err)
+		}
+	}
+	if ents, err := store.List(ctx, ""); err != nil || len(ents) != 0 {
+		t.Fatalf("refused requests recorded %v (%v)", ents, err)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/kmirror/kmirror/core/admin"
 	"github.com/kmirror/kmirror/core/control"
@@ -73,30 +72,13 @@ func (m *mirrorRun) runnersOf(match func(string) bool) []*runner.Runner {
 	return out
 }
 
-// waitRunners polls the runners selected by match until done holds for
-// every one of them, or ctx ends; it returns their status.
-func (m *mirrorRun) waitRunners(ctx context.Context, what string, match func(string) bool, done func(*runner.Runner, admin.PartitionStatus) bool) ([]admin.PartitionStatus, error) {
-	for {
-		var (
-			out     []admin.PartitionStatus
-			pending []string
-		)
-		for _, r := range m.runnersOf(match) {
-			st := r.Status()
-			out = append(out, st)
-			if !done(r, st) {
-				pending = append(pending, fmt.Sprintf("%s/%d is %s", st.Topic, st.Partition, st.State))
-			}
-		}
-		if len(pending) == 0 {
-			return out, nil
-		}
-		select {
-		case <-ctx.Done():
-			return out, fmt.Errorf("mirror %s: %s: still waiting for %s: %w", m.name, what, strings.Join(pending, ", "), context.Cause(ctx))
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+// operated returns the mirror as the operators' actions see it
+// (core/control).
+func (m *mirrorRun) operated() control.Mirror {
+	return control.Mirror{Name: m.name, Log: m.log, Rules: m.e.controlOf(m.name), Runners: m.runnersOf,
+		LaunchRecorded: m.launchRecorded, TriggerSync: m.triggerSync,
+		InScope:   func(t string) bool { return inScope(&m.cfg, t) },
+		NoReverse: func(rs []*runner.Runner) error { return m.e.checkNoReverse(m, rs) }}
 }
 
 // Pause stops fetching the topics matching the patterns (all topics when
@@ -121,24 +103,7 @@ func (e *Engine) setPaused(ctx context.Context, mirrorName string, topics []stri
 	if err != nil {
 		return admin.OpResult{}, err
 	}
-	pats, res, err := control.Patterns(topics)
-	if err != nil {
-		return admin.OpResult{}, err
-	}
-	if err := e.controlOf(m.name).Pause(ctx, pats, pause); err != nil {
-		return admin.OpResult{}, err
-	}
-	match := func(t string) bool { return control.MatchAny(res, t) }
-	for _, r := range m.runnersOf(match) {
-		r.Poke()
-	}
-	verb, doing, leaving := "resumed", "resuming", partition.Paused.String()
-	if pause {
-		verb, doing, leaving = "paused", "pausing", partition.Mirroring.String()
-	}
-	m.log.Info("operator "+verb+" topics", "topics", pats)
-	parts, err := m.waitRunners(ctx, doing, match, func(_ *runner.Runner, st admin.PartitionStatus) bool { return st.State != leaving })
-	return admin.OpResult{Mirror: m.name, Message: fmt.Sprintf("%s topics matching %s", verb, strings.Join(pats, ", ")), Partitions: parts}, err
+	return control.SetPaused(ctx, m.operated(), topics, pause)
 }
 
 // StopTopics stops mirroring the topics matching the patterns: their
@@ -152,35 +117,7 @@ func (e *Engine) StopTopics(ctx context.Context, mirrorName string, topics []str
 	if err != nil {
 		return admin.OpResult{}, err
 	}
-	if len(topics) == 0 {
-		return admin.OpResult{}, fmt.Errorf("%w: name the topics to stop (regexes; \".*\" for all)", admin.ErrInvalidRequest)
-	}
-	parts, err := m.stopTopics(ctx, topics)
-	return admin.OpResult{Mirror: m.name, Message: fmt.Sprintf("stopped topics matching %s", strings.Join(topics, ", ")), Partitions: parts}, err
-}
-
-func (m *mirrorRun) stopTopics(ctx context.Context, topics []string) ([]admin.PartitionStatus, error) {
-	pats, res, err := control.Patterns(topics)
-	if err != nil {
-		return nil, err
-	}
-	if err := m.e.controlOf(m.name).Stop(ctx, pats); err != nil {
-		return nil, err
-	}
-	match := func(t string) bool { return control.MatchAny(res, t) }
-	m.log.Info("operator stopped topics", "topics", pats)
-	if err := m.launchRecorded(ctx, match); err != nil {
-		return nil, err
-	}
-	for _, r := range m.runnersOf(match) {
-		r.RequestStop(runner.ReasonStopped)
-	}
-	m.triggerSync()
-	return m.waitRunners(ctx, "stopping", match, func(r *runner.Runner, st admin.PartitionStatus) bool {
-		// A partition still PREPARING has nothing mirrored and nothing to
-		// stop: it stays PREPARING until it is started again.
-		return st.State == partition.Stopped.String() || st.State == partition.Preparing.String()
-	})
+	return control.Stop(ctx, m.operated(), topics)
 }
 
 // launchRecorded starts runners for recorded partitions of matching topics
@@ -221,40 +158,7 @@ func (e *Engine) StartTopics(ctx context.Context, mirrorName string, topics, exc
 	if err != nil {
 		return admin.OpResult{}, err
 	}
-	if len(topics) == 0 {
-		return admin.OpResult{}, fmt.Errorf("%w: name the topics to start (regexes; \".*\" for all)", admin.ErrInvalidRequest)
-	}
-	_, res, err := control.Patterns(topics)
-	if err != nil {
-		return admin.OpResult{}, err
-	}
-	exc, err := control.Compile(exclude)
-	if err != nil {
-		return admin.OpResult{}, err
-	}
-	match := func(t string) bool { return control.MatchAny(res, t) && !control.MatchAny(exc, t) }
-	if err := m.launchRecorded(ctx, match); err != nil {
-		return admin.OpResult{}, err
-	}
-	rs := m.runnersOf(match)
-	if err := e.checkNoReverse(m, rs); err != nil {
-		return admin.OpResult{}, err
-	}
-	for _, r := range rs {
-		if !inScope(&m.cfg, r.Topic()) {
-			return admin.OpResult{}, fmt.Errorf("%w: topic %s is outside mirror %s's mirror.topics.include/exclude; change the configuration to mirror it", admin.ErrConflict, r.Topic(), m.name)
-		}
-	}
-	if err := e.controlOf(m.name).Start(ctx, topics, exclude); err != nil {
-		return admin.OpResult{}, err
-	}
-	for _, r := range rs {
-		r.RequestStart()
-	}
-	m.log.Info("operator started topics", "topics", topics, "exclude", exclude)
-	m.triggerSync()
-	parts, err := m.waitRunners(ctx, "starting", match, func(_ *runner.Runner, st admin.PartitionStatus) bool { return st.State != partition.Stopped.String() })
-	return admin.OpResult{Mirror: m.name, Message: fmt.Sprintf("started topics matching %s", strings.Join(topics, ", ")), Partitions: parts}, err
+	return control.Start(ctx, m.operated(), topics, exclude)
 }
 
 // withoutStopped drops the topics an operator stopped from a topics round,
@@ -308,9 +212,13 @@ func (e *Engine) Failover(ctx context.Context, req admin.FailoverOrder) (admin.F
 	m.mu.Lock()
 	gs, as := m.groups, m.acls
 	m.mu.Unlock()
-	fm := failover.Mirror{Name: m.name, Log: m.log, Groups: gs, ACLs: as, Stop: m.stopTopics, SyncReadOnly: m.syncReadOnly,
+	cm := m.operated()
+	fm := failover.Mirror{Name: m.name, Log: m.log, Groups: gs, ACLs: as, SyncReadOnly: m.syncReadOnly,
+		Stop: func(ctx context.Context, topics []string) ([]runner.Status, error) {
+			return control.StopTopics(ctx, cm, topics)
+		},
 		Wait: func(ctx context.Context, what string, match func(string) bool, done func(runner.Status) bool) ([]runner.Status, error) {
-			return m.waitRunners(ctx, what, match, func(_ *runner.Runner, st admin.PartitionStatus) bool { return done(st) })
+			return control.Wait(ctx, cm, what, match, func(_ *runner.Runner, st runner.Status) bool { return done(st) })
 		}}
 	return failover.Run(ctx, fm, pats, func(t string) bool { return control.MatchAny(res, t) }, req.WaitForCatchUp)
 }
