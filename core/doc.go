@@ -23,12 +23,13 @@
 //   - kclient:          a cluster's configuration turned into franz-go client options (TLS, SASL, sockets, dialer)
 //   - logging:          hclog construction from configuration
 //   - metrics:          the OpenTelemetry meter provider exported to Prometheus, and the engine's and data path's instruments
-//   - mirror:           the mirroring engine: mirrors, topics in scope and one runner per partition
+//   - mirror:           the mirroring engine: wiring, reload, topic claims, the operator API's entry points, status
 //   - offsetmap:        the exact source→destination offset map of a partition in map mode
 //   - partition:        the per-partition state machine and its persistence
 //   - runner:           one mirrored partition: prepare, prove the destination, forward, map mode, stop
 //   - runtimemirror:    the state store records of mirrors created at run time (failback mirrors, the admin API's create)
 //   - scope:            a mirror's scope, its built-in include/exclude filter of topics, groups and ACLs, as an SDK filter
+//   - supervisor:       one running mirror: its clients, data path, sync loops and one runner per partition
 //   - syncloop:         the sync-loop template and the metadata-sync lease of a mirror
 //   - throttle:         the daemon-wide replication throttle (mirror.replication.throttled.rate)
 //   - topicsync:        the topic sync of one mirror (create, expand, configs, deleted/recreated topics, read-only ACLs)

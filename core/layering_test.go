@@ -110,6 +110,11 @@ var layeringRules = []layeringRule{
 		return !within(dep, module+"/core/mirror") && !within(dep, module+"/core/admin") && !within(dep, module+"/cmd")
 	}, "the engine's jobs (core/" + strings.Join(engineJobs, ", core/") + ") must never import core/mirror, core/admin or cmd",
 		module + "/cmd/kmirror"},
+	// A mirror's supervisor is run by the engine and never reaches up
+	// into it.
+	{module + "/core/...", func(pkg string) bool { return within(pkg, module+"/core/supervisor") },
+		func(dep string) bool { return !within(dep, module+"/core/mirror") && !within(dep, module+"/cmd") },
+		"core/supervisor must never import core/mirror or cmd", module + "/cmd/kmirror"},
 	// The operator API defines what it asks of the engine (Controller)
 	// and the types it answers with; the engine implements it.
 	{module + "/core/...", func(pkg string) bool { return within(pkg, module+"/core/admin") },

@@ -12,6 +12,7 @@ import (
 	"github.com/kmirror/kmirror/core/failover"
 	"github.com/kmirror/kmirror/core/partition"
 	"github.com/kmirror/kmirror/core/runner"
+	"github.com/kmirror/kmirror/core/supervisor"
 )
 
 // Operator actions on a running mirror (the admin API and CLI call them):
@@ -32,7 +33,7 @@ func (e *Engine) controlOf(name string) *control.Holder {
 }
 
 // runningMirror returns the mirror called name.
-func (e *Engine) runningMirror(name string) (*mirrorRun, error) {
+func (e *Engine) runningMirror(name string) (*supervisor.Mirror, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	m := e.mirrors[name]
@@ -44,41 +45,10 @@ func (e *Engine) runningMirror(name string) (*mirrorRun, error) {
 		slices.Sort(names)
 		return nil, fmt.Errorf("%w %q in this daemon (mirrors: %s)", admin.ErrNoMirror, name, strings.Join(names, ", "))
 	}
-	m.mu.Lock()
-	connected := m.dp != nil
-	m.mu.Unlock()
-	if !connected {
+	if !m.Connected() {
 		return nil, fmt.Errorf("%w: mirror %s has not connected to its clusters yet (see describe for why); retry when it has", admin.ErrConflict, name)
 	}
 	return m, nil
-}
-
-// runnersOf returns the mirror's runners whose topic match selects.
-func (m *mirrorRun) runnersOf(match func(string) bool) []*runner.Runner {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var out []*runner.Runner
-	for _, r := range m.runners {
-		if match(r.Topic()) {
-			out = append(out, r)
-		}
-	}
-	slices.SortFunc(out, func(a, b *runner.Runner) int {
-		if c := strings.Compare(a.Topic(), b.Topic()); c != 0 {
-			return c
-		}
-		return int(a.Partition() - b.Partition())
-	})
-	return out
-}
-
-// operated returns the mirror as the operators' actions see it
-// (core/control).
-func (m *mirrorRun) operated() control.Mirror {
-	return control.Mirror{Name: m.name, Log: m.log, Rules: m.e.controlOf(m.name), Runners: m.runnersOf,
-		LaunchRecorded: m.launchRecorded, TriggerSync: m.triggerSync,
-		InScope:   func(t string) bool { return inScope(&m.cfg, t) },
-		NoReverse: func(rs []*runner.Runner) error { return m.e.checkNoReverse(m, rs) }}
 }
 
 // Pause stops fetching the topics matching the patterns (all topics when
@@ -103,7 +73,7 @@ func (e *Engine) setPaused(ctx context.Context, mirrorName string, topics []stri
 	if err != nil {
 		return admin.OpResult{}, err
 	}
-	return control.SetPaused(ctx, m.operated(), topics, pause)
+	return control.SetPaused(ctx, m.Operated(), topics, pause)
 }
 
 // StopTopics stops mirroring the topics matching the patterns: their
@@ -117,35 +87,7 @@ func (e *Engine) StopTopics(ctx context.Context, mirrorName string, topics []str
 	if err != nil {
 		return admin.OpResult{}, err
 	}
-	return control.Stop(ctx, m.operated(), topics)
-}
-
-// launchRecorded starts runners for recorded partitions of matching topics
-// that have none yet (after a restart, before the topics loop ran), so that
-// an operator's request reaches them.
-func (m *mirrorRun) launchRecorded(ctx context.Context, match func(string) bool) error {
-	parts, err := m.e.machine.LoadMirror(ctx, m.name)
-	if err != nil && len(parts) == 0 {
-		return fmt.Errorf("mirror %s: loading partition states: %w", m.name, err)
-	}
-	for _, p := range parts {
-		rec := p.Record()
-		if !match(rec.Topic) {
-			continue
-		}
-		tp := topicPartition{rec.Topic, rec.Partition}
-		m.mu.Lock()
-		_, running := m.runners[tp]
-		m.mu.Unlock()
-		if !running {
-			var id [16]byte
-			if rec.SourceTopicID != "" {
-				id, _ = parseTopicID(rec.SourceTopicID)
-			}
-			m.launch(tp, runnerFor(m, sourceTopic{Name: rec.Topic, ID: id}, p))
-		}
-	}
-	return nil
+	return control.Stop(ctx, m.Operated(), topics)
 }
 
 // StartTopics starts the stopped topics matching the patterns again,
@@ -158,33 +100,7 @@ func (e *Engine) StartTopics(ctx context.Context, mirrorName string, topics, exc
 	if err != nil {
 		return admin.OpResult{}, err
 	}
-	return control.Start(ctx, m.operated(), topics, exclude)
-}
-
-// withoutStopped drops the topics an operator stopped from a topics round,
-// and makes sure their recorded partitions have runners (which keep them
-// STOPPED and show them in describe).
-func (m *mirrorRun) withoutStopped(ctx context.Context, topics []sourceTopic) ([]sourceTopic, error) {
-	c := m.e.controlOf(m.name)
-	var kept []sourceTopic
-	stopped := map[string]bool{}
-	for _, t := range topics {
-		s, err := c.Stopped(ctx, t.Name)
-		if err != nil {
-			return nil, err
-		}
-		if s {
-			stopped[t.Name] = true
-		} else {
-			kept = append(kept, t)
-		}
-	}
-	if len(stopped) > 0 {
-		if err := m.launchRecorded(ctx, func(t string) bool { return stopped[t] }); err != nil {
-			return nil, err
-		}
-	}
-	return kept, nil
+	return control.Start(ctx, m.Operated(), topics, exclude)
 }
 
 // Failover fails the mirror's topics matching req.Topics (all when none)
@@ -209,11 +125,9 @@ func (e *Engine) Failover(ctx context.Context, req admin.FailoverOrder) (admin.F
 	if err != nil {
 		return admin.FailoverResult{}, err
 	}
-	m.mu.Lock()
-	gs, as := m.groups, m.acls
-	m.mu.Unlock()
-	cm := m.operated()
-	fm := failover.Mirror{Name: m.name, Log: m.log, Groups: gs, ACLs: as, SyncReadOnly: m.syncReadOnly,
+	gs, as := m.Syncers()
+	cm := m.Operated()
+	fm := failover.Mirror{Name: m.Name(), Log: m.Logger(), Groups: gs, ACLs: as, SyncReadOnly: m.SyncReadOnly,
 		Stop: func(ctx context.Context, topics []string) ([]runner.Status, error) {
 			return control.StopTopics(ctx, cm, topics)
 		},
@@ -226,10 +140,10 @@ func (e *Engine) Failover(ctx context.Context, req admin.FailoverOrder) (admin.F
 // checkNoReverse refuses to start topics that the mirror in the other
 // direction still mirrors (a failback mirror and the mirror it reverses):
 // the two would copy into each other.
-func (e *Engine) checkNoReverse(m *mirrorRun, rs []*runner.Runner) error {
-	other := failback.Name(m.name)
-	if m.runtime {
-		other = strings.TrimSuffix(m.name, "-failback")
+func (e *Engine) checkNoReverse(m *supervisor.Mirror, rs []*runner.Runner) error {
+	other := failback.Name(m.Name())
+	if m.Runtime() {
+		other = strings.TrimSuffix(m.Name(), "-failback")
 	}
 	e.mu.Lock()
 	om := e.mirrors[other]
@@ -238,7 +152,7 @@ func (e *Engine) checkNoReverse(m *mirrorRun, rs []*runner.Runner) error {
 		return nil
 	}
 	for _, r := range rs {
-		for _, or := range om.runnersOf(func(t string) bool { return t == r.Topic() }) {
+		for _, or := range om.RunnersOf(func(t string) bool { return t == r.Topic() }) {
 			if st := or.Record().State; st != partition.Stopped {
 				return fmt.Errorf("%w: mirror %s still mirrors %s/%d the other way (%s); fail it over first (kmirror failover --mirror %s)",
 					admin.ErrConflict, other, r.Topic(), or.Partition(), st, other)

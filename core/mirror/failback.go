@@ -11,6 +11,7 @@ import (
 	"github.com/kmirror/kmirror/core/admin"
 	"github.com/kmirror/kmirror/core/failback"
 	"github.com/kmirror/kmirror/core/runtimemirror"
+	"github.com/kmirror/kmirror/core/supervisor"
 	"github.com/kmirror/kmirror/sdk/statestore"
 )
 
@@ -23,17 +24,17 @@ func (e *Engine) Failback(ctx context.Context, req admin.FailbackOrder) (admin.F
 	if err != nil {
 		return admin.FailbackResult{}, err
 	}
-	if m.runtime {
+	if m.Runtime() {
 		return admin.FailbackResult{}, fmt.Errorf("%w: %s is itself a failback mirror; to make the old source primary again, fail it over, then start mirror %s's topics",
-			admin.ErrInvalidRequest, m.name, strings.TrimSuffix(m.name, "-failback"))
+			admin.ErrInvalidRequest, m.Name(), strings.TrimSuffix(m.Name(), "-failback"))
 	}
 	suffix := req.SideTopicSuffix
 	if suffix == "" {
 		suffix = failback.DefaultSideSuffix
 	}
-	name := failback.Name(m.name)
-	out := admin.FailbackResult{Mirror: name, Of: m.name}
-	topics, byTopic, err := failback.FailedOver(ctx, e.machine, e.controlOf(m.name).Stopped, m.name)
+	name := failback.Name(m.Name())
+	out := admin.FailbackResult{Mirror: name, Of: m.Name()}
+	topics, byTopic, err := failback.FailedOver(ctx, e.machine, e.controlOf(m.Name()).Stopped, m.Name())
 	if err != nil {
 		return out, err
 	}
@@ -43,24 +44,25 @@ func (e *Engine) Failback(ctx context.Context, req admin.FailbackOrder) (admin.F
 	if rm := e.mirrors[name]; rm != nil {
 		delete(e.mirrors, name)
 		e.mu.Unlock()
-		rm.stop(ctx)
+		rm.Stop(ctx)
 	} else {
 		e.mu.Unlock()
 	}
 
 	// A client of the old source (the reverse mirror's destination).
-	opts, err := clientOpts(m.dcfg, &m.cfg.Source, "destination")
+	dcfg, mc := m.Settings()
+	opts, err := supervisor.ClientOpts(dcfg, &mc.Source, "destination")
 	if err != nil {
 		return out, err
 	}
-	old, err := kgo.NewClient(append(opts, kgo.ClientID(clientID(m.cfg.Source.ClientID, "failback-"+m.name)))...)
+	old, err := kgo.NewClient(append(opts, kgo.ClientID(supervisor.ClientID(mc.Source.ClientID, "failback-"+m.Name())))...)
 	if err != nil {
-		return out, fmt.Errorf("mirror %s: old source cluster: %w", m.name, err)
+		return out, fmt.Errorf("mirror %s: old source cluster: %w", m.Name(), err)
 	}
 	defer old.Close()
 
 	out.Topics, err = failback.Decide(ctx, failback.Params{
-		Machine: e.machine, Mirror: m.name, Reverse: name, NewPrimary: m.dst,
+		Machine: e.machine, Mirror: m.Name(), Reverse: name, NewPrimary: m.Dest(),
 		Old: old, OldAdmin: kadm.NewClient(old), SideSuffix: suffix, AllowRecreate: req.AllowRecreate,
 	}, topics, byTopic)
 	if err != nil {
@@ -68,7 +70,7 @@ func (e *Engine) Failback(ctx context.Context, req admin.FailbackOrder) (admin.F
 	}
 
 	// Record and start the reverse mirror.
-	spec := runtimemirror.Spec{FailbackOf: m.name, Topics: topics}
+	spec := runtimemirror.Spec{FailbackOf: m.Name(), Topics: topics}
 	if err := runtimemirror.Put(ctx, e.opts.Store, name, spec, statestore.AnyVersion); err != nil {
 		return out, fmt.Errorf("recording failback mirror %s: %w", name, err)
 	}
@@ -78,6 +80,6 @@ func (e *Engine) Failback(ctx context.Context, req admin.FailbackOrder) (admin.F
 	if err != nil {
 		return out, err
 	}
-	m.log.Info("failback mirror started", "failback_mirror", name, "topics", topics)
+	m.Logger().Info("failback mirror started", "failback_mirror", name, "topics", topics)
 	return out, nil
 }

@@ -29,10 +29,10 @@ func (e *Engine) startRuntime(name string, spec runtimemirror.Spec) error {
 		if _, clash := e.cfg.Mirror(name); clash {
 			return fmt.Errorf("the configuration now declares a mirror named %s, like the run-time mirror of that name; delete one of them", name)
 		}
-		m := newMirrorRun(e, e.cfg, mc)
-		m.runtime = true
+		m := e.newMirror(mc)
+		m.MarkRuntime()
 		e.mirrors[name] = m
-		m.start()
+		m.Start()
 		return nil
 	}
 	of, ok := e.cfg.Mirror(spec.FailbackOf)
@@ -46,11 +46,10 @@ func (e *Engine) startRuntime(name string, spec runtimemirror.Spec) error {
 	if err != nil {
 		return err
 	}
-	m := newMirrorRun(e, e.cfg, mc)
-	dst := of.Source
-	m.dst, m.dstAdm, m.dstCfg, m.dstID, m.runtime, m.reverseOf = nil, nil, &dst, "mirror-source:"+of.Name, true, of.Name
+	m := e.newMirror(mc)
+	m.Reverse(*of)
 	e.mirrors[name] = m
-	m.start()
+	m.Start()
 	return nil
 }
 
@@ -146,7 +145,7 @@ func (e *Engine) DeleteMirror(ctx context.Context, name string) (admin.OpResult,
 		e.mu.Lock()
 		delete(e.mirrors, name)
 		e.mu.Unlock()
-		m.stop(ctx)
+		m.Stop(ctx)
 	}
 	// Its spec goes last (runtimemirror.Delete).
 	if err := runtimemirror.Delete(ctx, e.opts.Store, name); err != nil {
