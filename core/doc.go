@@ -3,7 +3,7 @@
 //
 //   - aclrule:          the mirror.acl.include rule grammar and matcher
 //   - aclsync:          the ACL sync loop of one mirror (source ACLs in scope copied, stale ones deleted)
-//   - admin:            the operator API (HTTP+JSON on admin.address) behind `kmirror mirrors` and `kmirror failover`
+//   - admin:            the operator API (HTTP+JSON on admin.address) behind `kmirror mirrors` and `kmirror failover`, with its status and wire types
 //   - admin/admintest:  test helpers for the admin API: a fake controller
 //   - backoff:          the one retry policy (doubling waits, cap, full jitter, deadline)
 //   - batch:            zero-copy views over Kafka v2 record batches (split, re-stamp, CRC, bounded decoding)
@@ -12,9 +12,11 @@
 //   - config/reference: the configuration reference rendered from the declarations, and the embedded sample
 //   - config/security:  what the security keys name, resolved and checked: SASL credentials and JAAS, PEM trust and key material
 //   - config/value:     the values of configuration keys parsed, checked and rendered back (one codec per type)
-//   - control:          the operators' run-time rules of a mirror (pause, stop, start), last matching rule wins
+//   - control:          the operators' run-time rules of a mirror (pause, stop, start), last matching rule wins, and the actions that apply them
 //   - daemon:           process life cycle (HTTP endpoints, reload, ordered shutdown)
-//   - failback:         how a reverse mirror continues after a failover: at the last mirrored offset, after a side topic, or recreated
+//   - datapath:         one mirror's data path: its fetcher and writer shared by its runners, their metrics, the map-mode decoding bound
+//   - failback:         a reverse mirror after a failover: its topics and configuration, and per partition whether it continues, keeps a side topic, or is recreated
+//   - failover:         a mirror's failover: wait for catch-up, last group and ACL sync, stop the topics, where each stopped
 //   - failpoint:        named crash points the end-to-end tests stop a process at
 //   - fetcher:          the source side of the data path: raw record batches fetched per source broker
 //   - groupsync:        the consumer-group and share-group offset sync loop of one mirror
@@ -22,12 +24,14 @@
 //   - kafkalog:         a partition's log read raw: bounds, leader, batches in bounded memory, entries
 //   - kclient:          a cluster's configuration turned into franz-go client options (TLS, SASL, sockets, dialer)
 //   - logging:          hclog construction from configuration
-//   - metrics:          the OpenTelemetry meter provider exported to Prometheus
-//   - mirror:           the mirroring engine: mirrors, topics in scope and one runner per partition
+//   - metrics:          the OpenTelemetry meter provider exported to Prometheus, and the engine's and data path's instruments
+//   - mirror:           the mirroring engine: wiring, reload, topic claims, the operator API's entry points, status
 //   - offsetmap:        the exact source→destination offset map of a partition in map mode
 //   - partition:        the per-partition state machine and its persistence
 //   - runner:           one mirrored partition: prepare, prove the destination, forward, map mode, stop
+//   - runtimemirror:    the state store records of mirrors created at run time (failback mirrors, the admin API's create)
 //   - scope:            a mirror's scope, its built-in include/exclude filter of topics, groups and ACLs, as an SDK filter
+//   - supervisor:       one running mirror: its clients, data path, sync loops and one runner per partition
 //   - syncloop:         the sync-loop template and the metadata-sync lease of a mirror
 //   - throttle:         the daemon-wide replication throttle (mirror.replication.throttled.rate)
 //   - topicsync:        the topic sync of one mirror (create, expand, configs, deleted/recreated topics, read-only ACLs)

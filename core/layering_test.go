@@ -65,6 +65,10 @@ type layeringRule struct {
 	offender string
 }
 
+// engineJobs are the packages of core/mirror's jobs, which the engine
+// wires and which never import it.
+var engineJobs = []string{"control", "datapath", "failover", "failback", "metrics", "runtimemirror"}
+
 var layeringRules = []layeringRule{
 	{module + "/sdk/...", nil, func(dep string) bool { return within(dep, module+"/sdk") }, "sdk must import nothing of kmirror's outside sdk",
 		module + "/cmd/kmirror"},
@@ -102,6 +106,29 @@ var layeringRules = []layeringRule{
 			within(dep, module+"/core/aclrule") || within(dep, module+"/sdk")
 	}, "core/config/value and core/config/security may import only each other, core/aclrule and sdk (never core/config)",
 		module + "/core/kclient"},
+	// The jobs the engine wires stand below it: they never reach up into
+	// the engine, its operator API or the command line.
+	{module + "/core/...", func(pkg string) bool {
+		for _, job := range engineJobs {
+			if within(pkg, module+"/core/"+job) {
+				return true
+			}
+		}
+		return false
+	}, func(dep string) bool {
+		return !within(dep, module+"/core/mirror") && !within(dep, module+"/core/admin") && !within(dep, module+"/cmd")
+	}, "the engine's jobs (core/" + strings.Join(engineJobs, ", core/") + ") must never import core/mirror, core/admin or cmd",
+		module + "/cmd/kmirror"},
+	// A mirror's supervisor is run by the engine and never reaches up
+	// into it.
+	{module + "/core/...", func(pkg string) bool { return within(pkg, module+"/core/supervisor") },
+		func(dep string) bool { return !within(dep, module+"/core/mirror") && !within(dep, module+"/cmd") },
+		"core/supervisor must never import core/mirror or cmd", module + "/cmd/kmirror"},
+	// The operator API defines what it asks of the engine (Controller)
+	// and the types it answers with; the engine implements it.
+	{module + "/core/...", func(pkg string) bool { return within(pkg, module+"/core/admin") },
+		func(dep string) bool { return !within(dep, module+"/core/mirror") && !within(dep, module+"/cmd") },
+		"core/admin must never import core/mirror or cmd", module + "/cmd/kmirror"},
 }
 
 // violations returns the dependencies of pkgs that break r, one line each.

@@ -14,8 +14,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kmirror/kmirror/core/admin"
 	"github.com/kmirror/kmirror/core/batch"
-	"github.com/kmirror/kmirror/core/mirror"
 	"github.com/kmirror/kmirror/core/verify"
 	"github.com/kmirror/kmirror/e2e/kafkatest"
 )
@@ -165,7 +165,7 @@ func TestFailoverAndFailbackRoundTripUnderLoad(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("failover: exit %d\n%s\n%s", code, out, errOut)
 	}
-	var fo mirror.FailoverResult
+	var fo admin.FailoverResult
 	if err := json.Unmarshal([]byte(out), &fo); err != nil {
 		t.Fatalf("failover --json: %v\n%s", err, out)
 	}
@@ -253,7 +253,7 @@ func TestFailoverAndFailbackRoundTripUnderLoad(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("failback: exit %d\n%s\n%s", code, out, errOut)
 	}
-	var fb mirror.FailbackResult
+	var fb admin.FailbackResult
 	if err := json.Unmarshal([]byte(out), &fb); err != nil {
 		t.Fatalf("failback --json: %v\n%s", err, out)
 	}
@@ -262,7 +262,7 @@ func TestFailoverAndFailbackRoundTripUnderLoad(t *testing.T) {
 		t.Fatalf("failback result %+v", fb)
 	}
 	for _, p := range fb.Topics[0].Partitions {
-		if p.Action != mirror.FailbackContinue || p.From != aEnds[p.Partition] {
+		if p.Action != admin.FailbackContinue || p.From != aEnds[p.Partition] {
 			t.Fatalf("failback of partition %d: %+v, want continue from %d", p.Partition, p, aEnds[p.Partition])
 		}
 	}
@@ -319,7 +319,7 @@ func TestFailoverAndFailbackRoundTripUnderLoad(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("failover of %s: exit %d\n%s\n%s", reverse, code, out, errOut)
 	}
-	var back mirror.FailoverResult
+	var back admin.FailoverResult
 	if err := json.Unmarshal([]byte(out), &back); err != nil || !strings.Contains(strings.Join(back.Groups, ","), group) {
 		t.Fatalf("failover of %s: groups synced %s (%v)", reverse, out, err)
 	}
@@ -380,7 +380,7 @@ func TestUnplannedFailoverWithTheSourceClusterGone(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("failover with the source gone: exit %d\n%s\n%s", code, out, errOut)
 	}
-	var fo mirror.FailoverResult
+	var fo admin.FailoverResult
 	if err := json.Unmarshal([]byte(out), &fo); err != nil {
 		t.Fatal(err)
 	}
@@ -448,7 +448,7 @@ func TestDivergentFailbackKeepsTheRecordsAndRecreatesOnlyWhenAllowed(t *testing.
 	if code != 0 {
 		t.Fatalf("failback --allow-recreate: exit %d\n%s\n%s", code, out, errOut)
 	}
-	var fb mirror.FailbackResult
+	var fb admin.FailbackResult
 	if err := json.Unmarshal([]byte(out), &fb); err != nil || !fb.Topics[0].Recreated {
 		t.Fatalf("failback --allow-recreate result %s (%v)", out, err)
 	}
@@ -517,7 +517,7 @@ func TestFailoverCompletesAfterTheDaemonIsKilledInTheMiddle(t *testing.T) {
 		}
 	}
 	code, out, errOut := d.cli("failover", "--mirror", d.mirror, "--json")
-	var fo mirror.FailoverResult
+	var fo admin.FailoverResult
 	if code != 0 || json.Unmarshal([]byte(out), &fo) != nil || len(fo.Topics) != 1 || len(fo.Topics[0].Partitions) != parts {
 		t.Fatalf("repeated failover: exit %d\n%s\n%s", code, out, errOut)
 	}

@@ -21,7 +21,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/kmirror/kmirror/core/mirror"
+	"github.com/kmirror/kmirror/core/admin"
 	"github.com/kmirror/kmirror/core/offsetmap"
 	"github.com/kmirror/kmirror/core/verify"
 	"github.com/kmirror/kmirror/e2e/kafkatest"
@@ -247,24 +247,24 @@ func tail(s string, n int) string {
 }
 
 // status reads the daemon's /v1/describe; ok is false while it does not answer.
-func (d *daemon) status() (mirror.Status, bool) {
+func (d *daemon) status() (admin.Status, bool) {
 	resp, err := http.Get("http://" + d.httpAddr + "/v1/describe")
 	if err != nil {
-		return mirror.Status{}, false
+		return admin.Status{}, false
 	}
 	defer resp.Body.Close()
 	var out struct {
-		Mirrors mirror.Status `json:"mirrors"`
+		Mirrors admin.Status `json:"mirrors"`
 	}
 	if json.NewDecoder(resp.Body).Decode(&out) != nil {
-		return mirror.Status{}, false
+		return admin.Status{}, false
 	}
 	return out.Mirrors, true
 }
 
 // partitionStatus returns the status of topic/partition, if the daemon runs it
 // (in the test's mirror, or the first mirror that has it).
-func (d *daemon) partitionStatus(topic string, p int32) (mirror.PartitionStatus, bool) {
+func (d *daemon) partitionStatus(topic string, p int32) (admin.PartitionStatus, bool) {
 	if ps, ok := d.mirrorPartition(d.mirror, topic, p); ok {
 		return ps, true
 	}
@@ -273,10 +273,10 @@ func (d *daemon) partitionStatus(topic string, p int32) (mirror.PartitionStatus,
 
 // mirrorPartition returns the status of topic/partition in mirror name ("":
 // any mirror).
-func (d *daemon) mirrorPartition(name, topic string, p int32) (mirror.PartitionStatus, bool) {
+func (d *daemon) mirrorPartition(name, topic string, p int32) (admin.PartitionStatus, bool) {
 	st, ok := d.status()
 	if !ok {
-		return mirror.PartitionStatus{}, false
+		return admin.PartitionStatus{}, false
 	}
 	for _, m := range st.Mirrors {
 		if name != "" && m.Name != name {
@@ -288,13 +288,13 @@ func (d *daemon) mirrorPartition(name, topic string, p int32) (mirror.PartitionS
 			}
 		}
 	}
-	return mirror.PartitionStatus{}, false
+	return admin.PartitionStatus{}, false
 }
 
 // waitState waits until topic/partition is in state and returns its status.
-func (d *daemon) waitState(ctx context.Context, topic string, p int32, state string) mirror.PartitionStatus {
+func (d *daemon) waitState(ctx context.Context, topic string, p int32, state string) admin.PartitionStatus {
 	d.t.Helper()
-	var last mirror.PartitionStatus
+	var last admin.PartitionStatus
 	for {
 		if ps, ok := d.partitionStatus(topic, p); ok {
 			last = ps

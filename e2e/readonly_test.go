@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kmirror/kmirror/core/admin"
 	"github.com/kmirror/kmirror/core/mirror"
 	"github.com/kmirror/kmirror/core/verify"
 	"github.com/kmirror/kmirror/e2e/kafkatest"
@@ -63,7 +64,7 @@ func TestKmirrorThatIsNotASuperUserSaysWhatToConfigureBeforeAppendingAnything(t 
 	// No ACL sync: the source has no ACLs, and syncing them would delete
 	// bob's on the destination.
 	d := startKmirrorWith(t, topic, []string{dest("bob", bobPass)}, `mirror.acl.include: ""`)
-	var ms mirror.MirrorStatus
+	var ms admin.MirrorStatus
 	for {
 		st, _ := d.status()
 		if len(st.Mirrors) == 1 {

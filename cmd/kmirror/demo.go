@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kmirror/kmirror/core/admin"
 	"github.com/kmirror/kmirror/core/config"
 	"github.com/kmirror/kmirror/core/metrics"
 	"github.com/kmirror/kmirror/core/mirror"
@@ -268,7 +269,7 @@ func demoTransaction(ctx context.Context, cl *kgo.Client, n int, commit bool) er
 }
 
 // progress sums the engine's status.
-func progress(st mirror.Status) (mirrored, lag int64, states string) {
+func progress(st admin.Status) (mirrored, lag int64, states string) {
 	count := map[string]int{}
 	for _, m := range st.Mirrors {
 		for _, p := range m.Partitions {
@@ -292,7 +293,7 @@ func progress(st mirror.Status) (mirrored, lag int64, states string) {
 
 // caughtUp reports whether every demo partition is mirrored up to the
 // source's current high watermark.
-func caughtUp(ctx context.Context, srcCl *kgo.Client, st mirror.Status) bool {
+func caughtUp(ctx context.Context, srcCl *kgo.Client, st admin.Status) bool {
 	ends, err := kadm.NewClient(srcCl).ListEndOffsets(ctx, "orders", "payments")
 	if err != nil {
 		return false

@@ -10,7 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/kmirror/kmirror/core/mirror"
+	"github.com/kmirror/kmirror/core/admin"
 )
 
 // cmdDescribe asks the running daemon (on http.address of the same
@@ -31,7 +31,7 @@ func cmdDescribe(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kmirror describe: %v\n", err)
 		return exitFailure
 	}
-	var mirrors []mirror.MirrorStatus
+	var mirrors []admin.MirrorStatus
 	for _, m := range st.Mirrors {
 		if *only == "" || m.Name == *only {
 			mirrors = append(mirrors, m)
@@ -49,8 +49,8 @@ func cmdDescribe(args []string, stdout, stderr io.Writer) int {
 // `kmirror mirrors describe` do: a table, or with asJSON
 // {"mirrors": [...], "partitions": [...]}. failedOnly keeps FAILED
 // partitions, with their retry state and error.
-func printDescribe(stdout io.Writer, mirrors []mirror.MirrorStatus, failedOnly, asJSON bool) {
-	rows := []mirror.PartitionStatus{}
+func printDescribe(stdout io.Writer, mirrors []admin.MirrorStatus, failedOnly, asJSON bool) {
+	rows := []admin.PartitionStatus{}
 	for _, m := range mirrors {
 		for _, p := range m.Partitions {
 			if failedOnly && p.State != "FAILED" {
@@ -60,7 +60,7 @@ func printDescribe(stdout io.Writer, mirrors []mirror.MirrorStatus, failedOnly, 
 		}
 	}
 	if mirrors == nil {
-		mirrors = []mirror.MirrorStatus{}
+		mirrors = []admin.MirrorStatus{}
 	}
 	if asJSON {
 		enc := json.NewEncoder(stdout)
@@ -112,7 +112,7 @@ func num(v int64) string {
 }
 
 // fetchStatus reads GET /v1/describe from the daemon listening on addr.
-func fetchStatus(addr string) (*mirror.Status, error) {
+func fetchStatus(addr string) (*admin.Status, error) {
 	if addr == "" {
 		return nil, fmt.Errorf("http.address is empty in this configuration, so the daemon serves no status; set it and restart the daemon")
 	}
@@ -134,13 +134,13 @@ func fetchStatus(addr string) (*mirror.Status, error) {
 		return nil, fmt.Errorf("%s answered %s", url, resp.Status)
 	}
 	var out struct {
-		Mirrors *mirror.Status `json:"mirrors"`
+		Mirrors *admin.Status `json:"mirrors"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
 		return nil, fmt.Errorf("decoding %s: %w", url, err)
 	}
 	if out.Mirrors == nil {
-		return &mirror.Status{}, nil
+		return &admin.Status{}, nil
 	}
 	return out.Mirrors, nil
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/kmirror/kmirror/core/mirror"
+	"github.com/kmirror/kmirror/core/admin"
 	"github.com/kmirror/kmirror/internal/kfaketest"
 )
 
@@ -58,19 +58,19 @@ mirrors:
 	cli := func(args ...string) (int, string, string) {
 		return kmirror(t, nil, append(args, "--config", cfgPath, "--admin-address", addr)...)
 	}
-	describe := func() map[int32]mirror.PartitionStatus {
+	describe := func() map[int32]admin.PartitionStatus {
 		t.Helper()
 		code, out, errOut := cli("mirrors", "describe", "--mirror", "drill", "--json")
 		if code != exitOK {
 			t.Fatalf("describe: exit %d\n%s", code, errOut)
 		}
 		var desc struct {
-			Partitions []mirror.PartitionStatus `json:"partitions"`
+			Partitions []admin.PartitionStatus `json:"partitions"`
 		}
 		if err := json.Unmarshal([]byte(out), &desc); err != nil {
 			t.Fatalf("describe --json: %v\n%s", err, out)
 		}
-		ps := map[int32]mirror.PartitionStatus{}
+		ps := map[int32]admin.PartitionStatus{}
 		for _, p := range desc.Partitions {
 			ps[p.Partition] = p
 		}
@@ -88,9 +88,9 @@ mirrors:
 	}
 	// waitFor polls describe until every partition is in state and, when
 	// caughtUp, has mirrored up to the source's end offset.
-	waitFor := func(state string, caughtUp bool) map[int32]mirror.PartitionStatus {
+	waitFor := func(state string, caughtUp bool) map[int32]admin.PartitionStatus {
 		t.Helper()
-		var ps map[int32]mirror.PartitionStatus
+		var ps map[int32]admin.PartitionStatus
 		kfaketest.WaitFor(t, "partitions "+state, func() (bool, string) {
 			var end map[int32]int64
 			ps, end = describe(), ends()
@@ -146,7 +146,7 @@ mirrors:
 	if code != exitOK {
 		t.Fatalf("failover: exit %d\n%s%s\n%s", code, out, errOut, tail(d.log(), 40))
 	}
-	var res mirror.FailoverResult
+	var res admin.FailoverResult
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("failover --json: %v\n%s", err, out)
 	}

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/kmirror/kmirror/core/admin"
-	"github.com/kmirror/kmirror/core/mirror"
 )
 
 // Client-side deadlines. The daemon bounds each operation itself
@@ -156,9 +155,9 @@ func mirrorsDescribe(args []string, stdout, stderr io.Writer) int {
 			names = append(names, m.Name)
 		}
 	}
-	var mirrors []mirror.MirrorStatus
+	var mirrors []admin.MirrorStatus
 	for _, name := range names {
-		var ms mirror.MirrorStatus
+		var ms admin.MirrorStatus
 		err := c.call(http.MethodGet, "/v1/mirrors/"+url.PathEscape(name), nil, &ms, readTimeout)
 		var ae *apiError
 		if *only == "" && errors.As(err, &ae) && ae.status == http.StatusNotFound {
@@ -193,7 +192,7 @@ func mirrorsCreate(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
-	var res mirror.OpResult
+	var res admin.OpResult
 	if err := c.call(http.MethodPost, "/v1/mirrors", admin.CreateRequest{Name: *name, Config: string(settings)}, &res, opTimeout); err != nil {
 		return fail(stderr, fs, err)
 	}
@@ -209,7 +208,7 @@ func mirrorsDelete(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
-	var res mirror.OpResult
+	var res admin.OpResult
 	if err := c.call(http.MethodDelete, "/v1/mirrors/"+url.PathEscape(*m.name), nil, &res, opTimeout); err != nil {
 		return fail(stderr, m.fs, err)
 	}
@@ -241,7 +240,7 @@ func mirrorsOp(op string) func(args []string, stdout, stderr io.Writer) int {
 		if op == "start" {
 			body = admin.StartRequest{Topics: topics, Exclude: exclude}
 		}
-		var res mirror.OpResult
+		var res admin.OpResult
 		if err := c.call(http.MethodPost, "/v1/mirrors/"+url.PathEscape(*name)+"/"+op, body, &res, opTimeout); err != nil {
 			return fail(stderr, fs, err)
 		}
@@ -251,7 +250,7 @@ func mirrorsOp(op string) func(args []string, stdout, stderr io.Writer) int {
 
 // printOp prints an operation's result: its message and the partitions'
 // states, or the JSON answer.
-func printOp(stdout io.Writer, res mirror.OpResult, done string, asJSON bool) int {
+func printOp(stdout io.Writer, res admin.OpResult, done string, asJSON bool) int {
 	if asJSON {
 		printJSON(stdout, res)
 		return exitOK
@@ -289,7 +288,7 @@ func cmdFailover(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
-	var res mirror.FailoverResult
+	var res admin.FailoverResult
 	body := admin.FailoverRequest{Topics: topics, WaitForCatchUpMs: wait.Milliseconds()}
 	if err := c.call(http.MethodPost, "/v1/mirrors/"+url.PathEscape(*name)+"/failover", body, &res, opTimeout+*wait); err != nil {
 		return fail(stderr, fs, err)
@@ -336,7 +335,7 @@ func cmdFailback(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
-	var res mirror.FailbackResult
+	var res admin.FailbackResult
 	body := admin.FailbackRequest{AllowRecreate: *recreate, SideTopicSuffix: *suffix}
 	if err := c.call(http.MethodPost, "/v1/mirrors/"+url.PathEscape(*name)+"/failback", body, &res, opTimeout); err != nil {
 		return fail(stderr, fs, err)
@@ -356,7 +355,7 @@ func cmdFailback(args []string, stdout, stderr io.Writer) int {
 				side = "-"
 			}
 			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%s\n", t.Topic, p.Partition, p.Action, num(p.From), p.Diverged, side)
-			if p.Action == mirror.FailbackFailed {
+			if p.Action == admin.FailbackFailed {
 				failed++
 			}
 		}

@@ -19,7 +19,6 @@ import (
 	"github.com/kmirror/kmirror/core/admin"
 	"github.com/kmirror/kmirror/core/admin/admintest"
 	"github.com/kmirror/kmirror/core/config"
-	"github.com/kmirror/kmirror/core/mirror"
 	"github.com/kmirror/kmirror/internal/testpki"
 )
 
@@ -79,10 +78,10 @@ mirrors:
 		t.Fatalf("test configuration: %v", err)
 	}
 	now := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
-	d.ctl.StatusValue = mirror.Status{Mirrors: []mirror.MirrorStatus{{
+	d.ctl.StatusValue = admin.Status{Mirrors: []admin.MirrorStatus{{
 		Name:  "dc1",
 		Notes: []string{"metadata sync is done by daemon h/1/x"},
-		Partitions: []mirror.PartitionStatus{
+		Partitions: []admin.PartitionStatus{
 			{Mirror: "dc1", Topic: "orders", Partition: 0, State: "MIRRORING", Mode: "preserve", SourceHighWatermark: 42, DestinationEndOffset: 42, Lag: 0, LastMirroredOffset: 41, UpdatedAt: now},
 			{Mirror: "dc1", Topic: "orders", Partition: 1, State: "PAUSED", Mode: "preserve", SourceHighWatermark: 10, Lag: 3, LastMirroredOffset: 6, UpdatedAt: now},
 			{Mirror: "dc1", Topic: "payments", Partition: 0, State: "FAILED", Mode: "map", Retry: "NonRetryable", LastError: "source log truncated below the resume point", UpdatedAt: now,
@@ -155,8 +154,8 @@ func TestMirrorsListAndDescribeUseTheDaemonsConfig(t *testing.T) {
 	}
 	code, out, _ = kmirror(t, nil, "mirrors", "describe", "--config", d.cfgPath, "--mirror", "dc1", "--json")
 	var desc struct {
-		Mirrors    []mirror.MirrorStatus    `json:"mirrors"`
-		Partitions []mirror.PartitionStatus `json:"partitions"`
+		Mirrors    []admin.MirrorStatus    `json:"mirrors"`
+		Partitions []admin.PartitionStatus `json:"partitions"`
 	}
 	if code != exitOK || json.Unmarshal([]byte(out), &desc) != nil || len(desc.Mirrors) != 1 || len(desc.Partitions) != 3 || desc.Partitions[0].LastMirroredOffset != 41 {
 		t.Fatalf("mirrors describe --json: exit %d\n%s", code, out)
@@ -175,7 +174,7 @@ func TestMirrorsActionsSendTheirTopics(t *testing.T) {
 	t.Parallel()
 	d := startAdmin(t, "")
 	d.ctl.Update(func(c *admintest.Controller) {
-		c.Result = mirror.OpResult{Message: "2 partition(s) paused", Partitions: c.StatusValue.Mirrors[0].Partitions[:2]}
+		c.Result = admin.OpResult{Message: "2 partition(s) paused", Partitions: c.StatusValue.Mirrors[0].Partitions[:2]}
 	})
 	cases := []struct {
 		args []string
@@ -200,7 +199,7 @@ func TestMirrorsActionsSendTheirTopics(t *testing.T) {
 		}
 	}
 	code, out, _ := kmirror(t, nil, "mirrors", "pause", "--mirror", "dc1", "--config", d.cfgPath, "--json")
-	var res mirror.OpResult
+	var res admin.OpResult
 	if code != exitOK || json.Unmarshal([]byte(out), &res) != nil || res.Mirror != "dc1" || len(res.Partitions) != 2 {
 		t.Fatalf("pause --json: exit %d\n%s", code, out)
 	}
@@ -229,7 +228,7 @@ func TestMirrorsActionsSendTheirTopics(t *testing.T) {
 
 	// The daemon's refusals are reported with their reason; exit 1.
 	d.ctl.Update(func(c *admintest.Controller) {
-		c.Err = fmt.Errorf("%w: topic orders is STOPPED; start it first", mirror.ErrConflict)
+		c.Err = fmt.Errorf("%w: topic orders is STOPPED; start it first", admin.ErrConflict)
 	})
 	code, _, errOut := kmirror(t, nil, "mirrors", "pause", "--mirror", "dc1", "--config", d.cfgPath)
 	if code != exitFailure || !strings.Contains(errOut, "409") || !strings.Contains(errOut, "start it first") {
@@ -242,10 +241,10 @@ func TestFailoverPrintsLastMirroredOffsetsAndSyncedGroups(t *testing.T) {
 	t.Parallel()
 	d := startAdmin(t, "")
 	d.ctl.Update(func(c *admintest.Controller) {
-		c.FailoverResult = mirror.FailoverResult{
-			Topics: []mirror.TopicFailover{
-				{Topic: "orders", Partitions: []mirror.PartitionFailover{{Partition: 0, LastMirroredOffset: 41}, {Partition: 1, LastMirroredOffset: 6}}},
-				{Topic: "payments", Partitions: []mirror.PartitionFailover{{Partition: 0, LastMirroredOffset: -1}}},
+		c.FailoverResult = admin.FailoverResult{
+			Topics: []admin.TopicFailover{
+				{Topic: "orders", Partitions: []admin.PartitionFailover{{Partition: 0, LastMirroredOffset: 41}, {Partition: 1, LastMirroredOffset: 6}}},
+				{Topic: "payments", Partitions: []admin.PartitionFailover{{Partition: 0, LastMirroredOffset: -1}}},
 			},
 			Groups:   []string{"billing", "shipping"},
 			Warnings: []string{"last ACL sync skipped: source unreachable"},
@@ -270,7 +269,7 @@ func TestFailoverPrintsLastMirroredOffsetsAndSyncedGroups(t *testing.T) {
 		}
 	}
 	code, out, _ = kmirror(t, nil, "failover", "--config", d.cfgPath, "--mirror", "dc1", "--json")
-	var res mirror.FailoverResult
+	var res admin.FailoverResult
 	if code != exitOK || json.Unmarshal([]byte(out), &res) != nil || res.Topics[0].Partitions[0].LastMirroredOffset != 41 || res.Groups[1] != "shipping" {
 		t.Fatalf("failover --json: exit %d\n%s", code, out)
 	}
@@ -367,11 +366,11 @@ func TestFailbackPrintsWhatItDidPerPartitionAndFailsWhenAPartitionNeedsAnOperato
 	t.Parallel()
 	d := startAdmin(t, "")
 	d.ctl.Update(func(c *admintest.Controller) {
-		c.FailbackResult = mirror.FailbackResult{
+		c.FailbackResult = admin.FailbackResult{
 			Mirror: "dc1-failback",
-			Topics: []mirror.TopicFailback{{Topic: "orders", Partitions: []mirror.PartitionFailback{
-				{Partition: 0, Action: mirror.FailbackContinue, From: 42},
-				{Partition: 1, Action: mirror.FailbackFailed, From: -1, Diverged: 3, SideTopic: "orders.kmirror-diverged", Reason: "holds offsets 7 to 9 beyond the last mirrored offset; run with --allow-recreate"},
+			Topics: []admin.TopicFailback{{Topic: "orders", Partitions: []admin.PartitionFailback{
+				{Partition: 0, Action: admin.FailbackContinue, From: 42},
+				{Partition: 1, Action: admin.FailbackFailed, From: -1, Diverged: 3, SideTopic: "orders.kmirror-diverged", Reason: "holds offsets 7 to 9 beyond the last mirrored offset; run with --allow-recreate"},
 			}}},
 		}
 	})
@@ -394,10 +393,10 @@ func TestFailbackPrintsWhatItDidPerPartitionAndFailsWhenAPartitionNeedsAnOperato
 		}
 	}
 	d.ctl.Update(func(c *admintest.Controller) {
-		c.FailbackResult.Topics[0].Partitions[1] = mirror.PartitionFailback{Partition: 1, Action: mirror.FailbackRecreated}
+		c.FailbackResult.Topics[0].Partitions[1] = admin.PartitionFailback{Partition: 1, Action: admin.FailbackRecreated}
 	})
 	code, out, errOut = kmirror(t, nil, "failback", "--config", d.cfgPath, "--mirror", "dc1", "--allow-recreate", "--json")
-	var res mirror.FailbackResult
+	var res admin.FailbackResult
 	if code != exitOK || json.Unmarshal([]byte(out), &res) != nil || res.Topics[0].Partitions[1].Action != "recreated" || res.Of != "dc1" {
 		t.Fatalf("failback --allow-recreate --json: exit %d\n%s\n%s", code, out, errOut)
 	}

@@ -1,26 +1,22 @@
 package admin
 
-import (
-	"context"
-
-	"github.com/kmirror/kmirror/core/mirror"
-)
+import "context"
 
 // Controller is what the admin API needs from the engine; *mirror.Engine
 // implements it. Topic lists are regexes matched against whole topic names;
 // an empty list means every topic of the mirror (Pause, Resume, Failover).
-// Errors wrap mirror.ErrNoMirror, mirror.ErrInvalidRequest or
-// mirror.ErrConflict where the caller can act on them.
+// Errors wrap ErrNoMirror, ErrInvalidRequest or ErrConflict where the
+// caller can act on them.
 type Controller interface {
-	Status() mirror.Status
-	Pause(ctx context.Context, mirrorName string, topics []string) (mirror.OpResult, error)
-	Resume(ctx context.Context, mirrorName string, topics []string) (mirror.OpResult, error)
-	StopTopics(ctx context.Context, mirrorName string, topics []string) (mirror.OpResult, error)
-	StartTopics(ctx context.Context, mirrorName string, topics, exclude []string) (mirror.OpResult, error)
-	Failover(ctx context.Context, req mirror.FailoverRequest) (mirror.FailoverResult, error)
-	Failback(ctx context.Context, req mirror.FailbackRequest) (mirror.FailbackResult, error)
-	CreateMirror(ctx context.Context, mirrorName string, settings []byte) (mirror.OpResult, error)
-	DeleteMirror(ctx context.Context, mirrorName string) (mirror.OpResult, error)
+	Status() Status
+	Pause(ctx context.Context, mirrorName string, topics []string) (OpResult, error)
+	Resume(ctx context.Context, mirrorName string, topics []string) (OpResult, error)
+	StopTopics(ctx context.Context, mirrorName string, topics []string) (OpResult, error)
+	StartTopics(ctx context.Context, mirrorName string, topics, exclude []string) (OpResult, error)
+	Failover(ctx context.Context, req FailoverOrder) (FailoverResult, error)
+	Failback(ctx context.Context, req FailbackOrder) (FailbackResult, error)
+	CreateMirror(ctx context.Context, mirrorName string, settings []byte) (OpResult, error)
+	DeleteMirror(ctx context.Context, mirrorName string) (OpResult, error)
 }
 
 // Routes of the admin API, as ServeMux patterns.

@@ -21,6 +21,8 @@
 // nothing.
 //
 // The server acts on the engine only through Controller, which
-// *mirror.Engine implements. Routes and JSON shapes are documented in
+// *mirror.Engine implements. Controller's types (Status, OpResult, the
+// failover and failback orders and results, the errors callers branch on)
+// live here, so that the admin API never imports the engine. Routes and JSON shapes are documented in
 // docs/operations.md and docs/cli.md; field names are stable.
 package admin

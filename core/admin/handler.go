@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/kmirror/kmirror/core/config"
-	"github.com/kmirror/kmirror/core/mirror"
 )
 
 // maxBody bounds request bodies; a topic list never comes near it.
@@ -207,17 +206,17 @@ func (s *Server) handleMirror(w http.ResponseWriter, r *http.Request) {
 	for _, m := range s.ctl.Status().Mirrors {
 		if m.Name == name {
 			if m.Partitions == nil {
-				m.Partitions = []mirror.PartitionStatus{}
+				m.Partitions = []PartitionStatus{}
 			}
 			writeJSON(w, http.StatusOK, m)
 			return
 		}
 	}
-	writeError(w, http.StatusNotFound, fmt.Sprintf("%s: %q; `kmirror mirrors list` shows the mirrors this daemon runs", mirror.ErrNoMirror, name))
+	writeError(w, http.StatusNotFound, fmt.Sprintf("%s: %q; `kmirror mirrors list` shows the mirrors this daemon runs", ErrNoMirror, name))
 }
 
 // handleTopicsOp serves pause, resume and stop.
-func (s *Server) handleTopicsOp(op string, do func(context.Context, string, []string) (mirror.OpResult, error)) http.HandlerFunc {
+func (s *Server) handleTopicsOp(op string, do func(context.Context, string, []string) (OpResult, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var req TopicsRequest
 		if !decodeBody(w, r, &req) {
@@ -277,7 +276,7 @@ func (s *Server) handleFailover(w http.ResponseWriter, r *http.Request) {
 	wait := time.Duration(req.WaitForCatchUpMs) * time.Millisecond
 	ctx, cancel := context.WithTimeout(r.Context(), s.opTimeout+wait)
 	defer cancel()
-	res, err := s.ctl.Failover(ctx, mirror.FailoverRequest{Mirror: name, Topics: req.Topics, WaitForCatchUp: wait})
+	res, err := s.ctl.Failover(ctx, FailoverOrder{Mirror: name, Topics: req.Topics, WaitForCatchUp: wait})
 	s.answer(w, ctx, name, res, err)
 }
 
@@ -293,7 +292,7 @@ func (s *Server) handleFailback(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("mirror")
 	ctx, cancel := context.WithTimeout(r.Context(), s.opTimeout)
 	defer cancel()
-	res, err := s.ctl.Failback(ctx, mirror.FailbackRequest{Mirror: name, AllowRecreate: req.AllowRecreate, SideTopicSuffix: req.SideTopicSuffix})
+	res, err := s.ctl.Failback(ctx, FailbackOrder{Mirror: name, AllowRecreate: req.AllowRecreate, SideTopicSuffix: req.SideTopicSuffix})
 	s.answer(w, ctx, name, res, err)
 }
 
@@ -341,11 +340,11 @@ func (s *Server) answer(w http.ResponseWriter, ctx context.Context, name string,
 	}
 	msg := err.Error()
 	switch {
-	case errors.Is(err, mirror.ErrNoMirror):
+	case errors.Is(err, ErrNoMirror):
 		writeError(w, http.StatusNotFound, msg+"; `kmirror mirrors list` shows the mirrors this daemon runs")
-	case errors.Is(err, mirror.ErrInvalidRequest):
+	case errors.Is(err, ErrInvalidRequest):
 		writeError(w, http.StatusBadRequest, msg)
-	case errors.Is(err, mirror.ErrConflict):
+	case errors.Is(err, ErrConflict):
 		writeError(w, http.StatusConflict, msg+"; `kmirror mirrors describe --mirror "+name+"` shows the partitions' states")
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
 		writeError(w, http.StatusGatewayTimeout, msg+"; the operation did not finish in time and may have partly completed: check `kmirror mirrors describe --mirror "+name+"` and repeat the command (operations are idempotent)")

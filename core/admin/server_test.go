@@ -23,7 +23,6 @@ import (
 	"github.com/kmirror/kmirror/core/admin/admintest"
 	"github.com/kmirror/kmirror/core/config"
 	"github.com/kmirror/kmirror/core/config/security"
-	"github.com/kmirror/kmirror/core/mirror"
 	"github.com/kmirror/kmirror/internal/testpki"
 )
 
@@ -57,11 +56,11 @@ type harness struct {
 	http *http.Client
 }
 
-func sampleStatus() mirror.Status {
+func sampleStatus() admin.Status {
 	now := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
-	return mirror.Status{Mirrors: []mirror.MirrorStatus{{
+	return admin.Status{Mirrors: []admin.MirrorStatus{{
 		Name: "dc1",
-		Partitions: []mirror.PartitionStatus{
+		Partitions: []admin.PartitionStatus{
 			{Mirror: "dc1", Topic: "orders", Partition: 0, State: "MIRRORING", Mode: "preserve", LastMirroredOffset: 41, UpdatedAt: now},
 			{Mirror: "dc1", Topic: "orders", Partition: 1, State: "MIRRORING", Mode: "preserve", LastMirroredOffset: 7, UpdatedAt: now},
 			{Mirror: "dc1", Topic: "payments", Partition: 0, State: "FAILED", Mode: "map", LastError: "source truncated", UpdatedAt: now},
@@ -200,11 +199,11 @@ func TestRoutesCallTheController(t *testing.T) {
 	t.Parallel()
 	h := start(t, nil)
 	h.ctl.Update(func(c *admintest.Controller) {
-		c.Result = mirror.OpResult{Message: "done", Partitions: sampleStatus().Mirrors[0].Partitions[:1]}
+		c.Result = admin.OpResult{Message: "done", Partitions: sampleStatus().Mirrors[0].Partitions[:1]}
 	})
 	h.ctl.Update(func(c *admintest.Controller) {
-		c.FailoverResult = mirror.FailoverResult{
-			Topics: []mirror.TopicFailover{{Topic: "orders", Partitions: []mirror.PartitionFailover{{Partition: 0, LastMirroredOffset: 41}}}},
+		c.FailoverResult = admin.FailoverResult{
+			Topics: []admin.TopicFailover{{Topic: "orders", Partitions: []admin.PartitionFailover{{Partition: 0, LastMirroredOffset: 41}}}},
 			Groups: []string{"billing"},
 		}
 	})
@@ -231,21 +230,21 @@ func TestRoutesCallTheController(t *testing.T) {
 			t.Fatalf("POST %s %s: call %+v, want %+v", tc.path, tc.body, calls[len(calls)-1], tc.want)
 		}
 		if tc.want.Op == "create" {
-			var res mirror.OpResult
+			var res admin.OpResult
 			if err := json.Unmarshal([]byte(body), &res); err != nil || res.Mirror != "dc9" {
 				t.Fatalf("create answer %s (%v)", body, err)
 			}
 			continue
 		}
 		if tc.want.Op == "failback" {
-			var res mirror.FailbackResult
+			var res admin.FailbackResult
 			if err := json.Unmarshal([]byte(body), &res); err != nil || res.Of != "dc1" {
 				t.Fatalf("failback answer %s (%v)", body, err)
 			}
 			continue
 		}
 		if tc.want.Op == "failover" {
-			var res mirror.FailoverResult
+			var res admin.FailoverResult
 			if err := json.Unmarshal([]byte(body), &res); err != nil || res.Mirror != "dc1" || res.Topics[0].Partitions[0].LastMirroredOffset != 41 || res.Groups[0] != "billing" {
 				t.Fatalf("failover answer %s (%v)", body, err)
 			}
@@ -255,7 +254,7 @@ func TestRoutesCallTheController(t *testing.T) {
 				}
 			}
 		} else {
-			var res mirror.OpResult
+			var res admin.OpResult
 			if err := json.Unmarshal([]byte(body), &res); err != nil || res.Mirror != "dc1" || res.Message != "done" || len(res.Partitions) != 1 {
 				t.Fatalf("%s answer %s (%v)", tc.want.Op, body, err)
 			}
@@ -291,7 +290,7 @@ func TestRoutesCallTheController(t *testing.T) {
 	}
 
 	code, body = h.do("GET", "/v1/mirrors/dc1", testToken, "")
-	var ms mirror.MirrorStatus
+	var ms admin.MirrorStatus
 	if code != http.StatusOK || json.Unmarshal([]byte(body), &ms) != nil || ms.Name != "dc1" || len(ms.Partitions) != 3 || ms.Partitions[2].LastError != "source truncated" {
 		t.Fatalf("mirror status: %d %s", code, body)
 	}
@@ -342,9 +341,9 @@ func TestControllerErrorsMapToStatuses(t *testing.T) {
 		code int
 		want string
 	}{
-		{fmt.Errorf("mirror %q: %w", "dcx", mirror.ErrNoMirror), 404, "kmirror mirrors list"},
-		{fmt.Errorf("%w: topic pattern matches nothing", mirror.ErrInvalidRequest), 400, "matches nothing"},
-		{fmt.Errorf("%w: orders is STOPPED", mirror.ErrConflict), 409, "kmirror mirrors describe --mirror dc1"},
+		{fmt.Errorf("mirror %q: %w", "dcx", admin.ErrNoMirror), 404, "kmirror mirrors list"},
+		{fmt.Errorf("%w: topic pattern matches nothing", admin.ErrInvalidRequest), 400, "matches nothing"},
+		{fmt.Errorf("%w: orders is STOPPED", admin.ErrConflict), 409, "kmirror mirrors describe --mirror dc1"},
 		{fmt.Errorf("waiting for catch-up: %w", context.DeadlineExceeded), 504, "repeat the command"},
 		{errors.New("state store unavailable"), 500, "the daemon's log has details"},
 	}

@@ -1,8 +1,10 @@
 // Package control keeps what operators asked of a mirror at run time
 // (pause, resume, stop, start, failover): one record per mirror in the
 // state store, two ordered lists of rules where the last rule matching a
-// topic decides, written before it takes effect. core/mirror's operator
-// API changes it; core/runner asks it whether a topic is paused or stopped.
+// topic decides, written before it takes effect. It runs the operators'
+// actions too (pause, resume, stop, start: actions.go) on the runners of a
+// mirror that core/mirror's operator API gives it; core/runner asks it
+// whether a topic is paused or stopped.
 package control
 
 import (
@@ -17,8 +19,17 @@ import (
 	"github.com/kmirror/kmirror/sdk/statestore"
 )
 
-// ErrInvalidRequest: a request is wrong (a bad regex, a missing field).
-var ErrInvalidRequest = errors.New("invalid request")
+// Errors of the operators' requests; callers branch with errors.Is (the
+// admin API answers 400, 404 and 409).
+var (
+	// ErrInvalidRequest: a request is wrong (a bad regex, a missing field).
+	ErrInvalidRequest = errors.New("invalid request")
+	// ErrNoMirror: no mirror of that name runs in this daemon.
+	ErrNoMirror = errors.New("no such mirror")
+	// ErrConflict: the request conflicts with the mirror's state (for
+	// example starting a topic that another stop pattern still stops).
+	ErrConflict = errors.New("conflicts with the mirror's state")
+)
 
 // New returns the holder of mirror name's record in store; it reads the
 // record at its first use.
@@ -221,4 +232,41 @@ func (c *Holder) Stopped(ctx context.Context, topic string) (bool, error) {
 		return false, err
 	}
 	return decide(c.stopped, topic), nil
+}
+
+// Patterns compiles an operator's topic patterns with Anchored; none means
+// every topic (".*"). It returns the patterns it compiled.
+func Patterns(topics []string) ([]string, []*regexp.Regexp, error) {
+	if len(topics) == 0 {
+		topics = []string{".*"}
+	}
+	res, err := Compile(topics)
+	return topics, res, err
+}
+
+// Pause records that the topics matching pats are paused (on) or resumed
+// (not on), after the rules already recorded.
+func (c *Holder) Pause(ctx context.Context, pats []string, on bool) error {
+	return c.Update(ctx, func(rec *Record) error {
+		rec.Paused = AppendRule(rec.Paused, Rule{Topics: pats, On: on})
+		return nil
+	})
+}
+
+// Stop records that the topics matching pats are stopped, after the rules
+// already recorded.
+func (c *Holder) Stop(ctx context.Context, pats []string) error {
+	return c.Update(ctx, func(rec *Record) error {
+		rec.Stopped = AppendRule(rec.Stopped, Rule{Topics: pats, On: true})
+		return nil
+	})
+}
+
+// Start records that the topics matching topics and none of exclude start
+// again, after the rules already recorded.
+func (c *Holder) Start(ctx context.Context, topics, exclude []string) error {
+	return c.Update(ctx, func(rec *Record) error {
+		rec.Stopped = AppendRule(rec.Stopped, Rule{Topics: topics, Exclude: exclude, On: false})
+		return nil
+	})
 }

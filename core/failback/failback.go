@@ -1,8 +1,33 @@
 // Package failback decides, per partition, how a reverse mirror (a
 // failback) continues after a failover: at the last mirrored offset, after
 // keeping the old source's diverged committed records in a side topic, or
-// from scratch once the topic is recreated on the old source. core/mirror
-// runs the reverse mirror; docs/design/failover.md has the rules.
+// from scratch once the topic is recreated on the old source. It also
+// finds the failed-over topics a failback takes back and builds the
+// reverse mirror's configuration. core/mirror runs the reverse mirror;
+// docs/design/failover.md has the rules.
+//
+// After a failover of mirror M (source A → destination B), B is
+// the primary and takes writes. Failback starts the reverse mirror
+// "<M>-failback" from B to A for M's failed-over topics, so that A catches
+// up with what was written to B, offsets preserved, and can become the
+// primary again (fail the reverse mirror over, then start M's topics).
+//
+// Per partition, with L the last source offset M mirrored:
+//   - A ends at L+1: the reverse mirror continues from there (preserve
+//     mode), copying only what B got after the failover;
+//   - A holds records beyond L+1 (written to A but never mirrored, as in an
+//     unplanned failover): the committed ones are first copied to a side
+//     topic on A (<topic>.kmirror-diverged by default) so nothing is lost;
+//     then, with AllowRecreate, the topic is deleted on A and mirrored back
+//     from B from scratch (offsets preserved); without it, the partition is
+//     FAILED with a reason that says so;
+//   - A ends before L+1 (it lost records), or M ran the partition in map
+//     mode (offsets differ between the clusters): like divergence, only
+//     AllowRecreate realigns it.
+//
+// The reverse mirror is a run-time mirror (core/runtimemirror): it is recorded in the state
+// store (no secret: its clusters are the daemon's destination and M's
+// source, read from the configuration at start) and survives restarts.
 package failback
 
 import (

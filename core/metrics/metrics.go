@@ -1,7 +1,8 @@
 // Package metrics owns kmirror's OpenTelemetry meter provider and its Prometheus
 // exposition. Every instrument in kmirror is created from the Provider built here,
 // so that /metrics shows all of them on one registry (no global state: tests build
-// their own Provider and read it back).
+// their own Provider and read it back). It also holds the instruments themselves:
+// the mirroring engine's (Engine) and each mirror's data path's (DataPath).
 package metrics
 
 import (

@@ -2,79 +2,23 @@ package mirror
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
-	"time"
 
-	"github.com/kmirror/kmirror/core/aclsync"
-	"github.com/kmirror/kmirror/core/backoff"
+	"github.com/kmirror/kmirror/core/admin"
 	"github.com/kmirror/kmirror/core/control"
-	"github.com/kmirror/kmirror/core/groupsync"
+	"github.com/kmirror/kmirror/core/failback"
+	"github.com/kmirror/kmirror/core/failover"
 	"github.com/kmirror/kmirror/core/partition"
 	"github.com/kmirror/kmirror/core/runner"
+	"github.com/kmirror/kmirror/core/supervisor"
 )
 
 // Operator actions on a running mirror (the admin API and CLI call them):
 // pause and resume, stop and start topics, failover. Each is idempotent and
 // recorded in the state store before it takes effect, so that a daemon
 // killed in the middle completes it when it starts again.
-
-// Errors of the operator actions; callers branch with errors.Is.
-var (
-	// ErrNoMirror: no mirror of that name runs in this daemon.
-	ErrNoMirror = errors.New("no such mirror")
-	// ErrInvalidRequest: the request itself is wrong (a bad regex, a
-	// missing field).
-	ErrInvalidRequest = control.ErrInvalidRequest
-	// ErrConflict: the request conflicts with the mirror's state (for
-	// example starting a topic that another stop pattern still stops).
-	ErrConflict = errors.New("conflicts with the mirror's state")
-)
-
-// OpResult is the outcome of an operator action: what it did, and the
-// affected partitions' status afterwards.
-type OpResult struct {
-	Mirror     string            `json:"mirror"`
-	Message    string            `json:"message"`
-	Partitions []PartitionStatus `json:"partitions"`
-}
-
-// FailoverRequest asks to fail a mirror's topics over to the destination.
-type FailoverRequest struct {
-	Mirror string `json:"mirror"`
-	// Topics are regexes (anchored); empty means every topic of the mirror.
-	Topics []string `json:"topics"`
-	// WaitForCatchUp, when positive, first waits up to this long until
-	// every affected partition has no lag (a planned failover); the
-	// failover does not start if it passes.
-	WaitForCatchUp time.Duration `json:"-"`
-}
-
-// FailoverResult says where each failed-over partition stopped and which
-// groups had their offsets synced last.
-type FailoverResult struct {
-	Mirror string          `json:"mirror"`
-	Topics []TopicFailover `json:"topics"`
-	Groups []string        `json:"groups"`
-	// Warnings are steps that could not be done (for example the last
-	// group sync when the source is down, in an unplanned failover).
-	Warnings []string `json:"warnings,omitempty"`
-}
-
-// TopicFailover is one topic of a failover.
-type TopicFailover struct {
-	Topic      string              `json:"topic"`
-	Partitions []PartitionFailover `json:"partitions"`
-}
-
-// PartitionFailover is where one partition stopped.
-type PartitionFailover struct {
-	Partition          int32 `json:"partition"`
-	LastMirroredOffset int64 `json:"last_mirrored_offset"`
-}
 
 // controlOf returns the control record holder of mirror name.
 func (e *Engine) controlOf(name string) *control.Holder {
@@ -89,7 +33,7 @@ func (e *Engine) controlOf(name string) *control.Holder {
 }
 
 // runningMirror returns the mirror called name.
-func (e *Engine) runningMirror(name string) (*mirrorRun, error) {
+func (e *Engine) runningMirror(name string) (*supervisor.Mirror, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	m := e.mirrors[name]
@@ -99,114 +43,37 @@ func (e *Engine) runningMirror(name string) (*mirrorRun, error) {
 			names = append(names, n)
 		}
 		slices.Sort(names)
-		return nil, fmt.Errorf("%w %q in this daemon (mirrors: %s)", ErrNoMirror, name, strings.Join(names, ", "))
+		return nil, fmt.Errorf("%w %q in this daemon (mirrors: %s)", admin.ErrNoMirror, name, strings.Join(names, ", "))
 	}
-	m.mu.Lock()
-	connected := m.dp != nil
-	m.mu.Unlock()
-	if !connected {
-		return nil, fmt.Errorf("%w: mirror %s has not connected to its clusters yet (see describe for why); retry when it has", ErrConflict, name)
+	if !m.Connected() {
+		return nil, fmt.Errorf("%w: mirror %s has not connected to its clusters yet (see describe for why); retry when it has", admin.ErrConflict, name)
 	}
 	return m, nil
-}
-
-// runnersOf returns the mirror's runners whose topic match selects.
-func (m *mirrorRun) runnersOf(match func(string) bool) []*runner.Runner {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var out []*runner.Runner
-	for _, r := range m.runners {
-		if match(r.Topic()) {
-			out = append(out, r)
-		}
-	}
-	slices.SortFunc(out, func(a, b *runner.Runner) int {
-		if c := strings.Compare(a.Topic(), b.Topic()); c != 0 {
-			return c
-		}
-		return int(a.Partition() - b.Partition())
-	})
-	return out
-}
-
-// waitRunners polls the runners selected by match until done holds for
-// every one of them, or ctx ends; it returns their status.
-func (m *mirrorRun) waitRunners(ctx context.Context, what string, match func(string) bool, done func(*runner.Runner, PartitionStatus) bool) ([]PartitionStatus, error) {
-	for {
-		var (
-			out     []PartitionStatus
-			pending []string
-		)
-		for _, r := range m.runnersOf(match) {
-			st := r.Status()
-			out = append(out, st)
-			if !done(r, st) {
-				pending = append(pending, fmt.Sprintf("%s/%d is %s", st.Topic, st.Partition, st.State))
-			}
-		}
-		if len(pending) == 0 {
-			return out, nil
-		}
-		select {
-		case <-ctx.Done():
-			return out, fmt.Errorf("mirror %s: %s: still waiting for %s: %w", m.name, what, strings.Join(pending, ", "), context.Cause(ctx))
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
-// patterns compiles an operator's topic patterns; none means every topic.
-func patterns(topics []string) ([]string, []*regexp.Regexp, error) {
-	if len(topics) == 0 {
-		topics = []string{".*"}
-	}
-	res, err := control.Compile(topics)
-	return topics, res, err
 }
 
 // Pause stops fetching the topics matching the patterns (all topics when
 // none) and keeps their resume points and open destination transactions;
 // the topics stay read-only. Partitions that are not MIRRORING now pause
 // when they get there. It returns once no matching partition is MIRRORING.
-func (e *Engine) Pause(ctx context.Context, mirrorName string, topics []string) (OpResult, error) {
+func (e *Engine) Pause(ctx context.Context, mirrorName string, topics []string) (admin.OpResult, error) {
 	return e.setPaused(ctx, mirrorName, topics, true)
 }
 
 // Resume continues the paused topics matching the patterns (with none,
 // every paused topic) from where they stopped, with no gap. The latest
 // request wins: resuming "orders" after pausing ".*" resumes orders only.
-func (e *Engine) Resume(ctx context.Context, mirrorName string, topics []string) (OpResult, error) {
+func (e *Engine) Resume(ctx context.Context, mirrorName string, topics []string) (admin.OpResult, error) {
 	return e.setPaused(ctx, mirrorName, topics, false)
 }
 
 // setPaused records a pause (or resume) rule, wakes the matching runners and
 // waits until none of them is in the state it leaves.
-func (e *Engine) setPaused(ctx context.Context, mirrorName string, topics []string, pause bool) (OpResult, error) {
+func (e *Engine) setPaused(ctx context.Context, mirrorName string, topics []string, pause bool) (admin.OpResult, error) {
 	m, err := e.runningMirror(mirrorName)
 	if err != nil {
-		return OpResult{}, err
+		return admin.OpResult{}, err
 	}
-	pats, res, err := patterns(topics)
-	if err != nil {
-		return OpResult{}, err
-	}
-	if err := e.controlOf(m.name).Update(ctx, func(rec *control.Record) error {
-		rec.Paused = control.AppendRule(rec.Paused, control.Rule{Topics: pats, On: pause})
-		return nil
-	}); err != nil {
-		return OpResult{}, err
-	}
-	match := func(t string) bool { return control.MatchAny(res, t) }
-	for _, r := range m.runnersOf(match) {
-		r.Poke()
-	}
-	verb, doing, leaving := "resumed", "resuming", partition.Paused.String()
-	if pause {
-		verb, doing, leaving = "paused", "pausing", partition.Mirroring.String()
-	}
-	m.log.Info("operator "+verb+" topics", "topics", pats)
-	parts, err := m.waitRunners(ctx, doing, match, func(_ *runner.Runner, st PartitionStatus) bool { return st.State != leaving })
-	return OpResult{Mirror: m.name, Message: fmt.Sprintf("%s topics matching %s", verb, strings.Join(pats, ", ")), Partitions: parts}, err
+	return control.SetPaused(ctx, m.Operated(), topics, pause)
 }
 
 // StopTopics stops mirroring the topics matching the patterns: their
@@ -215,71 +82,12 @@ func (e *Engine) setPaused(ctx context.Context, mirrorName string, topics []stri
 // destination topics become writable. The request is recorded first, so a
 // restart completes it; topics matching later are not mirrored either. It
 // returns once every matching partition is STOPPED.
-func (e *Engine) StopTopics(ctx context.Context, mirrorName string, topics []string) (OpResult, error) {
+func (e *Engine) StopTopics(ctx context.Context, mirrorName string, topics []string) (admin.OpResult, error) {
 	m, err := e.runningMirror(mirrorName)
 	if err != nil {
-		return OpResult{}, err
+		return admin.OpResult{}, err
 	}
-	if len(topics) == 0 {
-		return OpResult{}, fmt.Errorf("%w: name the topics to stop (regexes; \".*\" for all)", ErrInvalidRequest)
-	}
-	parts, err := m.stopTopics(ctx, topics)
-	return OpResult{Mirror: m.name, Message: fmt.Sprintf("stopped topics matching %s", strings.Join(topics, ", ")), Partitions: parts}, err
-}
-
-func (m *mirrorRun) stopTopics(ctx context.Context, topics []string) ([]PartitionStatus, error) {
-	pats, res, err := patterns(topics)
-	if err != nil {
-		return nil, err
-	}
-	if err := m.e.controlOf(m.name).Update(ctx, func(rec *control.Record) error {
-		rec.Stopped = control.AppendRule(rec.Stopped, control.Rule{Topics: pats, On: true})
-		return nil
-	}); err != nil {
-		return nil, err
-	}
-	match := func(t string) bool { return control.MatchAny(res, t) }
-	m.log.Info("operator stopped topics", "topics", pats)
-	if err := m.launchRecorded(ctx, match); err != nil {
-		return nil, err
-	}
-	for _, r := range m.runnersOf(match) {
-		r.RequestStop(runner.ReasonStopped)
-	}
-	m.triggerSync()
-	return m.waitRunners(ctx, "stopping", match, func(r *runner.Runner, st PartitionStatus) bool {
-		// A partition still PREPARING has nothing mirrored and nothing to
-		// stop: it stays PREPARING until it is started again.
-		return st.State == partition.Stopped.String() || st.State == partition.Preparing.String()
-	})
-}
-
-// launchRecorded starts runners for recorded partitions of matching topics
-// that have none yet (after a restart, before the topics loop ran), so that
-// an operator's request reaches them.
-func (m *mirrorRun) launchRecorded(ctx context.Context, match func(string) bool) error {
-	parts, err := m.e.machine.LoadMirror(ctx, m.name)
-	if err != nil && len(parts) == 0 {
-		return fmt.Errorf("mirror %s: loading partition states: %w", m.name, err)
-	}
-	for _, p := range parts {
-		rec := p.Record()
-		if !match(rec.Topic) {
-			continue
-		}
-		tp := topicPartition{rec.Topic, rec.Partition}
-		m.mu.Lock()
-		_, running := m.runners[tp]
-		m.mu.Unlock()
-		if !running {
-			var id [16]byte
-			if rec.SourceTopicID != "" {
-				id, _ = parseTopicID(rec.SourceTopicID)
-			}
-			m.launch(tp, runnerFor(m, sourceTopic{Name: rec.Topic, ID: id}, p))
-		}
-	}
-	return nil
+	return control.Stop(ctx, m.Operated(), topics)
 }
 
 // StartTopics starts the stopped topics matching the patterns again,
@@ -287,214 +95,55 @@ func (m *mirrorRun) launchRecorded(ctx context.Context, match func(string) bool)
 // goes through PREPARING, resuming from the destination. The latest request
 // wins: starting "orders" after a failover of every topic starts orders
 // only. Only topics within the mirror's configured scope can start.
-func (e *Engine) StartTopics(ctx context.Context, mirrorName string, topics, exclude []string) (OpResult, error) {
+func (e *Engine) StartTopics(ctx context.Context, mirrorName string, topics, exclude []string) (admin.OpResult, error) {
 	m, err := e.runningMirror(mirrorName)
 	if err != nil {
-		return OpResult{}, err
+		return admin.OpResult{}, err
 	}
-	if len(topics) == 0 {
-		return OpResult{}, fmt.Errorf("%w: name the topics to start (regexes; \".*\" for all)", ErrInvalidRequest)
-	}
-	_, res, err := patterns(topics)
-	if err != nil {
-		return OpResult{}, err
-	}
-	exc, err := control.Compile(exclude)
-	if err != nil {
-		return OpResult{}, err
-	}
-	match := func(t string) bool { return control.MatchAny(res, t) && !control.MatchAny(exc, t) }
-	if err := m.launchRecorded(ctx, match); err != nil {
-		return OpResult{}, err
-	}
-	rs := m.runnersOf(match)
-	if err := e.checkNoReverse(m, rs); err != nil {
-		return OpResult{}, err
-	}
-	for _, r := range rs {
-		if !inScope(&m.cfg, r.Topic()) {
-			return OpResult{}, fmt.Errorf("%w: topic %s is outside mirror %s's mirror.topics.include/exclude; change the configuration to mirror it", ErrConflict, r.Topic(), m.name)
-		}
-	}
-	err = e.controlOf(m.name).Update(ctx, func(rec *control.Record) error {
-		rec.Stopped = control.AppendRule(rec.Stopped, control.Rule{Topics: topics, Exclude: exclude, On: false})
-		return nil
-	})
-	if err != nil {
-		return OpResult{}, err
-	}
-	for _, r := range rs {
-		r.RequestStart()
-	}
-	m.log.Info("operator started topics", "topics", topics, "exclude", exclude)
-	m.triggerSync()
-	parts, err := m.waitRunners(ctx, "starting", match, func(_ *runner.Runner, st PartitionStatus) bool { return st.State != partition.Stopped.String() })
-	return OpResult{Mirror: m.name, Message: fmt.Sprintf("started topics matching %s", strings.Join(topics, ", ")), Partitions: parts}, err
+	return control.Start(ctx, m.Operated(), topics, exclude)
 }
-
-// withoutStopped drops the topics an operator stopped from a topics round,
-// and makes sure their recorded partitions have runners (which keep them
-// STOPPED and show them in describe).
-func (m *mirrorRun) withoutStopped(ctx context.Context, topics []sourceTopic) ([]sourceTopic, error) {
-	c := m.e.controlOf(m.name)
-	var kept []sourceTopic
-	stopped := map[string]bool{}
-	for _, t := range topics {
-		s, err := c.Stopped(ctx, t.Name)
-		if err != nil {
-			return nil, err
-		}
-		if s {
-			stopped[t.Name] = true
-		} else {
-			kept = append(kept, t)
-		}
-	}
-	if len(stopped) > 0 {
-		if err := m.launchRecorded(ctx, func(t string) bool { return stopped[t] }); err != nil {
-			return nil, err
-		}
-	}
-	return kept, nil
-}
-
-// failoverSyncAttempts is how often a planned failover tries its last group
-// and ACL sync, a second apart, before calling the step failed; an unplanned
-// one (the source may be gone) tries twice.
-const failoverSyncAttempts = 5
 
 // Failover fails the mirror's topics matching req.Topics (all when none)
-// over to the destination: optionally it waits until they have no lag
-// (planned failover), runs a last group offset sync and ACL sync, then
-// stops them (StopTopics): fetchers removed, open destination transactions
-// aborted, last mirrored offsets recorded, read-only ACLs removed. It
-// returns once every matching partition is STOPPED, with where each
-// stopped and the groups whose offsets were synced.
+// over to the destination (core/failover): optionally it waits until they
+// have no lag (planned failover), runs a last group offset sync and ACL
+// sync, then stops them (StopTopics): fetchers removed, open destination
+// transactions aborted, last mirrored offsets recorded, read-only ACLs
+// removed. It returns once every matching partition is STOPPED, with where
+// each stopped and the groups whose offsets were synced.
 //
 // It is idempotent: the stop is recorded before it takes effect, so a
 // daemon killed in the middle completes it when it starts, and the same
 // request repeated returns the same result. In a planned failover a failed
 // last sync stops the failover (nothing changed); otherwise (the source may
 // be gone) it is reported in Warnings and the failover goes on.
-func (e *Engine) Failover(ctx context.Context, req FailoverRequest) (FailoverResult, error) {
+func (e *Engine) Failover(ctx context.Context, req admin.FailoverOrder) (admin.FailoverResult, error) {
 	m, err := e.runningMirror(req.Mirror)
 	if err != nil {
-		return FailoverResult{}, err
+		return admin.FailoverResult{}, err
 	}
-	pats, res, err := patterns(req.Topics)
+	pats, res, err := control.Patterns(req.Topics)
 	if err != nil {
-		return FailoverResult{}, err
+		return admin.FailoverResult{}, err
 	}
-	match := func(t string) bool { return control.MatchAny(res, t) }
-	out := FailoverResult{Mirror: m.name}
-	planned := req.WaitForCatchUp > 0
-	if planned {
-		wctx, cancel := context.WithTimeoutCause(ctx, req.WaitForCatchUp, fmt.Errorf("not caught up within --wait-for-catch-up %v; nothing was changed", req.WaitForCatchUp))
-		_, err := m.waitRunners(wctx, "waiting for catch-up", match, func(_ *runner.Runner, st PartitionStatus) bool {
-			switch st.State {
-			case partition.Stopped.String():
-				return true // failed over already (a repeated request)
-			case partition.Mirroring.String():
-				return st.Lag == 0 && st.SourceHighWatermark >= 0
-			}
-			return false
-		})
-		cancel()
-		if err != nil {
-			return out, err
-		}
-	}
-	m.mu.Lock()
-	gs, as := m.groups, m.acls
-	m.mu.Unlock()
-	attempts := failoverSyncAttempts
-	if !planned {
-		attempts = 2
-	}
-	warn := func(step string, err error) error {
-		if planned {
-			return fmt.Errorf("mirror %s: failover: %s failed, nothing was changed (retry, or fail over without --wait-for-catch-up): %w", m.name, step, err)
-		}
-		out.Warnings = append(out.Warnings, fmt.Sprintf("%s failed: %v", step, err))
-		m.log.Warn("failover: a last sync step failed; failing over anyway", "step", step, "error", err)
-		return nil
-	}
-	if gs != nil {
-		// A group coordinator still loading, or moving, fails a round:
-		// retry a few times before calling the step failed.
-		var rep groupsync.Report
-		for attempt := 1; ; attempt++ {
-			rep, err = gs.Sync(ctx)
-			if err == nil && rep.Errors > 0 {
-				err = fmt.Errorf("%d groups failed (see describe)", rep.Errors)
-			}
-			if err == nil || attempt == attempts || backoff.Sleep(ctx, time.Second) != nil {
-				break
-			}
-			m.log.Info("failover: the last group offset sync failed; retrying", "attempt", attempt, "error", err)
-		}
-		if err != nil {
-			if err := warn("the last group offset sync", err); err != nil {
-				return out, err
-			}
-		}
-		// The groups this last round found in sync on the destination
-		// (written now, or already up to date).
-		for _, g := range append(rep.Groups, rep.ShareGroups...) {
-			if g.Err == "" && !g.SkippedActive && !g.LastSynced.IsZero() && !g.LastSynced.Before(g.At) {
-				out.Groups = append(out.Groups, g.Group)
-			}
-		}
-	}
-	if as != nil {
-		var err error
-		for attempt := 1; ; attempt++ {
-			if _, err = as.Sync(ctx); err == nil || errors.Is(err, aclsync.ErrNoAuthorizer) {
-				err = nil
-				break
-			}
-			if attempt == attempts || backoff.Sleep(ctx, time.Second) != nil {
-				break
-			}
-		}
-		if err != nil {
-			if err := warn("the last ACL sync", err); err != nil {
-				return out, err
-			}
-		}
-	}
-	m.log.Info("failover: stopping topics", "topics", pats, "planned", planned)
-	parts, err := m.stopTopics(ctx, pats)
-	if err != nil {
-		return out, err
-	}
-	if err := m.syncReadOnly(ctx); err != nil {
-		return out, fmt.Errorf("mirror %s: failover: the topics are stopped, but removing their read-only ACLs failed (it is retried by the read-only loop): %w", m.name, err)
-	}
-	index := map[string]int{}
-	for _, p := range parts {
-		if p.State != partition.Stopped.String() {
-			continue
-		}
-		i, ok := index[p.Topic]
-		if !ok {
-			i = len(out.Topics)
-			index[p.Topic] = i
-			out.Topics = append(out.Topics, TopicFailover{Topic: p.Topic})
-		}
-		out.Topics[i].Partitions = append(out.Topics[i].Partitions, PartitionFailover{Partition: p.Partition, LastMirroredOffset: p.LastMirroredOffset})
-	}
-	m.log.Info("failover complete", "topics", len(out.Topics), "groups", len(out.Groups))
-	return out, nil
+	gs, as := m.Syncers()
+	cm := m.Operated()
+	fm := failover.Mirror{Name: m.Name(), Log: m.Logger(), Groups: gs, ACLs: as, SyncReadOnly: m.SyncReadOnly,
+		Stop: func(ctx context.Context, topics []string) ([]runner.Status, error) {
+			return control.StopTopics(ctx, cm, topics)
+		},
+		Wait: func(ctx context.Context, what string, match func(string) bool, done func(runner.Status) bool) ([]runner.Status, error) {
+			return control.Wait(ctx, cm, what, match, func(_ *runner.Runner, st runner.Status) bool { return done(st) })
+		}}
+	return failover.Run(ctx, fm, pats, func(t string) bool { return control.MatchAny(res, t) }, req.WaitForCatchUp)
 }
 
 // checkNoReverse refuses to start topics that the mirror in the other
 // direction still mirrors (a failback mirror and the mirror it reverses):
 // the two would copy into each other.
-func (e *Engine) checkNoReverse(m *mirrorRun, rs []*runner.Runner) error {
-	other := failbackName(m.name)
-	if m.runtime {
-		other = strings.TrimSuffix(m.name, "-failback")
+func (e *Engine) checkNoReverse(m *supervisor.Mirror, rs []*runner.Runner) error {
+	other := failback.Name(m.Name())
+	if m.Runtime() {
+		other = strings.TrimSuffix(m.Name(), "-failback")
 	}
 	e.mu.Lock()
 	om := e.mirrors[other]
@@ -503,10 +152,10 @@ func (e *Engine) checkNoReverse(m *mirrorRun, rs []*runner.Runner) error {
 		return nil
 	}
 	for _, r := range rs {
-		for _, or := range om.runnersOf(func(t string) bool { return t == r.Topic() }) {
+		for _, or := range om.RunnersOf(func(t string) bool { return t == r.Topic() }) {
 			if st := or.Record().State; st != partition.Stopped {
 				return fmt.Errorf("%w: mirror %s still mirrors %s/%d the other way (%s); fail it over first (kmirror failover --mirror %s)",
-					ErrConflict, other, r.Topic(), or.Partition(), st, other)
+					admin.ErrConflict, other, r.Topic(), or.Partition(), st, other)
 			}
 		}
 	}

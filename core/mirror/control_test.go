@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kmirror/kmirror/core/admin"
 	"github.com/kmirror/kmirror/core/control"
 	"github.com/kmirror/kmirror/sdk/statestore"
 	"github.com/kmirror/kmirror/sdk/statestore/memstore"
@@ -122,10 +123,10 @@ func TestTheLatestPauseOrResumeWins(t *testing.T) {
 	if s := states(e, "one"); s != "0:PAUSED" {
 		t.Fatalf("after pause o.*: one %s", s)
 	}
-	if _, err := e.Pause(ctx, "nope", nil); !errors.Is(err, ErrNoMirror) {
+	if _, err := e.Pause(ctx, "nope", nil); !errors.Is(err, admin.ErrNoMirror) {
 		t.Fatalf("pause of an unknown mirror: %v", err)
 	}
-	if _, err := e.Pause(ctx, "test", []string{"("}); !errors.Is(err, ErrInvalidRequest) {
+	if _, err := e.Pause(ctx, "test", []string{"("}); !errors.Is(err, admin.ErrInvalidRequest) {
 		t.Fatalf("pause with a bad regex: %v", err)
 	}
 }
@@ -172,7 +173,7 @@ func TestFailoverStopsTopicsAbortsOpenTransactionsAndSurvivesARestart(t *testing
 	cfg := f.config(t, "moving", "    mirror.groups.include: \"app-.*\"")
 	e := startEngine(t, cfg, store)
 	f.waitMirrored(t, e, "moving", 1)
-	res, err := e.Failover(ctx, FailoverRequest{Mirror: "test", Topics: []string{"moving"}})
+	res, err := e.Failover(ctx, admin.FailoverOrder{Mirror: "test", Topics: []string{"moving"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +193,7 @@ func TestFailoverStopsTopicsAbortsOpenTransactionsAndSurvivesARestart(t *testing
 	if o, ok := offs.Lookup("moving", 0); !ok || o.At != 3 {
 		t.Fatalf("destination offset of app-moving: %+v (found %v), want 3", o, ok)
 	}
-	again, err := e.Failover(ctx, FailoverRequest{Mirror: "test", Topics: []string{"moving"}})
+	again, err := e.Failover(ctx, admin.FailoverOrder{Mirror: "test", Topics: []string{"moving"}})
 	if err != nil || len(again.Topics) != 1 || again.Topics[0].Partitions[0].LastMirroredOffset != 5 {
 		t.Fatalf("repeated failover: %+v, %v", again, err)
 	}
@@ -264,7 +265,7 @@ func TestPlannedFailoverWaitsForCatchUpAndChangesNothingWhenItTimesOut(t *testin
 		t.Fatal(err)
 	}
 	f.produce(t, "planned", 5, "tx-q")
-	_, err := e.Failover(ctx, FailoverRequest{Mirror: "test", WaitForCatchUp: 700 * time.Millisecond})
+	_, err := e.Failover(ctx, admin.FailoverOrder{Mirror: "test", WaitForCatchUp: 700 * time.Millisecond})
 	if err == nil || !strings.Contains(err.Error(), "not caught up within") || !strings.Contains(err.Error(), "planned/0 is PAUSED") {
 		t.Fatalf("err = %v, want a catch-up timeout naming the partition", err)
 	}
@@ -274,7 +275,7 @@ func TestPlannedFailoverWaitsForCatchUpAndChangesNothingWhenItTimesOut(t *testin
 	if _, err := e.Resume(ctx, "test", nil); err != nil {
 		t.Fatal(err)
 	}
-	res, err := e.Failover(ctx, FailoverRequest{Mirror: "test", WaitForCatchUp: 10 * time.Second})
+	res, err := e.Failover(ctx, admin.FailoverOrder{Mirror: "test", WaitForCatchUp: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +296,7 @@ func TestStoppedTopicsStartAgainAndContinueWithNoGap(t *testing.T) {
 	e := startEngine(t, f.config(t, "again"), memstore.New())
 	f.waitMirrored(t, e, "again", 1)
 	ctx := opCtx(t)
-	if _, err := e.StopTopics(ctx, "test", nil); !errors.Is(err, ErrInvalidRequest) {
+	if _, err := e.StopTopics(ctx, "test", nil); !errors.Is(err, admin.ErrInvalidRequest) {
 		t.Fatalf("stop without topics: %v", err)
 	}
 	for _, p := range []string{"again", "ag.*"} {

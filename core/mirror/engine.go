@@ -11,14 +11,22 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kmirror/kmirror/core/admin"
 	"github.com/kmirror/kmirror/core/config"
 	"github.com/kmirror/kmirror/core/control"
 	"github.com/kmirror/kmirror/core/fetcher"
 	"github.com/kmirror/kmirror/core/metrics"
 	"github.com/kmirror/kmirror/core/partition"
+	"github.com/kmirror/kmirror/core/supervisor"
 	"github.com/kmirror/kmirror/core/throttle"
+	"github.com/kmirror/kmirror/core/topicsync"
 	"github.com/kmirror/kmirror/sdk/statestore"
 )
+
+// ErrCannotWrite means kmirror's destination principal may not write to a
+// read-only mirror topic: it is not a super user of the destination
+// (topicsync.ErrCannotWrite).
+var ErrCannotWrite = topicsync.ErrCannotWrite
 
 // Options configure an Engine.
 type Options struct {
@@ -36,7 +44,7 @@ type Options struct {
 type Engine struct {
 	opts    Options
 	log     hclog.Logger
-	inst    *instruments
+	inst    *metrics.Engine
 	limiter *throttle.Limiter
 	// budget bounds the bytes fetched and not yet appended, shared by
 	// every mirror's fetcher (mirror.buffer.max.bytes).
@@ -47,7 +55,7 @@ type Engine struct {
 	machine *partition.Machine
 	dst     *kgo.Client
 	dstAdm  *kadm.Client
-	mirrors map[string]*mirrorRun
+	mirrors map[string]*supervisor.Mirror
 
 	claimMu sync.Mutex
 	claims  map[string]string // destination cluster id + NUL + topic → the mirror that writes it
@@ -61,7 +69,7 @@ func New(opts Options) (*Engine, error) {
 	if opts.Store == nil || opts.Logger == nil || opts.Metrics == nil {
 		return nil, errors.New("mirror: Options.Store, Logger and Metrics are required")
 	}
-	e := &Engine{opts: opts, log: opts.Logger.Named("mirror"), limiter: throttle.New(throttle.Unlimited), budget: fetcher.NewBudget(fetcher.DefaultBudgetBytes), mirrors: map[string]*mirrorRun{}, claims: map[string]string{}, controls: map[string]*control.Holder{}}
+	e := &Engine{opts: opts, log: opts.Logger.Named("mirror"), limiter: throttle.New(throttle.Unlimited), budget: fetcher.NewBudget(fetcher.DefaultBudgetBytes), mirrors: map[string]*supervisor.Mirror{}, claims: map[string]string{}, controls: map[string]*control.Holder{}}
 	inst, err := newInstruments(opts.Metrics, e)
 	if err != nil {
 		return nil, err
@@ -85,11 +93,11 @@ func (e *Engine) Start(ctx context.Context, cfg *config.Config) error {
 	if err != nil {
 		return err
 	}
-	opts, err := clientOpts(cfg, &cfg.Destination, "destination")
+	opts, err := supervisor.ClientOpts(cfg, &cfg.Destination, "destination")
 	if err != nil {
 		return err
 	}
-	dst, err := kgo.NewClient(append(opts, kgo.ClientID(clientID(cfg.Destination.ClientID, "destination")))...)
+	dst, err := kgo.NewClient(append(opts, kgo.ClientID(supervisor.ClientID(cfg.Destination.ClientID, "destination")))...)
 	if err != nil {
 		return fmt.Errorf("destination cluster: %w", err)
 	}
@@ -103,18 +111,24 @@ func (e *Engine) Start(ctx context.Context, cfg *config.Config) error {
 	return nil
 }
 
-func clientID(configured, role string) string {
-	if configured != "" {
-		return configured
-	}
-	return "kmirror-" + role
+// newMirror returns mirror mc of the running configuration; e.mu must be
+// held.
+func (e *Engine) newMirror(mc config.Mirror) *supervisor.Mirror {
+	name := mc.Name
+	return supervisor.New(supervisor.Deps{
+		Store: e.opts.Store, Metrics: e.opts.Metrics, Instruments: e.inst, Machine: e.machine,
+		Budget: e.budget, Throttle: e.limiter.Wait, Log: e.log, Dest: e.dst, DestAdmin: e.dstAdm,
+		Rules:     func() *control.Holder { return e.controlOf(name) },
+		Claims:    claims{e},
+		NoReverse: e.checkNoReverse,
+	}, e.cfg, mc)
 }
 
 // startMirror starts one mirror; e.mu must be held.
 func (e *Engine) startMirror(mc config.Mirror) {
-	m := newMirrorRun(e, e.cfg, mc)
+	m := e.newMirror(mc)
 	e.mirrors[mc.Name] = m
-	m.start()
+	m.Start()
 }
 
 // Reload applies a new configuration: the throttle rate at once, mirrors
@@ -134,18 +148,18 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) error {
 	old := e.cfg
 	e.cfg = cfg
 	for name, m := range e.mirrors {
-		if m.runtime {
+		if m.Runtime() {
 			// A failback mirror is built from the mirror it reverses (and
 			// the destination's settings): restart it when those change.
-			if daemonSettingsChanged(old, cfg) || m.reverseOf != "" && fmt.Sprint(mirrorSettings(old, m.reverseOf)) != fmt.Sprint(mirrorSettings(cfg, m.reverseOf)) {
-				m.stop(ctx)
+			if daemonSettingsChanged(old, cfg) || m.ReverseOf() != "" && fmt.Sprint(mirrorSettings(old, m.ReverseOf())) != fmt.Sprint(mirrorSettings(cfg, m.ReverseOf())) {
+				m.Stop(ctx)
 				delete(e.mirrors, name)
 			}
 			continue
 		}
 		nm, ok := cfg.Mirror(name)
 		if !ok || fmt.Sprint(mirrorSettings(old, name)) != fmt.Sprint(mirrorSettings(cfg, name)) || daemonSettingsChanged(old, cfg) {
-			m.stop(ctx)
+			m.Stop(ctx)
 			delete(e.mirrors, name)
 			if ok {
 				e.log.Info("mirror settings changed; restarting it", "mirror", name)
@@ -156,7 +170,7 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) error {
 		}
 	}
 	for _, m := range e.mirrors {
-		m.triggerSync() // a reload syncs at once, even when nothing changed
+		m.TriggerSync() // a reload syncs at once, even when nothing changed
 	}
 	for i := range cfg.Mirrors {
 		if _, ok := e.mirrors[cfg.Mirrors[i].Name]; !ok {
@@ -193,6 +207,16 @@ func daemonSettingsChanged(a, b *config.Config) bool {
 		a.RequestTimeout != b.RequestTimeout || a.MetadataRefreshInterval != b.MetadataRefreshInterval ||
 		a.OffsetAlignmentMaxRecords != b.OffsetAlignmentMaxRecords
 }
+
+// claims are the engine's topic claims as its mirrors see them
+// (supervisor.Claims).
+type claims struct{ e *Engine }
+
+func (c claims) Claim(dstID, mirror string, topics []string) map[string]string {
+	return c.e.claimTopics(dstID, mirror, topics)
+}
+
+func (c claims) Owner(dstID, topic string) string { return c.e.topicOwner(dstID, topic) }
 
 // claimTopics makes mirror the owner of each of topics (on the destination
 // cluster dstID) that no other mirror owns, releases its claim on every
@@ -241,7 +265,7 @@ func (e *Engine) Stop(ctx context.Context) error {
 	var wg sync.WaitGroup
 	for _, m := range e.mirrors {
 		wg.Add(1)
-		go func() { defer wg.Done(); m.stop(ctx) }()
+		go func() { defer wg.Done(); m.Stop(ctx) }()
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
@@ -250,7 +274,7 @@ func (e *Engine) Stop(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("stopping mirrors: %w", context.Cause(ctx))
 	}
-	e.mirrors = map[string]*mirrorRun{}
+	e.mirrors = map[string]*supervisor.Mirror{}
 	if e.dst != nil {
 		e.dst.Close()
 	}
@@ -261,17 +285,17 @@ func (e *Engine) Stop(ctx context.Context) error {
 func (e *Engine) Describe() any { return e.Status() }
 
 // Status returns the status of every mirror and partition.
-func (e *Engine) Status() Status {
+func (e *Engine) Status() admin.Status {
 	e.mu.Lock()
-	ms := make([]*mirrorRun, 0, len(e.mirrors))
+	ms := make([]*supervisor.Mirror, 0, len(e.mirrors))
 	for _, m := range e.mirrors {
 		ms = append(ms, m)
 	}
 	e.mu.Unlock()
-	sort.Slice(ms, func(i, j int) bool { return ms[i].name < ms[j].name })
-	var st Status
+	sort.Slice(ms, func(i, j int) bool { return ms[i].Name() < ms[j].Name() })
+	var st admin.Status
 	for _, m := range ms {
-		st.Mirrors = append(st.Mirrors, m.status())
+		st.Mirrors = append(st.Mirrors, m.Status())
 	}
 	return st
 }
@@ -296,5 +320,5 @@ func (e *Engine) observe(ev partition.Event) {
 	} else {
 		e.log.Info("partition state change", args...)
 	}
-	e.inst.transition(r.Mirror, ev.From, ev.To)
+	e.inst.Transition(r.Mirror, ev.From.String(), ev.To.String())
 }

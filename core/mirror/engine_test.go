@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmirror/kmirror/core/admin"
 	"github.com/kmirror/kmirror/core/config"
 	"github.com/kmirror/kmirror/core/metrics"
 	"github.com/kmirror/kmirror/core/verify"
@@ -325,10 +326,10 @@ func TestEngineAlignsASourceLogThatStartsInsideABatch(t *testing.T) {
 }
 
 // waitState waits until topic/partition reaches state.
-func waitState(t *testing.T, e *Engine, topic string, p int32, state string) PartitionStatus {
+func waitState(t *testing.T, e *Engine, topic string, p int32, state string) admin.PartitionStatus {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
-	var last PartitionStatus
+	var last admin.PartitionStatus
 	for time.Now().Before(deadline) {
 		for _, m := range e.Status().Mirrors {
 			for _, ps := range m.Partitions {

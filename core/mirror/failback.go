@@ -2,274 +2,84 @@ package mirror
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"regexp"
-	"slices"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/kmirror/kmirror/core/config"
+	"github.com/kmirror/kmirror/core/admin"
 	"github.com/kmirror/kmirror/core/failback"
-	"github.com/kmirror/kmirror/core/partition"
+	"github.com/kmirror/kmirror/core/runtimemirror"
+	"github.com/kmirror/kmirror/core/supervisor"
 	"github.com/kmirror/kmirror/sdk/statestore"
 )
 
-// Failback: after a failover of mirror M (source A → destination B), B is
-// the primary and takes writes. Failback starts the reverse mirror
-// "<M>-failback" from B to A for M's failed-over topics, so that A catches
-// up with what was written to B, offsets preserved, and can become the
-// primary again (fail the reverse mirror over, then start M's topics).
-//
-// Per partition, with L the last source offset M mirrored:
-//   - A ends at L+1: the reverse mirror continues from there (preserve
-//     mode), copying only what B got after the failover;
-//   - A holds records beyond L+1 (written to A but never mirrored, as in an
-//     unplanned failover): the committed ones are first copied to a side
-//     topic on A (<topic>.kmirror-diverged by default) so nothing is lost;
-//     then, with AllowRecreate, the topic is deleted on A and mirrored back
-//     from B from scratch (offsets preserved); without it, the partition is
-//     FAILED with a reason that says so;
-//   - A ends before L+1 (it lost records), or M ran the partition in map
-//     mode (offsets differ between the clusters): like divergence, only
-//     AllowRecreate realigns it.
-//
-// The reverse mirror is a run-time mirror: it is recorded in the state
-// store (no secret: its clusters are the daemon's destination and M's
-// source, read from the configuration at start) and survives restarts.
-
-// FailbackRequest asks to fail a failed-over mirror back.
-type FailbackRequest struct {
-	Mirror string `json:"mirror"`
-	// AllowRecreate lets failback delete and recreate, on the old source,
-	// a topic whose partitions cannot continue offset for offset.
-	AllowRecreate bool `json:"allow_recreate"`
-	// SideTopicSuffix names the side topics that keep records the old
-	// source holds beyond the last mirrored offset; default
-	// ".kmirror-diverged".
-	SideTopicSuffix string `json:"side_topic_suffix,omitempty"`
-}
-
-// FailbackResult says what failback did per partition.
-type FailbackResult struct {
-	// Mirror is the reverse mirror's name.
-	Mirror string `json:"mirror"`
-	// Of is the mirror it reverses.
-	Of     string          `json:"of"`
-	Topics []TopicFailback `json:"topics"`
-}
-
-// runtimeSpec is a mirror created at run time, kept in the state store:
-// either a failback mirror (FailbackOf, Topics) or one an operator created
-// (Config). It never holds a secret.
-type runtimeSpec struct {
-	// FailbackOf names the mirror this one reverses.
-	FailbackOf string `json:"failback_of,omitempty"`
-	// Topics are the topics it mirrors back (exact names).
-	Topics []string `json:"topics,omitempty"`
-	// Config holds an operator-created mirror's settings (YAML, the keys
-	// of one entry of mirrors:, secrets only as file references).
-	Config string `json:"config,omitempty"`
-}
-
-const defaultSideSuffix = ".kmirror-diverged"
-
-func failbackName(m string) string { return m + "-failback" }
-
-func specKey(mirror string) string { return statestore.MirrorPrefix(mirror) + "spec" }
-
-// reverseConfig builds the reverse mirror's configuration from the mirror
-// it reverses: source = the daemon's destination, destination = its source.
-func reverseConfig(dcfg *config.Config, of config.Mirror, name string, topics []string) (config.Mirror, error) {
-	quoted := make([]string, len(topics))
-	for i, t := range topics {
-		quoted[i] = regexp.QuoteMeta(t)
-	}
-	include, err := config.CompileRegexList(quoted)
-	if err != nil {
-		return config.Mirror{}, err
-	}
-	return config.Mirror{
-		Name: name, Source: dcfg.Destination,
-		TopicsInclude: include, GroupsInclude: of.GroupsInclude, GroupsExclude: of.GroupsExclude,
-		ACLInclude: of.ACLInclude, TopicPropertiesExclude: of.TopicPropertiesExclude,
-	}, nil
-}
-
-// startRuntime starts a recorded run-time mirror; e.mu must be held.
-func (e *Engine) startRuntime(name string, spec runtimeSpec) error {
-	if spec.FailbackOf == "" {
-		mc, err := config.ParseMirror([]byte(spec.Config), name)
-		if err != nil {
-			return err
-		}
-		if _, clash := e.cfg.Mirror(name); clash {
-			return fmt.Errorf("the configuration now declares a mirror named %s, like the run-time mirror of that name; delete one of them", name)
-		}
-		m := newMirrorRun(e, e.cfg, mc)
-		m.runtime = true
-		e.mirrors[name] = m
-		m.start()
-		return nil
-	}
-	of, ok := e.cfg.Mirror(spec.FailbackOf)
-	if !ok {
-		return fmt.Errorf("failback mirror %s reverses mirror %s, which is no longer in the configuration; restore it, or delete %s", name, spec.FailbackOf, name)
-	}
-	if _, clash := e.cfg.Mirror(name); clash {
-		return fmt.Errorf("the configuration has a mirror named %s, the name of mirror %s's failback mirror; rename it", name, spec.FailbackOf)
-	}
-	mc, err := reverseConfig(e.cfg, *of, name, spec.Topics)
-	if err != nil {
-		return err
-	}
-	m := newMirrorRun(e, e.cfg, mc)
-	dst := of.Source
-	m.dst, m.dstAdm, m.dstCfg, m.dstID, m.runtime, m.reverseOf = nil, nil, &dst, "mirror-source:"+of.Name, true, of.Name
-	e.mirrors[name] = m
-	m.start()
-	return nil
-}
-
-// startRecordedRuntime starts every run-time mirror recorded in the state
-// store; e.mu must be held. A mirror that cannot start is logged and left
-// recorded.
-func (e *Engine) startRecordedRuntime(ctx context.Context) {
-	root := strings.TrimSuffix(statestore.MirrorPrefix(""), "/") // "mirrors/"
-	entries, err := e.opts.Store.List(ctx, root)
-	if err != nil {
-		e.log.Error("cannot list run-time mirrors in the state store; they start at the next reload", "error", err)
-		return
-	}
-	for _, ent := range entries {
-		name, ok := strings.CutSuffix(strings.TrimPrefix(ent.Key, root), "/spec")
-		if !ok || strings.Contains(name, "/") || e.mirrors[name] != nil {
-			continue
-		}
-		var spec runtimeSpec
-		if err := json.Unmarshal(ent.Value, &spec); err != nil {
-			e.log.Error("unreadable run-time mirror record; not started", "mirror", name, "error", err)
-			continue
-		}
-		if err := e.startRuntime(name, spec); err != nil {
-			e.log.Error("run-time mirror not started", "mirror", name, "error", err)
-		}
-	}
-}
-
 // Failback starts (or completes) the reverse mirror of a failed-over
-// mirror; see the comment at the top of this file. It is idempotent: a
+// mirror; core/failback's package comment has the rules. It is idempotent: a
 // repeated request keeps what was decided and done, and a request with
 // AllowRecreate realigns the partitions a previous one left FAILED.
-func (e *Engine) Failback(ctx context.Context, req FailbackRequest) (FailbackResult, error) {
+func (e *Engine) Failback(ctx context.Context, req admin.FailbackOrder) (admin.FailbackResult, error) {
 	m, err := e.runningMirror(req.Mirror)
 	if err != nil {
-		return FailbackResult{}, err
+		return admin.FailbackResult{}, err
 	}
-	if m.runtime {
-		return FailbackResult{}, fmt.Errorf("%w: %s is itself a failback mirror; to make the old source primary again, fail it over, then start mirror %s's topics",
-			ErrInvalidRequest, m.name, strings.TrimSuffix(m.name, "-failback"))
+	if m.Runtime() {
+		return admin.FailbackResult{}, fmt.Errorf("%w: %s is itself a failback mirror; to make the old source primary again, fail it over, then start mirror %s's topics",
+			admin.ErrInvalidRequest, m.Name(), strings.TrimSuffix(m.Name(), "-failback"))
 	}
 	suffix := req.SideTopicSuffix
 	if suffix == "" {
-		suffix = defaultSideSuffix
+		suffix = failback.DefaultSideSuffix
 	}
-	name := failbackName(m.name)
-	out := FailbackResult{Mirror: name, Of: m.name}
-
-	// The failed-over partitions and where M stopped.
-	parts, err := e.machine.LoadMirror(ctx, m.name)
-	if err != nil && len(parts) == 0 {
-		return out, fmt.Errorf("mirror %s: loading partition states: %w", m.name, err)
+	name := failback.Name(m.Name())
+	out := admin.FailbackResult{Mirror: name, Of: m.Name()}
+	topics, byTopic, err := failback.FailedOver(ctx, e.machine, e.controlOf(m.Name()).Stopped, m.Name())
+	if err != nil {
+		return out, err
 	}
-	ctl := e.controlOf(m.name)
-	byTopic := map[string][]failback.Stopped{}
-	var topics []string
-	for _, p := range parts {
-		rec := p.Record()
-		s, err := ctl.Stopped(ctx, rec.Topic)
-		if err != nil {
-			return out, err
-		}
-		if !s {
-			continue
-		}
-		if rec.State != partition.Stopped {
-			return out, fmt.Errorf("%w: mirror %s: %s/%d is %s, not STOPPED: wait until the failover completes (kmirror failover --mirror %s shows it)",
-				ErrConflict, m.name, rec.Topic, rec.Partition, rec.State, m.name)
-		}
-		if _, ok := byTopic[rec.Topic]; !ok {
-			topics = append(topics, rec.Topic)
-		}
-		byTopic[rec.Topic] = append(byTopic[rec.Topic], failback.Stopped{Partition: rec.Partition, Last: rec.LastMirroredOffset, Mode: rec.Mode})
-	}
-	if len(topics) == 0 {
-		return out, fmt.Errorf("%w: mirror %s has no failed-over topic: run kmirror failover --mirror %s first", ErrConflict, m.name, m.name)
-	}
-	slices.Sort(topics)
 
 	// The reverse mirror must not run while its partitions are decided.
 	e.mu.Lock()
 	if rm := e.mirrors[name]; rm != nil {
 		delete(e.mirrors, name)
 		e.mu.Unlock()
-		rm.stop(ctx)
+		rm.Stop(ctx)
 	} else {
 		e.mu.Unlock()
 	}
 
 	// A client of the old source (the reverse mirror's destination).
-	opts, err := clientOpts(m.dcfg, &m.cfg.Source, "destination")
+	dcfg, mc := m.Settings()
+	opts, err := supervisor.ClientOpts(dcfg, &mc.Source, "destination")
 	if err != nil {
 		return out, err
 	}
-	old, err := kgo.NewClient(append(opts, kgo.ClientID(clientID(m.cfg.Source.ClientID, "failback-"+m.name)))...)
+	old, err := kgo.NewClient(append(opts, kgo.ClientID(supervisor.ClientID(mc.Source.ClientID, "failback-"+m.Name())))...)
 	if err != nil {
-		return out, fmt.Errorf("mirror %s: old source cluster: %w", m.name, err)
+		return out, fmt.Errorf("mirror %s: old source cluster: %w", m.Name(), err)
 	}
 	defer old.Close()
-	oldAdm := kadm.NewClient(old)
 
-	for _, t := range topics {
-		tf, err := failback.DecideTopic(ctx, failback.Params{
-			Machine: e.machine, Mirror: m.name, Reverse: name, NewPrimary: m.dst,
-			Old: old, OldAdmin: oldAdm, SideSuffix: suffix, AllowRecreate: req.AllowRecreate,
-		}, t, byTopic[t])
-		if err != nil {
-			return out, err
-		}
-		out.Topics = append(out.Topics, tf)
+	out.Topics, err = failback.Decide(ctx, failback.Params{
+		Machine: e.machine, Mirror: m.Name(), Reverse: name, NewPrimary: m.Dest(),
+		Old: old, OldAdmin: kadm.NewClient(old), SideSuffix: suffix, AllowRecreate: req.AllowRecreate,
+	}, topics, byTopic)
+	if err != nil {
+		return out, err
 	}
 
 	// Record and start the reverse mirror.
-	b, err := json.Marshal(runtimeSpec{FailbackOf: m.name, Topics: topics})
-	if err != nil {
-		return out, err
-	}
-	if _, err := e.opts.Store.Put(ctx, specKey(name), b, statestore.AnyVersion); err != nil {
+	spec := runtimemirror.Spec{FailbackOf: m.Name(), Topics: topics}
+	if err := runtimemirror.Put(ctx, e.opts.Store, name, spec, statestore.AnyVersion); err != nil {
 		return out, fmt.Errorf("recording failback mirror %s: %w", name, err)
 	}
 	e.mu.Lock()
-	err = e.startRuntime(name, runtimeSpec{FailbackOf: m.name, Topics: topics})
+	err = e.startRuntime(name, spec)
 	e.mu.Unlock()
 	if err != nil {
 		return out, err
 	}
-	m.log.Info("failback mirror started", "failback_mirror", name, "topics", topics)
+	m.Logger().Info("failback mirror started", "failback_mirror", name, "topics", topics)
 	return out, nil
 }
-
-// TopicFailback is one topic of a failback (core/failback's Topic).
-type TopicFailback = failback.Topic
-
-// PartitionFailback is what failback did with one partition.
-type PartitionFailback = failback.Partition
-
-// Failback actions of a partition.
-const (
-	FailbackContinue  = failback.Continue
-	FailbackRecreated = failback.Recreated
-	FailbackFailed    = failback.Failed
-)

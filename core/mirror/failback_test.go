@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kmirror/kmirror/core/admin"
 	"github.com/kmirror/kmirror/core/verify"
 	"github.com/kmirror/kmirror/sdk/statestore/memstore"
 )
@@ -65,19 +66,19 @@ func TestFailbackCopiesOnlyWhatTheNewPrimaryGotAndTheRoundTripCompletes(t *testi
 	store := memstore.New()
 	e := startEngine(t, f.config(t, "trip"), store)
 	f.waitMirrored(t, e, "trip", 1)
-	if _, err := e.Failback(ctx, FailbackRequest{Mirror: "test"}); !errors.Is(err, ErrConflict) {
+	if _, err := e.Failback(ctx, admin.FailbackOrder{Mirror: "test"}); !errors.Is(err, admin.ErrConflict) {
 		t.Fatalf("failback before a failover: %v", err)
 	}
-	if _, err := e.Failover(ctx, FailoverRequest{Mirror: "test"}); err != nil {
+	if _, err := e.Failover(ctx, admin.FailoverOrder{Mirror: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	produceTo(t, f.dstCl, "trip", "b1", 7) // B is the primary now
 
-	res, err := e.Failback(ctx, FailbackRequest{Mirror: "test"})
+	res, err := e.Failback(ctx, admin.FailbackOrder{Mirror: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Mirror != "test-failback" || len(res.Topics) != 1 || res.Topics[0].Partitions[0].Action != FailbackContinue || res.Topics[0].Partitions[0].From != 10 {
+	if res.Mirror != "test-failback" || len(res.Topics) != 1 || res.Topics[0].Partitions[0].Action != admin.FailbackContinue || res.Topics[0].Partitions[0].From != 10 {
 		t.Fatalf("failback result %+v", res)
 	}
 	waitMirrorCopied(t, e, "test-failback", "trip", endOffset(t, f.dstCl, "trip", 0))
@@ -94,10 +95,10 @@ func TestFailbackCopiesOnlyWhatTheNewPrimaryGotAndTheRoundTripCompletes(t *testi
 	identical(t, f.dstCl, f.srcCl, "trip", 0)
 
 	// Starting A→B again while B→A still runs would copy in a circle.
-	if _, err := e.StartTopics(ctx, "test", []string{"trip"}, nil); !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "test-failback") {
+	if _, err := e.StartTopics(ctx, "test", []string{"trip"}, nil); !errors.Is(err, admin.ErrConflict) || !strings.Contains(err.Error(), "test-failback") {
 		t.Fatalf("start while the failback mirror runs: %v", err)
 	}
-	if _, err := e.Failover(ctx, FailoverRequest{Mirror: "test-failback"}); err != nil {
+	if _, err := e.Failover(ctx, admin.FailoverOrder{Mirror: "test-failback"}); err != nil {
 		t.Fatal(err)
 	}
 	produceTo(t, f.srcCl, "trip", "a2", 5) // A is the primary again
@@ -120,18 +121,18 @@ func TestFailbackKeepsDivergedRecordsInASideTopicAndRecreatesOnlyWhenAllowed(t *
 	produceTo(t, f.srcCl, "split", "a1", 10)
 	e := startEngine(t, f.config(t, "split"), memstore.New())
 	f.waitMirrored(t, e, "split", 1)
-	if _, err := e.Failover(ctx, FailoverRequest{Mirror: "test"}); err != nil {
+	if _, err := e.Failover(ctx, admin.FailoverOrder{Mirror: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	produceTo(t, f.srcCl, "split", "lost", 3) // written to A after the failover: never mirrored
 	produceTo(t, f.dstCl, "split", "b1", 4)
 
-	res, err := e.Failback(ctx, FailbackRequest{Mirror: "test"})
+	res, err := e.Failback(ctx, admin.FailbackOrder{Mirror: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	pf := res.Topics[0].Partitions[0]
-	if pf.Action != FailbackFailed || pf.Diverged != 3 || pf.SideTopic != "split.kmirror-diverged" || !strings.Contains(pf.Reason, "--allow-recreate") {
+	if pf.Action != admin.FailbackFailed || pf.Diverged != 3 || pf.SideTopic != "split.kmirror-diverged" || !strings.Contains(pf.Reason, "--allow-recreate") {
 		t.Fatalf("failback of a diverged partition: %+v", pf)
 	}
 	eventually(t, "the failback mirror's partition is FAILED", func() (bool, string) {
@@ -159,18 +160,18 @@ func TestFailbackKeepsDivergedRecordsInASideTopicAndRecreatesOnlyWhenAllowed(t *
 	}
 
 	// Repeating without the flag changes nothing (and copies nothing twice).
-	if _, err := e.Failback(ctx, FailbackRequest{Mirror: "test"}); err != nil {
+	if _, err := e.Failback(ctx, admin.FailbackOrder{Mirror: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	if n := endOffset(t, f.srcCl, "split.kmirror-diverged", 0); n != side.HighWatermark {
 		t.Fatalf("side topic end %d after a repeated failback, want %d", n, side.HighWatermark)
 	}
 
-	res, err = e.Failback(ctx, FailbackRequest{Mirror: "test", AllowRecreate: true})
+	res, err = e.Failback(ctx, admin.FailbackOrder{Mirror: "test", AllowRecreate: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res.Topics[0].Recreated || res.Topics[0].Partitions[0].Action != FailbackRecreated {
+	if !res.Topics[0].Recreated || res.Topics[0].Partitions[0].Action != admin.FailbackRecreated {
 		t.Fatalf("failback --allow-recreate: %+v", res)
 	}
 	waitMirrorCopied(t, e, "test-failback", "split", endOffset(t, f.dstCl, "split", 0))
@@ -196,7 +197,7 @@ func TestFailbackContinuesPastTransactionsAbortedOnBothSides(t *testing.T) {
 	}
 	e := startEngine(t, f.config(t, "hung"), memstore.New())
 	f.waitMirrored(t, e, "hung", 1)
-	if _, err := e.Failover(ctx, FailoverRequest{Mirror: "test"}); err != nil {
+	if _, err := e.Failover(ctx, admin.FailoverOrder{Mirror: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := txn.EndTransaction(ctx, kgo.TryAbort); err != nil { // on the old source, later
@@ -206,11 +207,11 @@ func TestFailbackContinuesPastTransactionsAbortedOnBothSides(t *testing.T) {
 		return listOffset(t, f.srcCl, "hung", false) == 13, "source end not 13"
 	})
 	produceTo(t, f.dstCl, "hung", "b1", 5)
-	res, err := e.Failback(ctx, FailbackRequest{Mirror: "test"})
+	res, err := e.Failback(ctx, admin.FailbackOrder{Mirror: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pf := res.Topics[0].Partitions[0]; pf.Action != FailbackContinue || pf.From != 13 {
+	if pf := res.Topics[0].Partitions[0]; pf.Action != admin.FailbackContinue || pf.From != 13 {
 		t.Fatalf("failback: %+v, want continue from 13 (past the ABORT markers on both sides)", pf)
 	}
 	waitMirrorCopied(t, e, "test-failback", "hung", endOffset(t, f.dstCl, "hung", 0))

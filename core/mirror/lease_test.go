@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kmirror/kmirror/core/admin"
 	"github.com/kmirror/kmirror/core/syncloop"
 	"github.com/kmirror/kmirror/internal/faultstore"
 	"github.com/kmirror/kmirror/sdk/statestore/memstore"
@@ -17,11 +18,11 @@ func shortLeases(t *testing.T) {
 	t.Cleanup(func() { syncloop.MinLeaseTTL = old })
 }
 
-func mirrorStatus(e *Engine) MirrorStatus {
+func mirrorStatus(e *Engine) admin.MirrorStatus {
 	if st := e.Status(); len(st.Mirrors) == 1 {
 		return st.Mirrors[0]
 	}
-	return MirrorStatus{}
+	return admin.MirrorStatus{}
 }
 
 func wantLeaseMetric(t *testing.T, e *Engine, want float64) {

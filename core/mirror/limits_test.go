@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmirror/kmirror/core/admin"
 	"github.com/kmirror/kmirror/core/batch"
 	"github.com/kmirror/kmirror/sdk/statestore/memstore"
 )
@@ -91,7 +92,7 @@ func TestBatchTheDestinationRefusesFailsThePartitionAtOnceNamingBothLimits(t *te
 	f.produce(t, "huge", 10, "tx-huge")
 	f.produceBig(t, "huge", 2<<20)
 	e := startEngine(t, f.config(t, "huge", `    mirror.topic.properties.exclude: "max.message.bytes,min.insync.replicas"`), memstore.New())
-	var ps PartitionStatus
+	var ps admin.PartitionStatus
 	eventually(t, "partition FAILED", func() (bool, string) {
 		st := e.Status()
 		if len(st.Mirrors) == 1 && len(st.Mirrors[0].Partitions) == 1 {
@@ -161,7 +162,7 @@ func TestBatchRefusedWhenTheDestinationWillNotRaiseItsLimit(t *testing.T) {
 		return resp, nil, true
 	})
 	e := startEngine(t, f.config(t, "fixed"), memstore.New())
-	var ps PartitionStatus
+	var ps admin.PartitionStatus
 	eventually(t, "partition FAILED", func() (bool, string) {
 		st := e.Status()
 		if len(st.Mirrors) == 1 && len(st.Mirrors[0].Partitions) == 1 {
@@ -260,7 +261,7 @@ func TestMapModeBatchOverTheDecodingBoundFailsThePartition(t *testing.T) {
 	cfg := f.config(t, "bomb")
 	cfg.OffsetAlignmentMaxRecords = 0 // a log start beyond 0 means map mode
 	e := startEngine(t, cfg, memstore.New())
-	var ps PartitionStatus
+	var ps admin.PartitionStatus
 	eventually(t, "partition FAILED", func() (bool, string) {
 		st := e.Status()
 		if len(st.Mirrors) == 1 && len(st.Mirrors[0].Partitions) == 1 {
@@ -282,23 +283,5 @@ func TestMapModeBatchOverTheDecodingBoundFailsThePartition(t *testing.T) {
 	}
 	if n := failures(t, e); n != 1 {
 		t.Fatalf("the partition went to FAILED %v times, want once", n)
-	}
-}
-
-func TestMapDecodeBoundIs64TimesTheDestinationLimitWithinFloorAndCeiling(t *testing.T) {
-	for _, c := range []struct {
-		limit int64
-		want  int
-	}{
-		{0, 64 * 1048588},                      // unknown: Kafka's default
-		{100000, 16 << 20},                     // the floor
-		{1048588, 64 * 1048588},                // Kafka's default
-		{5 << 20, 320 << 20},                   // a raised limit
-		{32 << 20, batch.MaxDecompressedBytes}, // the ceiling
-		{1 << 40, batch.MaxDecompressedBytes},
-	} {
-		if got := mapDecodeBound(c.limit); got != c.want {
-			t.Errorf("mapDecodeBound(%d) = %d, want %d", c.limit, got, c.want)
-		}
 	}
 }

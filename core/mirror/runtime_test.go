@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kmirror/kmirror/core/admin"
 	"github.com/kmirror/kmirror/sdk/statestore"
 	"github.com/kmirror/kmirror/sdk/statestore/memstore"
 )
@@ -33,11 +34,11 @@ func TestRunTimeMirrorsSurviveRestartsAndAreDeletedOnlyWhenStopped(t *testing.T)
 	ctx := opCtx(t)
 	settings := []byte(fmt.Sprintf("bootstrap.servers: %s\nmirror.topics.include: \"live\"\n", strings.Join(f.src.ListenAddrs(), ",")))
 
-	if _, err := e.CreateMirror(ctx, "test", settings); !errors.Is(err, ErrConflict) {
+	if _, err := e.CreateMirror(ctx, "test", settings); !errors.Is(err, admin.ErrConflict) {
 		t.Fatalf("creating over a configuration mirror: %v", err)
 	}
 	secret := append([]byte("security.protocol: SASL_PLAINTEXT\nsasl.mechanism: PLAIN\nsasl.username: u\nsasl.password: hunter2\n"), settings...)
-	if _, err := e.CreateMirror(ctx, "dc2", secret); !errors.Is(err, ErrInvalidRequest) || strings.Contains(err.Error(), "hunter2") {
+	if _, err := e.CreateMirror(ctx, "dc2", secret); !errors.Is(err, admin.ErrInvalidRequest) || strings.Contains(err.Error(), "hunter2") {
 		t.Fatalf("inline secret: %v", err)
 	}
 	if _, err := e.CreateMirror(ctx, "dc2", settings); err != nil {
@@ -46,7 +47,7 @@ func TestRunTimeMirrorsSurviveRestartsAndAreDeletedOnlyWhenStopped(t *testing.T)
 	if _, err := e.CreateMirror(ctx, "dc2", settings); err != nil {
 		t.Fatalf("creating the same mirror again: %v", err)
 	}
-	if _, err := e.CreateMirror(ctx, "dc2", append(settings, []byte("mirror.groups.include: \"x\"\n")...)); !errors.Is(err, ErrConflict) {
+	if _, err := e.CreateMirror(ctx, "dc2", append(settings, []byte("mirror.groups.include: \"x\"\n")...)); !errors.Is(err, admin.ErrConflict) {
 		t.Fatalf("creating dc2 with other settings: %v", err)
 	}
 	waitMirrorCopied(t, e, "dc2", "live", endOffset(t, f.srcCl, "live", 0))
@@ -60,10 +61,10 @@ func TestRunTimeMirrorsSurviveRestartsAndAreDeletedOnlyWhenStopped(t *testing.T)
 	waitMirrorCopied(t, e2, "dc2", "live", endOffset(t, f.srcCl, "live", 0))
 	f.verify(t, "live", 1)
 
-	if _, err := e2.DeleteMirror(ctx, "dc2"); !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "stop its topics first") {
+	if _, err := e2.DeleteMirror(ctx, "dc2"); !errors.Is(err, admin.ErrConflict) || !strings.Contains(err.Error(), "stop its topics first") {
 		t.Fatalf("deleting a mirroring mirror: %v", err)
 	}
-	if _, err := e2.DeleteMirror(ctx, "test"); !errors.Is(err, ErrConflict) {
+	if _, err := e2.DeleteMirror(ctx, "test"); !errors.Is(err, admin.ErrConflict) {
 		t.Fatalf("deleting a configuration mirror: %v", err)
 	}
 	if _, err := e2.StopTopics(ctx, "dc2", []string{".*"}); err != nil {
@@ -102,8 +103,8 @@ func TestDeleteMirrorRefusesANameThatIsNotAMirrorName(t *testing.T) {
 		t.Fatalf("state of mirror test: %d keys (%v)", len(before), err)
 	}
 	for _, name := range []string{"test/partitions", "test/", "", "../test", "te st"} {
-		if _, err := e.DeleteMirror(ctx, name); !errors.Is(err, ErrInvalidRequest) {
-			t.Errorf("DeleteMirror(%q): %v, want ErrInvalidRequest", name, err)
+		if _, err := e.DeleteMirror(ctx, name); !errors.Is(err, admin.ErrInvalidRequest) {
+			t.Errorf("DeleteMirror(%q): %v, want admin.ErrInvalidRequest", name, err)
 		}
 	}
 	after, err := store.List(ctx, statestore.MirrorPrefix("test"))

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 
+	"github.com/kmirror/kmirror/core/admin"
 	"github.com/kmirror/kmirror/core/config"
 	"github.com/kmirror/kmirror/sdk/statestore/memstore"
 )
@@ -251,7 +252,7 @@ func TestTwoMirrorsClaimingOneTopicRefuseTheSecond(t *testing.T) {
     bootstrap.servers: %s
     mirror.topics.include: "sha.*"`, strings.Join(f.src.ListenAddrs(), ","))
 	e := startEngine(t, f.config(t, "shared", second), memstore.New())
-	var owner, other MirrorStatus
+	var owner, other admin.MirrorStatus
 	eventually(t, "one mirror refused", func() (bool, string) {
 		st := e.Status()
 		if len(st.Mirrors) != 2 {
@@ -393,7 +394,7 @@ func TestMirrorWhosePrincipalCannotWriteItsReadOnlyTopicsStartsNothingAndSaysWha
 	f.produce(t, "guarded", 10, "tx-guarded")
 	dst := securedDestination(t)
 	e := startEngine(t, securedConfig(t, f, dst, "bob", "bob-pw", "guarded"), memstore.New())
-	var st MirrorStatus
+	var st admin.MirrorStatus
 	eventually(t, "the write check fails", func() (bool, string) {
 		st = mirrorStatus(e)
 		return strings.Contains(st.Error, ErrCannotWrite.Error()), fmt.Sprintf("%+v", st)

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kmirror/kmirror/core/mirror"
+	"github.com/kmirror/kmirror/core/admin"
 )
 
 // Call is one call the fake controller received.
@@ -30,7 +30,7 @@ type Call struct {
 type Controller struct {
 	mu sync.Mutex
 	// StatusValue is what Status returns.
-	StatusValue mirror.Status
+	StatusValue admin.Status
 	// Err, when set, is returned by every operation.
 	Err error
 	// Block makes every operation wait for its context to end and return
@@ -38,9 +38,9 @@ type Controller struct {
 	Block bool
 	// Result and FailoverResult are returned by successful operations;
 	// their Mirror field is set to the mirror asked for.
-	Result         mirror.OpResult
-	FailoverResult mirror.FailoverResult
-	FailbackResult mirror.FailbackResult
+	Result         admin.OpResult
+	FailoverResult admin.FailoverResult
+	FailbackResult admin.FailbackResult
 	calls          []Call
 }
 
@@ -60,52 +60,52 @@ func (c *Controller) Calls() []Call {
 }
 
 // Status implements admin.Controller.
-func (c *Controller) Status() mirror.Status {
+func (c *Controller) Status() admin.Status {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.StatusValue
 }
 
-func (c *Controller) op(ctx context.Context, call Call) (mirror.OpResult, error) {
+func (c *Controller) op(ctx context.Context, call Call) (admin.OpResult, error) {
 	c.mu.Lock()
 	c.calls = append(c.calls, call)
 	res, err, block := c.Result, c.Err, c.Block
 	c.mu.Unlock()
 	if block {
 		<-ctx.Done()
-		return mirror.OpResult{}, ctx.Err()
+		return admin.OpResult{}, ctx.Err()
 	}
 	if err != nil {
-		return mirror.OpResult{}, err
+		return admin.OpResult{}, err
 	}
 	res.Mirror = call.Mirror
 	return res, nil
 }
 
 // Pause implements admin.Controller.
-func (c *Controller) Pause(ctx context.Context, m string, topics []string) (mirror.OpResult, error) {
+func (c *Controller) Pause(ctx context.Context, m string, topics []string) (admin.OpResult, error) {
 	return c.op(ctx, Call{Op: "pause", Mirror: m, Topics: topics})
 }
 
 // Resume implements admin.Controller.
-func (c *Controller) Resume(ctx context.Context, m string, topics []string) (mirror.OpResult, error) {
+func (c *Controller) Resume(ctx context.Context, m string, topics []string) (admin.OpResult, error) {
 	return c.op(ctx, Call{Op: "resume", Mirror: m, Topics: topics})
 }
 
 // StopTopics implements admin.Controller.
-func (c *Controller) StopTopics(ctx context.Context, m string, topics []string) (mirror.OpResult, error) {
+func (c *Controller) StopTopics(ctx context.Context, m string, topics []string) (admin.OpResult, error) {
 	return c.op(ctx, Call{Op: "stop", Mirror: m, Topics: topics})
 }
 
 // StartTopics implements admin.Controller.
-func (c *Controller) StartTopics(ctx context.Context, m string, topics, exclude []string) (mirror.OpResult, error) {
+func (c *Controller) StartTopics(ctx context.Context, m string, topics, exclude []string) (admin.OpResult, error) {
 	return c.op(ctx, Call{Op: "start", Mirror: m, Topics: topics, Exclude: exclude})
 }
 
 // Failover implements admin.Controller.
-func (c *Controller) Failover(ctx context.Context, req mirror.FailoverRequest) (mirror.FailoverResult, error) {
+func (c *Controller) Failover(ctx context.Context, req admin.FailoverOrder) (admin.FailoverResult, error) {
 	if _, err := c.op(ctx, Call{Op: "failover", Mirror: req.Mirror, Topics: req.Topics, Wait: req.WaitForCatchUp}); err != nil {
-		return mirror.FailoverResult{}, err
+		return admin.FailoverResult{}, err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -115,19 +115,19 @@ func (c *Controller) Failover(ctx context.Context, req mirror.FailoverRequest) (
 }
 
 // CreateMirror implements admin.Controller.
-func (c *Controller) CreateMirror(ctx context.Context, m string, settings []byte) (mirror.OpResult, error) {
+func (c *Controller) CreateMirror(ctx context.Context, m string, settings []byte) (admin.OpResult, error) {
 	return c.op(ctx, Call{Op: "create", Mirror: m, Settings: string(settings)})
 }
 
 // DeleteMirror implements admin.Controller.
-func (c *Controller) DeleteMirror(ctx context.Context, m string) (mirror.OpResult, error) {
+func (c *Controller) DeleteMirror(ctx context.Context, m string) (admin.OpResult, error) {
 	return c.op(ctx, Call{Op: "delete", Mirror: m})
 }
 
 // Failback implements admin.Controller.
-func (c *Controller) Failback(ctx context.Context, req mirror.FailbackRequest) (mirror.FailbackResult, error) {
+func (c *Controller) Failback(ctx context.Context, req admin.FailbackOrder) (admin.FailbackResult, error) {
 	if _, err := c.op(ctx, Call{Op: "failback", Mirror: req.Mirror, AllowRecreate: req.AllowRecreate, SideTopicSuffix: req.SideTopicSuffix}); err != nil {
-		return mirror.FailbackResult{}, err
+		return admin.FailbackResult{}, err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

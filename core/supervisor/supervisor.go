@@ -1,4 +1,12 @@
-package mirror
+// Package supervisor runs one mirror of the engine (core/mirror): it
+// connects to the mirror's clusters, builds its data path
+// (core/datapath), runs its metadata-sync lease and sync loops (topics,
+// topic configs, groups, ACLs, read-only ACLs), and launches and owns one
+// runner (core/runner) per partition. What it shares with the other
+// mirrors (the state store, the partition state machine, the fetch budget,
+// the throttle, the topic claims, the operator rules) it takes from the
+// engine as Deps, never as a pointer back to the engine.
+package supervisor
 
 import (
 	"context"
@@ -13,12 +21,19 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmirror/kmirror/core/aclsync"
+	"github.com/kmirror/kmirror/core/admin"
 	"github.com/kmirror/kmirror/core/backoff"
 	"github.com/kmirror/kmirror/core/config"
+	"github.com/kmirror/kmirror/core/control"
+	"github.com/kmirror/kmirror/core/datapath"
+	"github.com/kmirror/kmirror/core/fetcher"
 	"github.com/kmirror/kmirror/core/groupsync"
+	"github.com/kmirror/kmirror/core/metrics"
+	"github.com/kmirror/kmirror/core/partition"
 	"github.com/kmirror/kmirror/core/runner"
 	"github.com/kmirror/kmirror/core/syncloop"
 	"github.com/kmirror/kmirror/core/topicsync"
+	"github.com/kmirror/kmirror/sdk/statestore"
 )
 
 // topicPartition names one partition of a topic.
@@ -27,9 +42,10 @@ type topicPartition struct {
 	partition int32
 }
 
-// mirrorRun is one running mirror: its source client, data path and runners.
-type mirrorRun struct {
-	e    *Engine
+// Mirror is one running mirror: its clients, data path, sync loops and
+// runners.
+type Mirror struct {
+	d    Deps
 	name string
 	cfg  config.Mirror
 	dcfg *config.Config // the daemon configuration the mirror started with
@@ -57,7 +73,7 @@ type mirrorRun struct {
 	mu      sync.Mutex
 	src     *kgo.Client
 	srcAdm  *kadm.Client
-	dp      *dataPath
+	dp      *datapath.Path
 	runners map[topicPartition]*runner.Runner
 	errs    map[string]string // sync loop → why its last round failed
 	groups  *groupsync.Syncer
@@ -68,18 +84,110 @@ type mirrorRun struct {
 	warned  map[string]bool
 	// cfgErrs are the topic configs the destination rejected in the last
 	// config sync round.
-	cfgErrs []TopicConfigError
+	cfgErrs []admin.TopicConfigError
 }
 
-func newMirrorRun(e *Engine, dcfg *config.Config, mc config.Mirror) *mirrorRun {
+// Deps are what a mirror takes from the engine that runs it: what every
+// mirror of the daemon shares.
+type Deps struct {
+	Store   statestore.Store
+	Metrics *metrics.Provider
+	// Instruments are the engine's metrics (appended batches, mismatches,
+	// failed sync rounds).
+	Instruments *metrics.Engine
+	// Machine keeps the partitions' states.
+	Machine *partition.Machine
+	// Budget and Throttle are the daemon-wide fetch budget and throttle.
+	Budget   *fetcher.Budget
+	Throttle fetcher.ThrottleFunc
+	// Log is the engine's logger; the mirror logs with its name.
+	Log hclog.Logger
+	// Dest and DestAdmin are the daemon's destination cluster, which the
+	// mirror writes unless it is a failback mirror (Reverse).
+	Dest      *kgo.Client
+	DestAdmin *kadm.Client
+	// Rules returns the mirror's operator rules.
+	Rules func() *control.Holder
+	// Claims are the engine's topic claims: which mirror writes each
+	// destination topic.
+	Claims Claims
+	// NoReverse refuses to start runners whose topics the mirror in the
+	// other direction still mirrors (control.Mirror.NoReverse).
+	NoReverse func(m *Mirror, rs []*runner.Runner) error
+}
+
+// Claims are the topic claims of every mirror of the engine: a topic two
+// mirrors' include patterns match would get two writers; the first mirror
+// to claim it keeps it.
+type Claims interface {
+	// Claim makes mirror the owner of each of topics (on the destination
+	// cluster dstID) that no other mirror owns, releases its claim on
+	// every topic not listed, and returns, for each listed topic another
+	// mirror owns, that mirror's name.
+	Claim(dstID, mirror string, topics []string) map[string]string
+	// Owner returns the mirror that writes a topic of the destination
+	// cluster dstID ("": none).
+	Owner(dstID, topic string) string
+}
+
+// New returns mirror mc of the daemon configuration dcfg, writing the
+// daemon's destination; nothing runs until Start.
+func New(d Deps, dcfg *config.Config, mc config.Mirror) *Mirror {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &mirrorRun{e: e, name: mc.Name, cfg: mc, dcfg: dcfg, log: e.log.With("mirror", mc.Name), ctx: ctx, cancel: cancel,
-		dst: e.dst, dstAdm: e.dstAdm,
+	return &Mirror{d: d, name: mc.Name, cfg: mc, dcfg: dcfg, log: d.Log.With("mirror", mc.Name), ctx: ctx, cancel: cancel,
+		dst: d.Dest, dstAdm: d.DestAdmin,
 		runners: map[topicPartition]*runner.Runner{}, errs: map[string]string{}, warned: map[string]bool{}}
 }
 
-// start launches the mirror's supervisor goroutine, owned by m.wg.
-func (m *mirrorRun) start() {
+// MarkRuntime marks a mirror created at run time: it is not in the
+// configuration, and a reload keeps it. Call it before Start.
+func (m *Mirror) MarkRuntime() { m.runtime = true }
+
+// Reverse makes m the failback mirror of mirror of: it writes of's source
+// cluster, through a client of its own, and is a run-time mirror. Call it
+// before Start.
+func (m *Mirror) Reverse(of config.Mirror) {
+	dst := of.Source
+	m.dst, m.dstAdm, m.dstCfg, m.dstID, m.runtime, m.reverseOf = nil, nil, &dst, "mirror-source:"+of.Name, true, of.Name
+}
+
+// Name is the mirror's name.
+func (m *Mirror) Name() string { return m.name }
+
+// Runtime reports whether the mirror was created at run time.
+func (m *Mirror) Runtime() bool { return m.runtime }
+
+// ReverseOf names the mirror a failback mirror reverses ("": none).
+func (m *Mirror) ReverseOf() string { return m.reverseOf }
+
+// Logger is the mirror's logger.
+func (m *Mirror) Logger() hclog.Logger { return m.log }
+
+// Settings are the daemon configuration the mirror started with and its
+// own.
+func (m *Mirror) Settings() (*config.Config, config.Mirror) { return m.dcfg, m.cfg }
+
+// Dest is the client of the cluster the mirror writes; nil for a failback
+// mirror before it connected.
+func (m *Mirror) Dest() *kgo.Client { return m.dst }
+
+// Connected reports whether the mirror has connected to its clusters.
+func (m *Mirror) Connected() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.dp != nil
+}
+
+// Syncers are the mirror's group offset and ACL syncers; nil before it
+// connected.
+func (m *Mirror) Syncers() (*groupsync.Syncer, *aclsync.Syncer) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.groups, m.acls
+}
+
+// Start launches the mirror's supervisor goroutine, owned by m.wg.
+func (m *Mirror) Start() {
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
@@ -87,8 +195,8 @@ func (m *mirrorRun) start() {
 	}()
 }
 
-// stop cancels everything the mirror runs and waits for it, or for ctx.
-func (m *mirrorRun) stop(ctx context.Context) {
+// Stop cancels everything the mirror runs and waits for it, or for ctx.
+func (m *Mirror) Stop(ctx context.Context) {
 	m.cancel()
 	done := make(chan struct{})
 	go func() { m.wg.Wait(); close(done) }()
@@ -98,11 +206,11 @@ func (m *mirrorRun) stop(ctx context.Context) {
 		m.log.Warn("mirror did not stop before the shutdown deadline")
 		return
 	}
-	m.e.claimTopics(m.dstID, m.name, nil)
+	m.d.Claims.Claim(m.dstID, m.name, nil)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.dp != nil {
-		m.dp.close()
+		m.dp.Close()
 	}
 	if m.src != nil {
 		m.src.Close()
@@ -114,7 +222,7 @@ func (m *mirrorRun) stop(ctx context.Context) {
 
 // setErr records the outcome of a sync loop's round: err nil clears the
 // loop's error. The mirror's status shows every loop's error.
-func (m *mirrorRun) setErr(loop string, err error) {
+func (m *Mirror) setErr(loop string, err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err == nil {
@@ -132,7 +240,7 @@ func (m *mirrorRun) setErr(loop string, err error) {
 // mirror is stopped, and then releases the lease. Each loop runs in its own
 // goroutine, owned by supervise (itself owned by m.wg), so that one loop's
 // failure does not hold up the others.
-func (m *mirrorRun) supervise() {
+func (m *Mirror) supervise() {
 	cfg := m.dcfg
 	retry := backoff.Exponential(time.Second, 30*time.Second).Start()
 	for {
@@ -149,11 +257,11 @@ func (m *mirrorRun) supervise() {
 	// Only the daemon holding the mirror's metadata-sync lease runs sync
 	// rounds (core/syncloop.Lease). The first attempt is made before the loops start,
 	// so that a daemon that takes the lease at once syncs at once.
-	lease := syncloop.NewLease(m.e.opts.Store, m.name, cfg.MetadataRefreshInterval, m.log, m.triggerSync)
+	lease := syncloop.NewLease(m.d.Store, m.name, cfg.MetadataRefreshInterval, m.log, m.TriggerSync)
 	m.mu.Lock()
 	m.lease = lease
 	m.mu.Unlock()
-	if stop, err := syncloop.ObserveLease(m.e.opts.Metrics, m.name, lease); err != nil {
+	if stop, err := syncloop.ObserveLease(m.d.Metrics, m.name, lease); err != nil {
 		m.log.Warn("the metadata-sync lease metric is not exported", "error", err)
 	} else {
 		defer stop()
@@ -164,7 +272,7 @@ func (m *mirrorRun) supervise() {
 		syncloop.NewLoop("topic-configs", cfg.MetadataRefreshInterval, m.syncTopicConfigs, m.loopDone).Gated(lease.Held),
 		syncloop.NewLoop("groups", cfg.MetadataRefreshInterval, m.syncGroups, m.loopDone).Gated(lease.Held),
 		syncloop.NewLoop("acls", cfg.MetadataRefreshInterval, m.syncACLs, m.loopDone).Gated(lease.Held),
-		syncloop.NewLoop("read-only", cfg.MetadataRefreshInterval, m.syncReadOnly, m.loopDone).Gated(lease.Held),
+		syncloop.NewLoop("read-only", cfg.MetadataRefreshInterval, m.SyncReadOnly, m.loopDone).Gated(lease.Held),
 	}
 	m.mu.Lock()
 	m.loops = loops
@@ -191,13 +299,13 @@ func (m *mirrorRun) supervise() {
 }
 
 // loopDone records a sync round's outcome and counts its failure.
-func (m *mirrorRun) loopDone(loop string, err error) {
+func (m *Mirror) loopDone(loop string, err error) {
 	if err != nil {
 		switch loop {
 		case "topic-configs":
-			m.e.inst.configSyncError(m.name)
+			m.d.Instruments.ConfigSyncError(m.name)
 		case "topics":
-			m.e.inst.metadataRefreshError(m.name)
+			m.d.Instruments.MetadataRefreshError(m.name)
 		}
 		// The groups and acls loops count their errors themselves
 		// (ConsumerGroupOffsetSyncError, AclSyncError).
@@ -205,8 +313,8 @@ func (m *mirrorRun) loopDone(loop string, err error) {
 	m.setErr(loop, err)
 }
 
-// triggerSync asks every sync loop for a round now (reload).
-func (m *mirrorRun) triggerSync() {
+// TriggerSync asks every sync loop for a round now (reload).
+func (m *Mirror) TriggerSync() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, l := range m.loops {
@@ -216,13 +324,13 @@ func (m *mirrorRun) triggerSync() {
 
 // connect builds the source client (and a failback mirror's destination
 // client) and the data path.
-func (m *mirrorRun) connect(cfg *config.Config) error {
+func (m *Mirror) connect(cfg *config.Config) error {
 	if m.dstCfg != nil && m.dst == nil {
-		opts, err := clientOpts(cfg, m.dstCfg, "destination")
+		opts, err := ClientOpts(cfg, m.dstCfg, "destination")
 		if err != nil {
 			return fmt.Errorf("mirror %s: %w", m.name, err)
 		}
-		dst, err := kgo.NewClient(append(opts, kgo.ClientID(clientID(m.dstCfg.ClientID, "destination-"+m.name)))...)
+		dst, err := kgo.NewClient(append(opts, kgo.ClientID(ClientID(m.dstCfg.ClientID, "destination-"+m.name)))...)
 		if err != nil {
 			return fmt.Errorf("mirror %s: destination cluster: %w", m.name, err)
 		}
@@ -230,11 +338,11 @@ func (m *mirrorRun) connect(cfg *config.Config) error {
 		m.dst, m.dstAdm = dst, kadm.NewClient(dst)
 		m.mu.Unlock()
 	}
-	opts, err := clientOpts(cfg, &m.cfg.Source, "source")
+	opts, err := ClientOpts(cfg, &m.cfg.Source, "source")
 	if err != nil {
 		return fmt.Errorf("mirror %s: %w", m.name, err)
 	}
-	src, err := kgo.NewClient(append(opts, kgo.ClientID(clientID(m.cfg.Source.ClientID, "source-"+m.name)))...)
+	src, err := kgo.NewClient(append(opts, kgo.ClientID(ClientID(m.cfg.Source.ClientID, "source-"+m.name)))...)
 	if err != nil {
 		return fmt.Errorf("mirror %s: source cluster: %w", m.name, err)
 	}
@@ -243,7 +351,8 @@ func (m *mirrorRun) connect(cfg *config.Config) error {
 		src.Close()
 		return fmt.Errorf("mirror %s: %w", m.name, err)
 	}
-	dp, err := newDataPath(m, cfg, src, ts)
+	dp, err := datapath.New(datapath.Deps{Mirror: m.name, Source: src, Dest: m.dst, Config: cfg, Log: m.log,
+		Metrics: m.d.Metrics, Throttle: m.d.Throttle, Budget: m.d.Budget, Topics: ts})
 	if err != nil {
 		src.Close()
 		return fmt.Errorf("mirror %s: %w", m.name, err)
@@ -253,13 +362,13 @@ func (m *mirrorRun) connect(cfg *config.Config) error {
 	m.mu.Unlock()
 	gs, err := m.newGroupSync()
 	if err != nil {
-		dp.close()
+		dp.Close()
 		src.Close()
 		return fmt.Errorf("mirror %s: %w", m.name, err)
 	}
 	as, err := m.newACLSync()
 	if err != nil {
-		dp.close()
+		dp.Close()
 		src.Close()
 		return fmt.Errorf("mirror %s: %w", m.name, err)
 	}
@@ -269,13 +378,13 @@ func (m *mirrorRun) connect(cfg *config.Config) error {
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
-		dp.run(m.ctx)
+		dp.Run(m.ctx)
 	}()
 	return nil
 }
 
 // warnOnce logs msg the first time key is seen.
-func (m *mirrorRun) warnOnce(key, msg string, args ...any) {
+func (m *Mirror) warnOnce(key, msg string, args ...any) {
 	m.mu.Lock()
 	seen := m.warned[key]
 	m.warned[key] = true
@@ -290,7 +399,7 @@ func (m *mirrorRun) warnOnce(key, msg string, args ...any) {
 // Two paths may build a runner for the same partition at once (the topics
 // round and an operator's start): the first one launched wins, and the
 // other is dropped before it runs, so one goroutine owns the partition.
-func (m *mirrorRun) launch(tp topicPartition, r *runner.Runner) {
+func (m *Mirror) launch(tp topicPartition, r *runner.Runner) {
 	m.mu.Lock()
 	if _, running := m.runners[tp]; running {
 		m.mu.Unlock()
@@ -305,7 +414,9 @@ func (m *mirrorRun) launch(tp topicPartition, r *runner.Runner) {
 	}()
 }
 
-func (m *mirrorRun) status() MirrorStatus {
+// Status is the mirror's status: its sync loops' errors, groups, lease and
+// partitions, sorted by topic and partition.
+func (m *Mirror) Status() admin.MirrorStatus {
 	m.mu.Lock()
 	rs := make([]*runner.Runner, 0, len(m.runners))
 	for _, r := range m.runners {
@@ -316,7 +427,7 @@ func (m *mirrorRun) status() MirrorStatus {
 		errs = append(errs, e)
 	}
 	sort.Strings(errs)
-	ms := MirrorStatus{Name: m.name, Error: strings.Join(errs, "; "), TopicConfigErrors: append([]TopicConfigError(nil), m.cfgErrs...)}
+	ms := admin.MirrorStatus{Name: m.name, Error: strings.Join(errs, "; "), TopicConfigErrors: append([]admin.TopicConfigError(nil), m.cfgErrs...)}
 	if m.groups != nil {
 		ms.Groups = m.groups.Status()
 	}

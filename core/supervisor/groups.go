@@ -1,4 +1,4 @@
-package mirror
+package supervisor
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 
 // mirroredView answers groupsync's questions from the mirror's runners: which
 // partitions are mirrored, up to where, and how a source offset translates.
-type mirroredView struct{ m *mirrorRun }
+type mirroredView struct{ m *Mirror }
 
 func (v mirroredView) runner(topic string, p int32) *runner.Runner {
 	v.m.mu.Lock()
@@ -56,7 +56,7 @@ func (v mirroredView) Translate(topic string, p int32, offset int64) (int64, err
 	om := r.OffsetMap()
 	if om == nil {
 		var err error
-		if om, err = offsetmap.Load(context.Background(), v.m.e.opts.Store, v.m.name, topic, p); err != nil {
+		if om, err = offsetmap.Load(context.Background(), v.m.d.Store, v.m.name, topic, p); err != nil {
 			return 0, fmt.Errorf("%s[%d]: reading the offset map: %w", topic, p, err)
 		}
 	}
@@ -67,7 +67,7 @@ func (v mirroredView) Translate(topic string, p int32, offset int64) (int64, err
 }
 
 // newGroupSync builds the mirror's consumer/share group offset syncer.
-func (m *mirrorRun) newGroupSync() (*groupsync.Syncer, error) {
+func (m *Mirror) newGroupSync() (*groupsync.Syncer, error) {
 	return groupsync.New(groupsync.Options{
 		Mirror:      m.name,
 		Source:      m.srcAdm,
@@ -75,14 +75,14 @@ func (m *mirrorRun) newGroupSync() (*groupsync.Syncer, error) {
 		Filter:      scopeFilter(&m.cfg),
 		Mirrored:    mirroredView{m},
 		Logger:      m.log.Named("groups"),
-		Meter:       m.e.opts.Metrics.Meter("github.com/kmirror/kmirror/core/groupsync"),
-		Store:       m.e.opts.Store,
+		Meter:       m.d.Metrics.Meter("github.com/kmirror/kmirror/core/groupsync"),
+		Store:       m.d.Store,
 	})
 }
 
 // newACLSync builds the mirror's ACL syncer for mirror.acl.include. Without
 // a rule there is no filter: the ACL sync then reads no cluster.
-func (m *mirrorRun) newACLSync() (*aclsync.Syncer, error) {
+func (m *Mirror) newACLSync() (*aclsync.Syncer, error) {
 	var f filter.Filter
 	if len(m.cfg.ACLInclude) > 0 {
 		f = scopeFilter(&m.cfg)
@@ -94,12 +94,12 @@ func (m *mirrorRun) newACLSync() (*aclsync.Syncer, error) {
 		Filter:      f,
 		Managed:     topicsync.ReadOnlyManaged(m.isReadOnlyTopic),
 		Logger:      m.log.Named("acls"),
-		Meter:       m.e.opts.Metrics.Meter("github.com/kmirror/kmirror/core/aclsync"),
+		Meter:       m.d.Metrics.Meter("github.com/kmirror/kmirror/core/aclsync"),
 	})
 }
 
 // syncGroups is the groups loop's round.
-func (m *mirrorRun) syncGroups(ctx context.Context) error {
+func (m *Mirror) syncGroups(ctx context.Context) error {
 	m.mu.Lock()
 	gs := m.groups
 	m.mu.Unlock()
@@ -118,7 +118,7 @@ func (m *mirrorRun) syncGroups(ctx context.Context) error {
 
 // syncACLs is the ACLs loop's round. Clusters without an authorizer have no
 // ACLs to mirror: that is said once, not reported every round.
-func (m *mirrorRun) syncACLs(ctx context.Context) error {
+func (m *Mirror) syncACLs(ctx context.Context) error {
 	m.mu.Lock()
 	as := m.acls
 	m.mu.Unlock()

@@ -1,4 +1,4 @@
-package mirror
+package supervisor
 
 import (
 	"errors"
@@ -11,10 +11,10 @@ import (
 	"github.com/kmirror/kmirror/core/kclient"
 )
 
-// clientOpts builds franz-go options for one cluster from its client keys and
+// ClientOpts builds franz-go options for one cluster from its client keys and
 // the daemon-wide connection keys. role names the client in errors and in the
 // client id ("source" or "destination").
-func clientOpts(cfg *config.Config, cl *config.Cluster, role string) ([]kgo.Opt, error) {
+func ClientOpts(cfg *config.Config, cl *config.Cluster, role string) ([]kgo.Opt, error) {
 	// Source connections carry fetches: replica.socket.receive.buffer.bytes
 	// sizes their receive buffer and replica.socket.timeout.ms bounds their
 	// reads; destination connections use receive.buffer.bytes and
@@ -42,4 +42,12 @@ func clientOpts(cfg *config.Config, cl *config.Cluster, role string) ([]kgo.Opt,
 		kgo.MetadataMinAge(time.Second),
 	)
 	return opts, nil
+}
+
+// ClientID is the configured client.id, or "kmirror-<role>".
+func ClientID(configured, role string) string {
+	if configured != "" {
+		return configured
+	}
+	return "kmirror-" + role
 }

@@ -1,4 +1,4 @@
-package mirror
+package supervisor
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kmirror/kmirror/core/admin"
 	"github.com/kmirror/kmirror/core/config"
 	"github.com/kmirror/kmirror/core/partition"
 	"github.com/kmirror/kmirror/core/runner"
@@ -18,11 +19,6 @@ import (
 	"github.com/kmirror/kmirror/core/topicsync"
 	"github.com/kmirror/kmirror/sdk/filter"
 )
-
-// ErrCannotWrite means kmirror's destination principal may not write to a
-// read-only mirror topic: it is not a super user of the destination
-// (topicsync.ErrCannotWrite).
-var ErrCannotWrite = topicsync.ErrCannotWrite
 
 // scopeFilter returns the filter that decides a mirror's scope (topics,
 // groups, ACL bindings): the built-in include/exclude rules of its
@@ -58,7 +54,7 @@ func parseTopicID(s string) ([16]byte, bool) {
 
 // newTopicSync builds the mirror's topic syncer (topics, topic configs,
 // the destination's max.message.bytes, read-only ACLs).
-func (m *mirrorRun) newTopicSync(src *kgo.Client) (*topicsync.Syncer, error) {
+func (m *Mirror) newTopicSync(src *kgo.Client) (*topicsync.Syncer, error) {
 	dc := &m.dcfg.Destination
 	if m.dstCfg != nil {
 		dc = m.dstCfg
@@ -77,12 +73,12 @@ func (m *mirrorRun) newTopicSync(src *kgo.Client) (*topicsync.Syncer, error) {
 		Engine:            topicsEngine{m},
 		DestinationUser:   user,
 		LimitTTL:          m.dcfg.MetadataRefreshInterval,
-		Logger:            m.e.log,
+		Logger:            m.d.Log,
 	})
 }
 
 // topicSync returns the mirror's topic syncer; nil before it connected.
-func (m *mirrorRun) topicSync() *topicsync.Syncer {
+func (m *Mirror) topicSync() *topicsync.Syncer {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.topics
@@ -91,7 +87,7 @@ func (m *mirrorRun) topicSync() *topicsync.Syncer {
 // syncTopics is the topics loop's round (topicsync.Syncer.Sync): it creates
 // and expands destination topics and starts, stops and fails the mirror's
 // partitions through topicsEngine.
-func (m *mirrorRun) syncTopics(ctx context.Context) error {
+func (m *Mirror) syncTopics(ctx context.Context) error {
 	ts := m.topicSync()
 	if ts == nil {
 		return nil
@@ -105,21 +101,21 @@ func (m *mirrorRun) syncTopics(ctx context.Context) error {
 // counted in kmirror_topic_config_metadata_sync_error_total and, with an
 // excluded destination max.message.bytes below the source's, listed in the
 // mirror's status until a round no longer finds it.
-func (m *mirrorRun) syncTopicConfigs(ctx context.Context) error {
+func (m *Mirror) syncTopicConfigs(ctx context.Context) error {
 	ts := m.topicSync()
 	if ts == nil {
 		return nil
 	}
 	rep, err := ts.SyncConfigs(ctx)
 	for range rep.Rejected {
-		m.e.inst.configSyncError(m.name)
+		m.d.Instruments.ConfigSyncError(m.name)
 	}
 	if err != nil || ctx.Err() != nil {
 		return err // stopping: the status keeps the last complete round's
 	}
-	errs := make([]TopicConfigError, len(rep.Errors))
+	errs := make([]admin.TopicConfigError, len(rep.Errors))
 	for i, e := range rep.Errors {
-		errs[i] = TopicConfigError{Topic: e.Topic, Key: e.Key, Error: e.Error}
+		errs[i] = admin.TopicConfigError{Topic: e.Topic, Key: e.Key, Error: e.Error}
 	}
 	m.mu.Lock()
 	m.cfgErrs = errs
@@ -127,9 +123,9 @@ func (m *mirrorRun) syncTopicConfigs(ctx context.Context) error {
 	return nil
 }
 
-// syncReadOnly is the read-only loop's round: the DENY WRITE ACL on every
+// SyncReadOnly is the read-only loop's round: the DENY WRITE ACL on every
 // topic some of whose partitions are not STOPPED, none on the others.
-func (m *mirrorRun) syncReadOnly(ctx context.Context) error {
+func (m *Mirror) SyncReadOnly(ctx context.Context) error {
 	ts := m.topicSync()
 	if ts == nil {
 		return nil
@@ -141,7 +137,7 @@ func (m *mirrorRun) syncReadOnly(ctx context.Context) error {
 // readOnlyTopics returns the topics whose partitions the mirror runs, split
 // into those that must be read-only (some partition not STOPPED) and those
 // that must be writable (every partition STOPPED).
-func (m *mirrorRun) readOnlyTopics() (protect, release []string) {
+func (m *Mirror) readOnlyTopics() (protect, release []string) {
 	m.mu.Lock()
 	running := map[string]bool{}
 	for tp, r := range m.runners {
@@ -168,7 +164,7 @@ func (m *mirrorRun) readOnlyTopics() (protect, release []string) {
 
 // isReadOnlyTopic reports whether topic is one the mirror keeps read-only
 // (for ACL sync's Managed filter).
-func (m *mirrorRun) isReadOnlyTopic(topic string) bool {
+func (m *Mirror) isReadOnlyTopic(topic string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for tp := range m.runners {
@@ -182,7 +178,7 @@ func (m *mirrorRun) isReadOnlyTopic(topic string) bool {
 // topicsEngine is the mirror as its topic syncer sees it
 // (topicsync.Engine): its runners, its partition records, the engine's
 // topic claims and the operator's rules.
-type topicsEngine struct{ m *mirrorRun }
+type topicsEngine struct{ m *Mirror }
 
 func (v topicsEngine) Running() []topicsync.Running {
 	v.m.mu.Lock()
@@ -196,7 +192,7 @@ func (v topicsEngine) Running() []topicsync.Running {
 
 func (v topicsEngine) Known(ctx context.Context) ([]string, error) {
 	m := v.m
-	parts, err := m.e.machine.LoadMirror(ctx, m.name)
+	parts, err := m.d.Machine.LoadMirror(ctx, m.name)
 	if err != nil && len(parts) == 0 {
 		return nil, fmt.Errorf("mirror %s: loading partition states: %w", m.name, err)
 	}
@@ -225,11 +221,11 @@ func (v topicsEngine) WithoutStopped(ctx context.Context, topics []topicsync.Top
 }
 
 func (v topicsEngine) Claim(topics []string) map[string]string {
-	return v.m.e.claimTopics(v.m.dstID, v.m.name, topics)
+	return v.m.d.Claims.Claim(v.m.dstID, v.m.name, topics)
 }
 
 func (v topicsEngine) Owns(topic string) bool {
-	return v.m.e.topicOwner(v.m.dstID, topic) == v.m.name
+	return v.m.d.Claims.Owner(v.m.dstID, topic) == v.m.name
 }
 
 // Start starts a runner for each of the first n partitions of t that has
@@ -274,7 +270,7 @@ const (
 // a time), protects the topic, then launches their runners. On an error it
 // still launches the runners whose records loaded, as a sequential start
 // would have, and returns the first error.
-func (m *mirrorRun) startChunk(ctx context.Context, t topicsync.Topic, parts []int32) error {
+func (m *Mirror) startChunk(ctx context.Context, t topicsync.Topic, parts []int32) error {
 	runners := make([]*runner.Runner, len(parts))
 	var (
 		next     atomic.Int64
@@ -341,7 +337,7 @@ func (v topicsEngine) Stop(ctx context.Context, reasons map[string]string) error
 		}
 	}
 	m.mu.Unlock()
-	parts, err := m.e.machine.LoadMirror(ctx, m.name)
+	parts, err := m.d.Machine.LoadMirror(ctx, m.name)
 	if err != nil && len(parts) == 0 {
 		return fmt.Errorf("mirror %s: loading partition states: %w", m.name, err)
 	}

@@ -1,0 +1,178 @@
+package control
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/kmirror/kmirror/core/partition"
+	"github.com/kmirror/kmirror/core/runner"
+)
+
+// The operators' actions on a running mirror: pause and resume, stop and
+// start topics. Each records its rule before it takes effect (so that a
+// daemon killed in the middle completes it when it starts again), wakes
+// the mirror's runners of the matching topics and waits until they are
+// where the action takes them. core/mirror's Engine finds the mirror and
+// gives it here as a Mirror.
+
+// Result is the outcome of an operator action: what it did, and the
+// affected partitions' status afterwards.
+type Result struct {
+	Mirror     string          `json:"mirror"`
+	Message    string          `json:"message"`
+	Partitions []runner.Status `json:"partitions"`
+}
+
+// Mirror is the running mirror an action acts on.
+type Mirror struct {
+	Name  string
+	Log   hclog.Logger
+	Rules *Holder
+	// Runners returns the mirror's runners whose topic match selects,
+	// sorted by topic and partition.
+	Runners func(match func(string) bool) []*runner.Runner
+	// LaunchRecorded starts runners for the recorded partitions of
+	// matching topics that have none yet (after a restart, before the
+	// topics loop ran), so that an action reaches them.
+	LaunchRecorded func(ctx context.Context, match func(string) bool) error
+	// TriggerSync asks the mirror's sync loops for a round now.
+	TriggerSync func()
+	// InScope reports whether a topic is within the mirror's configured
+	// scope; only those can start.
+	InScope func(topic string) bool
+	// NoReverse refuses to start runners whose topics the mirror in the
+	// other direction still mirrors (a failback mirror and the mirror it
+	// reverses would copy into each other).
+	NoReverse func(rs []*runner.Runner) error
+}
+
+// Wait polls the runners selected by match until done holds for every one
+// of them, or ctx ends; it returns their status.
+func Wait(ctx context.Context, m Mirror, what string, match func(string) bool, done func(*runner.Runner, runner.Status) bool) ([]runner.Status, error) {
+	for {
+		var (
+			out     []runner.Status
+			pending []string
+		)
+		for _, r := range m.Runners(match) {
+			st := r.Status()
+			out = append(out, st)
+			if !done(r, st) {
+				pending = append(pending, fmt.Sprintf("%s/%d is %s", st.Topic, st.Partition, st.State))
+			}
+		}
+		if len(pending) == 0 {
+			return out, nil
+		}
+		select {
+		case <-ctx.Done():
+			return out, fmt.Errorf("mirror %s: %s: still waiting for %s: %w", m.Name, what, strings.Join(pending, ", "), context.Cause(ctx))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// SetPaused records a pause (or resume) rule for the topics matching the
+// patterns (all topics when none), wakes the matching runners and waits
+// until none of them is in the state it leaves.
+func SetPaused(ctx context.Context, m Mirror, topics []string, pause bool) (Result, error) {
+	pats, res, err := Patterns(topics)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := m.Rules.Pause(ctx, pats, pause); err != nil {
+		return Result{}, err
+	}
+	match := func(t string) bool { return MatchAny(res, t) }
+	for _, r := range m.Runners(match) {
+		r.Poke()
+	}
+	verb, doing, leaving := "resumed", "resuming", partition.Paused.String()
+	if pause {
+		verb, doing, leaving = "paused", "pausing", partition.Mirroring.String()
+	}
+	m.Log.Info("operator "+verb+" topics", "topics", pats)
+	parts, err := Wait(ctx, m, doing, match, func(_ *runner.Runner, st runner.Status) bool { return st.State != leaving })
+	return Result{Mirror: m.Name, Message: fmt.Sprintf("%s topics matching %s", verb, strings.Join(pats, ", ")), Partitions: parts}, err
+}
+
+// Stop stops mirroring the topics matching the patterns (at least one is
+// required; ".*" for all) with StopTopics.
+func Stop(ctx context.Context, m Mirror, topics []string) (Result, error) {
+	if len(topics) == 0 {
+		return Result{}, fmt.Errorf("%w: name the topics to stop (regexes; \".*\" for all)", ErrInvalidRequest)
+	}
+	parts, err := StopTopics(ctx, m, topics)
+	return Result{Mirror: m.Name, Message: fmt.Sprintf("stopped topics matching %s", strings.Join(topics, ", ")), Partitions: parts}, err
+}
+
+// StopTopics records a stop rule for the topics matching the patterns
+// (all topics when none), asks their runners to stop, and returns once
+// every matching partition is STOPPED (or still PREPARING).
+func StopTopics(ctx context.Context, m Mirror, topics []string) ([]runner.Status, error) {
+	pats, res, err := Patterns(topics)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.Rules.Stop(ctx, pats); err != nil {
+		return nil, err
+	}
+	match := func(t string) bool { return MatchAny(res, t) }
+	m.Log.Info("operator stopped topics", "topics", pats)
+	if err := m.LaunchRecorded(ctx, match); err != nil {
+		return nil, err
+	}
+	for _, r := range m.Runners(match) {
+		r.RequestStop(runner.ReasonStopped)
+	}
+	m.TriggerSync()
+	return Wait(ctx, m, "stopping", match, func(r *runner.Runner, st runner.Status) bool {
+		// A partition still PREPARING has nothing mirrored and nothing to
+		// stop: it stays PREPARING until it is started again.
+		return st.State == partition.Stopped.String() || st.State == partition.Preparing.String()
+	})
+}
+
+// Start starts the stopped topics matching the patterns again (at least
+// one is required), except those matching exclude, records a start rule,
+// and returns once no matching partition is STOPPED.
+func Start(ctx context.Context, m Mirror, topics, exclude []string) (Result, error) {
+	if len(topics) == 0 {
+		return Result{}, fmt.Errorf("%w: name the topics to start (regexes; \".*\" for all)", ErrInvalidRequest)
+	}
+	_, res, err := Patterns(topics)
+	if err != nil {
+		return Result{}, err
+	}
+	exc, err := Compile(exclude)
+	if err != nil {
+		return Result{}, err
+	}
+	match := func(t string) bool { return MatchAny(res, t) && !MatchAny(exc, t) }
+	if err := m.LaunchRecorded(ctx, match); err != nil {
+		return Result{}, err
+	}
+	rs := m.Runners(match)
+	if err := m.NoReverse(rs); err != nil {
+		return Result{}, err
+	}
+	for _, r := range rs {
+		if !m.InScope(r.Topic()) {
+			return Result{}, fmt.Errorf("%w: topic %s is outside mirror %s's mirror.topics.include/exclude; change the configuration to mirror it", ErrConflict, r.Topic(), m.Name)
+		}
+	}
+	if err := m.Rules.Start(ctx, topics, exclude); err != nil {
+		return Result{}, err
+	}
+	for _, r := range rs {
+		r.RequestStart()
+	}
+	m.Log.Info("operator started topics", "topics", topics, "exclude", exclude)
+	m.TriggerSync()
+	parts, err := Wait(ctx, m, "starting", match, func(_ *runner.Runner, st runner.Status) bool { return st.State != partition.Stopped.String() })
+	return Result{Mirror: m.Name, Message: fmt.Sprintf("started topics matching %s", strings.Join(topics, ", ")), Partitions: parts}, err
+}
