@@ -39,10 +39,10 @@ type bench struct {
 	timeout            time.Duration
 	profile            time.Duration // -profile: CPU profile length, 0 none
 	warm               []contender   // run over the warm-up backlog, results discarded
-	// scenarioWarm, when set, copies each scenario's backlog once before
-	// the measured contenders, its result discarded (-no-warm-up unsets it).
-	scenarioWarm contender
-	seq                int
+	// scenarioWarm copy each scenario's backlog once each before the
+	// measured contenders, their results discarded (-no-warm-up: none).
+	scenarioWarm []contender
+	seq          int
 }
 
 // brokerJVM are the JVM flags both clusters run with, on top of the
@@ -66,7 +66,7 @@ func benchMain(args []string) error {
 	tuned := fs.String("kmirror-tuned", "", `mirror keys for an extra contender "kmirror-tuned", separated by ";" (e.g. "replica.fetch.max.bytes: 4194304")`)
 	tunedDaemon := fs.String("kmirror-tuned-daemon", "", `daemon-wide keys for the contender "kmirror-tuned", separated by ";" (e.g. "mirror.appends.in.flight.per.partition: 1")`)
 	profile := fs.Duration("profile", 0, "take a CPU profile of kmirror for this long from its first copied record, and a heap profile once caught up (pprof files in <out>/profiles; 0: none)")
-	noWarmUp := fs.Bool("no-warm-up", false, "skip the warm-ups: a small backlog copied by the raw forwarder and by kmirror before the first scenario, and each scenario's backlog copied once by the raw forwarder before its measured contenders (results discarded)")
+	noWarmUp := fs.Bool("no-warm-up", false, "skip the warm-ups: a small backlog copied by the raw forwarder and by kmirror before the first scenario, and each scenario's backlog copied once by each of them before its measured contenders, except with -quick (results discarded)")
 	keep := fs.Bool("keep", false, "keep each run's directory (configs, logs, state; in a temporary directory named at the end)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -186,8 +186,13 @@ func benchMain(args []string) error {
 	// the first scenario's first contender nor the others run on brokers
 	// whose produce and fetch paths the JVM has not compiled yet.
 	b.warm = []contender{rawContender{self: self, inflight: *rawInflight}, kmirrorContender{binary: kbin, name: contKmirror}}
-	if !*noWarmUp {
-		b.scenarioWarm = b.warm[0]
+	if !*noWarmUp && !*quick {
+		// Not in quick runs: their figures are too small to compare
+		// contenders anyway, and CI runs them in a few minutes.
+		b.scenarioWarm = b.warm
+		for _, c := range b.warm {
+			rep.WarmUps = append(rep.WarmUps, c.Name())
+		}
 	}
 	rep.Contenders = nil
 	for _, c := range b.contenders {
@@ -384,8 +389,8 @@ func (b *bench) runScenario(ctx context.Context, sc Scenario) ScenarioResult {
 		res.SourceBatches, res.SourceBytes = n, bytes
 	}
 	log.Printf("bench: %s: %d records loaded in %s", sc.Name, sc.Records, res.Load.Round(time.Millisecond))
-	if b.scenarioWarm != nil {
-		b.warmUpScenario(ctx, sc, topic, srcEnds)
+	for _, c := range b.scenarioWarm {
+		b.warmUpScenario(ctx, c, sc, topic, srcEnds)
 	}
 	for _, c := range b.contenders {
 		if ctx.Err() != nil {
@@ -412,19 +417,20 @@ func (b *bench) runScenario(ctx context.Context, sc Scenario) ScenarioResult {
 	return res
 }
 
-// warmUpScenario copies the scenario's backlog once with b.scenarioWarm,
-// on loopback and without the latency, failover or idle phases, and
-// discards the result. Whichever contender ran first on a new shape of work
-// (500 partitions after 4, say) ran on a broker whose JVM had not compiled
-// that path yet: on p500 the destination broker spent twice the CPU per
-// byte for the first of two identical kmirror runs (20.8 against 9.2 CPU-s),
-// which halved its throughput.
-func (b *bench) warmUpScenario(ctx context.Context, sc Scenario, topic string, srcEnds map[int32]int64) {
+// warmUpScenario copies the scenario's backlog once with c, on loopback and
+// without the latency, failover or idle phases, and discards the result.
+// Whichever contender ran first on a new shape of work (500 partitions
+// after 4, say) ran on brokers that had not warmed up to it: on p500 the
+// first of two identical kmirror runs cost the destination broker twice
+// the CPU per byte (20.8 against 9.2 CPU-s) and halved its throughput, and
+// after one warm-up copy the next three runs still sped up by about 10%
+// each (docs/benchmarks.md).
+func (b *bench) warmUpScenario(ctx context.Context, c contender, sc Scenario, topic string, srcEnds map[int32]int64) {
 	w := sc
 	w.LatencyRate, w.Failover, w.IdleFor, w.SourceRTT, w.DestinationRTT = 0, false, 0, 0, 0
-	r := b.runContender(ctx, b.scenarioWarm, w, topic, srcEnds)
+	r := b.runContender(ctx, c, w, topic, srcEnds)
 	log.Printf("bench: %s: warm-up copy by %s (discarded): total %s, steady %.1f MB/s, %s",
-		sc.Name, b.scenarioWarm.Name(), r.Total.Round(time.Millisecond), r.SteadyMBps(), r.Verdict())
+		sc.Name, c.Name(), r.Total.Round(time.Millisecond), r.SteadyMBps(), r.Verdict())
 	cctx := context.WithoutCancel(ctx)
 	if err := deleteTopics(cctx, b.dstAdm, nil); err != nil {
 		log.Printf("bench: %v", err)

@@ -147,12 +147,15 @@ type Machine struct {
 
 // Report is everything the Markdown report is made of.
 type Report struct {
-	Title       string
-	Started     time.Time
-	Elapsed     time.Duration
-	Command     string
-	Commit      string
-	Quick       bool
+	Title   string
+	Started time.Time
+	Elapsed time.Duration
+	Command string
+	Commit  string
+	Quick   bool
+	// WarmUps names the programs that copied each scenario's backlog
+	// once before its measured contenders (none: no such warm-up).
+	WarmUps     []string
 	Machine     Machine
 	Conditions  string // free text about the run's conditions (noise, sharing)
 	Kafka       string // broker version and settings
@@ -241,7 +244,11 @@ func (r Report) WriteMarkdown(w io.Writer) error {
 		p("| kmirror commit | %s |\n", r.Commit)
 	}
 	p("\n**Brokers:** %s\n\n", r.Kafka)
-	p("**Contenders** (each in turn, same clusters, same backlog; the destination topic is deleted between runs, and each contender starts once both brokers have used less than 15%% of a core for 2 s, waiting at most 5 minutes):\n\n")
+	warm := ""
+	if len(r.WarmUps) > 0 {
+		warm = fmt.Sprintf("; before them, %s each copied the scenario's backlog once, the figures discarded, so that the first measured contender does not run on brokers that have not yet warmed up to the scenario's shape of work", strings.Join(r.WarmUps, " and "))
+	}
+	p("**Contenders** (each in turn, same clusters, same backlog; the destination topic is deleted between runs, and each contender starts once both brokers have used less than 15%% of a core for 2 s, waiting at most 5 minutes%s):\n\n", warm)
 	for _, c := range r.Contenders {
 		p("- **%s**: %s\n", c, r.Settings[c])
 	}
