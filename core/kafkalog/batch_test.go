@@ -3,6 +3,7 @@ package kafkalog
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -57,3 +58,41 @@ func TestBoundsBatcherAnswersEachPartitionAsBoundsDoes(t *testing.T) {
 }
 
 func fillRecord() *kgo.Record { return &kgo.Record{Value: []byte("one more")} }
+
+// Readers of many partitions stopping at once look their leaders up through
+// one LeaderBatcher: the lookups that arrive together cost one Metadata
+// request, and a partition the topic does not have gets its own error.
+func TestLeaderBatcherGathersLookupsAndReadersUseIt(t *testing.T) {
+	t.Parallel()
+	cl := fill(t)
+	ctx := context.Background()
+	b := NewLeaderBatcher(cl, 20*time.Millisecond)
+	errs := make([]error, 4)
+	var wg sync.WaitGroup
+	for i, p := range []int32{0, 0, 0, 7} {
+		wg.Go(func() {
+			if p == 7 {
+				_, _, errs[i] = b.Leader(ctx, "t", p)
+				return
+			}
+			_, _, errs[i] = NewReader(cl, "t", p, 300, 420).WithLeaders(b).Next(ctx)
+		})
+	}
+	wg.Wait()
+	for i := range 3 {
+		if errs[i] != nil {
+			t.Fatalf("reader %d through the batcher: %v", i, errs[i])
+		}
+	}
+	if errs[3] == nil || !strings.Contains(errs[3].Error(), "t[7] not found in metadata") {
+		t.Fatalf("Leader(t, 7) through the batcher: %v, want \"t[7] not found in metadata\"", errs[3])
+	}
+	if n := b.Batches(); n != 1 {
+		t.Fatalf("%d Metadata requests for four lookups arriving together, want 1", n)
+	}
+	leader, id, err := Leader(ctx, cl, "t", 0)
+	bl, bid, berr := b.Leader(ctx, "t", 0)
+	if err != nil || berr != nil || leader != bl || id != bid {
+		t.Fatalf("Leader = %d, %x, %v; through the batcher %d, %x, %v", leader, id, err, bl, bid, berr)
+	}
+}

@@ -8,10 +8,14 @@
 package kafkalog
 
 import (
+	"time"
+
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/kmirror/kmirror/core/internal/coalesce"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -67,12 +71,21 @@ type Reader struct {
 	leader    int32 // -1: look it up
 	topicID   [16]byte
 	pending   []batch.Batch
+	leaders   *LeaderBatcher // nil: one Metadata request per lookup
 }
 
 // NewReader returns a Reader of topic/partition over [from, to). to must not
 // be beyond the high watermark.
 func NewReader(cl *kgo.Client, topic string, partition int32, from, to int64) *Reader {
 	return &Reader{cl: cl, topic: topic, partition: partition, offset: from, to: to, leader: -1}
+}
+
+// WithLeaders makes r look its partition's leader up through b, which
+// gathers the lookups of many partitions of a topic into one Metadata
+// request, and returns r.
+func (r *Reader) WithLeaders(b *LeaderBatcher) *Reader {
+	r.leaders = b
+	return r
 }
 
 // Next returns the next batch holding an offset in the range (the first one
@@ -99,7 +112,13 @@ func (r *Reader) Next(ctx context.Context) (b batch.Batch, ok bool, err error) {
 func (r *Reader) fetch(ctx context.Context) error {
 	topic, partition, offset := r.topic, r.partition, r.offset
 	if r.leader < 0 {
-		leader, topicID, err := Leader(ctx, r.cl, topic, partition)
+		lookup := Leader
+		if r.leaders != nil {
+			lookup = func(ctx context.Context, _ *kgo.Client, topic string, partition int32) (int32, [16]byte, error) {
+				return r.leaders.Leader(ctx, topic, partition)
+			}
+		}
+		leader, topicID, err := lookup(ctx, r.cl, topic, partition)
 		if err != nil {
 			return err
 		}
@@ -152,29 +171,86 @@ func (r *Reader) fetch(ctx context.Context) error {
 // Leader returns the leader of topic/partition and the topic id, from
 // Metadata.
 func Leader(ctx context.Context, cl *kgo.Client, topic string, partition int32) (int32, [16]byte, error) {
+	leaders, err := topicLeaders(ctx, cl, topic, []int32{partition})
+	if err != nil {
+		return 0, [16]byte{}, err
+	}
+	l := leaders[partition]
+	return l.Value.leader, l.Value.topicID, l.Err
+}
+
+type leaderOf struct {
+	leader  int32
+	topicID [16]byte
+}
+
+// topicLeaders reads the leaders of parts of topic from one Metadata
+// request for the topic. A partition without a leader, or missing from the
+// answer, gets an error.
+func topicLeaders(ctx context.Context, cl *kgo.Client, topic string, parts []int32) (map[int32]coalesce.Result[leaderOf], error) {
 	req := kmsg.NewPtrMetadataRequest()
 	t := kmsg.NewMetadataRequestTopic()
 	t.Topic = kmsg.StringPtr(topic)
 	req.Topics = append(req.Topics, t)
 	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
-		return 0, [16]byte{}, fmt.Errorf("metadata for %s: %w", topic, err)
+		return nil, fmt.Errorf("metadata for %s: %w", topic, err)
 	}
+	out := make(map[int32]coalesce.Result[leaderOf], len(parts))
 	for _, rt := range resp.Topics {
 		if err := kerr.ErrorForCode(rt.ErrorCode); err != nil {
-			return 0, [16]byte{}, fmt.Errorf("metadata for %s: %w", topic, err)
+			return nil, fmt.Errorf("metadata for %s: %w", topic, err)
 		}
 		for _, p := range rt.Partitions {
-			if p.Partition == partition {
-				if p.Leader < 0 {
-					return 0, [16]byte{}, fmt.Errorf("%s[%d] has no leader", topic, partition)
-				}
-				return p.Leader, rt.TopicID, nil
-			}
+			out[p.Partition] = coalesce.Result[leaderOf]{Value: leaderOf{p.Leader, rt.TopicID}}
 		}
 	}
-	return 0, [16]byte{}, fmt.Errorf("%s[%d] not found in metadata", topic, partition)
+	asked := make(map[int32]coalesce.Result[leaderOf], len(parts))
+	for _, p := range parts {
+		r, ok := out[p]
+		switch {
+		case !ok:
+			r.Err = fmt.Errorf("%s[%d] not found in metadata", topic, p)
+		case r.Value.leader < 0:
+			r.Err = fmt.Errorf("%s[%d] has no leader", topic, p)
+		}
+		asked[p] = r
+	}
+	return asked, nil
 }
+
+// LeaderBatcher answers Leader for many partitions of a cluster at once:
+// the lookups for partitions of one topic that arrive together are
+// gathered into one Metadata request for the topic, instead of one each.
+// A lookup per partition costs a Metadata response of the whole topic:
+// with 10,000 partitions stopping at once that is 10,000 responses of
+// 10,000 partitions each, which no broker answers in time. An answer
+// always comes from a request sent after it was asked for: nothing is
+// cached.
+type LeaderBatcher struct {
+	g *coalesce.Group[string, int32, leaderOf]
+}
+
+// NewLeaderBatcher returns a LeaderBatcher over cl that gathers each batch
+// for window (BoundsWindow suits it).
+func NewLeaderBatcher(cl *kgo.Client, window time.Duration) *LeaderBatcher {
+	return &LeaderBatcher{g: coalesce.New(window, func(ctx context.Context, topic string, parts []int32) (map[int32]coalesce.Result[leaderOf], error) {
+		return topicLeaders(ctx, cl, topic, parts)
+	})}
+}
+
+// Leader returns the leader of topic/partition and the topic id, as Leader
+// does, from a Metadata request sent after the call.
+func (b *LeaderBatcher) Leader(ctx context.Context, topic string, partition int32) (int32, [16]byte, error) {
+	v, err := b.g.Get(ctx, topic, partition)
+	if err != nil {
+		return 0, [16]byte{}, err
+	}
+	return v.leader, v.topicID, nil
+}
+
+// Batches returns how many Metadata requests the LeaderBatcher sent.
+func (b *LeaderBatcher) Batches() int64 { return b.g.Calls() }
 
 // errNoOffset is returned when ListOffsets answers without the partition.
 var errNoOffset = errors.New("no offset in ListOffsets response")
