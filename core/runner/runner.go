@@ -19,6 +19,8 @@ import (
 	"github.com/kmirror/kmirror/core/kafkalog"
 	"github.com/kmirror/kmirror/core/offsetmap"
 	"github.com/kmirror/kmirror/core/partition"
+	"github.com/kmirror/kmirror/core/runner/mapstore"
+	"github.com/kmirror/kmirror/core/runner/prove"
 	"github.com/kmirror/kmirror/core/writer"
 )
 
@@ -44,7 +46,7 @@ type Runner struct {
 	// retry paces retries of failed steps (backoff); nil until the first.
 	retry *backoff.Retry
 
-	maps mapStore // omap's durable copy (mapstore.go); group sync reads omap there
+	maps *mapstore.Store // omap's durable copy; group sync reads omap there
 
 	// ctl is poked (buffered, never blocks) when an operator action may
 	// concern the partition: it re-reads the mirror's control record.
@@ -95,6 +97,7 @@ func New(d Deps) *Runner {
 		log: d.Log.With("topic", d.Topic, "partition", p), stopReq: make(chan struct{}), recreateReq: make(chan struct{}), ctl: make(chan struct{}, 1), epoch: -1,
 		sendNext: -1}
 	r.landedFn = r.landed
+	r.maps = mapstore.New(d.Store, d.Mirror, d.Topic, p, d.DestAdmin, r.log)
 	return r
 }
 
@@ -371,7 +374,7 @@ func (r *Runner) prepare(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	srcStart, srcEnd, dstStart, dstEnd := lb.srcStart, lb.srcEnd, lb.dstStart, lb.dstEnd
+	srcStart, srcEnd, dstStart, dstEnd := lb.SrcStart, lb.SrcEnd, lb.DstStart, lb.DstEnd
 	r.setOffsets(srcStart, srcEnd, dstEnd)
 	r.prepared = true
 	if rec.Mode != partition.ModeUndecided {
@@ -407,7 +410,7 @@ func (r *Runner) prepare(ctx context.Context) error {
 		r.dstNext = 0
 		r.note("map mode: " + why)
 		r.log.Warn("partition runs in map mode: the source log start cannot be aligned with filler", "reason", why, "log_start", srcStart, "budget", budget)
-		return r.saveMap(ctx)
+		return r.maps.Save(ctx, r.omap)
 	}
 	align := partition.Alignment{FillTo: base, DeleteTo: srcStart}
 	if err := r.state.Update(ctx, func(d *partition.Data) error {
@@ -472,7 +475,7 @@ func (r *Runner) resume(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	srcStart, srcEnd, dstEnd := lb.srcStart, lb.srcEnd, lb.dstEnd
+	srcStart, srcEnd, dstEnd := lb.SrcStart, lb.SrcEnd, lb.DstEnd
 	r.setOffsets(srcStart, srcEnd, dstEnd)
 	if handled, err := r.proveDestination(ctx, rep, lb); handled || err != nil {
 		return err
@@ -502,7 +505,7 @@ func (r *Runner) resume(ctx context.Context) error {
 		r.setNext(dstEnd)
 		r.dstNext = dstEnd
 	case partition.ModeMap:
-		m, err := r.loadMap(ctx)
+		m, err := r.maps.Load(ctx)
 		if err != nil {
 			return err
 		}
@@ -772,10 +775,7 @@ func (r *Runner) sendDone(ctx context.Context, pw *writer.Partition, err error) 
 // record, and records the mapping.
 func (r *Runner) markerDuplicated(ctx context.Context, b batch.Batch, dup *writer.DuplicateMarkerError) error {
 	copies := dup.End - dup.Marker
-	action := r.d.Settings.MismatchAction
-	if action == "" {
-		action = config.MismatchMap
-	}
+	action := prove.Action(r.d.Settings.MismatchAction)
 	r.d.Events.Mismatch(r.topic, r.partition, action)
 	if action == config.MismatchFail {
 		r.log.Error("destination wrote a transaction marker more than once", "marker_offset", dup.Marker, "copies", copies, "action", action)
@@ -879,7 +879,7 @@ func (r *Runner) enterMap(ctx context.Context, next int64, reason string) error 
 		}
 	}
 	r.omap, r.mode = m, partition.ModeMap
-	if err := r.saveMap(ctx); err != nil {
+	if err := r.maps.Save(ctx, r.omap); err != nil {
 		return err
 	}
 	if err := r.state.Update(ctx, func(d *partition.Data) error { d.Mode = partition.ModeMap; return nil }); err != nil {
@@ -892,7 +892,7 @@ func (r *Runner) enterMap(ctx context.Context, next int64, reason string) error 
 
 // forwardMapped appends b in map mode: dense batches as they are, batches
 // with gaps re-encoded with consecutive offsets (records unchanged); the
-// mapping is saved before the append (appendMap: O(1) amortised).
+// mapping is saved before the append (mapstore.Store.Append: O(1) amortised).
 func (r *Runner) forwardMapped(ctx context.Context, b batch.Batch) error {
 	out := b
 	if b.IsControl() {
@@ -933,7 +933,7 @@ func (r *Runner) forwardMapped(ctx context.Context, b batch.Batch) error {
 			}
 		}
 	}
-	if err := r.appendMap(ctx); err != nil {
+	if err := r.maps.Append(ctx, r.omap); err != nil {
 		return err
 	}
 	if err := r.append(ctx, out, r.dstNext); err != nil {
@@ -996,8 +996,8 @@ func (r *Runner) stopPartition(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var lb logBounds
-	if lb.dstStart, lb.dstEnd, err = r.offsets(ctx, false); err != nil {
+	var lb prove.Bounds
+	if lb.DstStart, lb.DstEnd, err = r.offsets(ctx, false); err != nil {
 		return r.errorf("reading the destination end offset: %w", err)
 	}
 	// The source may be gone (its topic deleted, or the cluster lost at an
@@ -1005,43 +1005,27 @@ func (r *Runner) stopPartition(ctx context.Context) error {
 	sctx, cancel := context.WithTimeout(ctx, stopSourceTimeout)
 	defer cancel()
 	srcStart, srcEnd, srcErr := r.offsets(sctx, true)
-	lb.srcStart, lb.srcEnd = srcStart, srcEnd
+	lb.SrcStart, lb.SrcEnd = srcStart, srcEnd
 	rec := r.state.Record()
 	// Where did mirroring stop? Below any difference from the source (a
 	// transaction the destination aborted on its own was not mirrored); the
 	// start that follows decides what to do about the difference.
 	var m *offsetmap.Map
 	if rec.Mode == partition.ModeMap {
-		if m, err = r.loadMap(ctx); err != nil {
+		if m, err = r.maps.Load(ctx); err != nil {
 			return err
 		}
-		m.TruncateDest(lb.dstEnd)
+		m.TruncateDest(lb.DstEnd)
 	}
-	stable := stablePoint(rep, lb.dstEnd)
-	var diff *difference
+	stable := prove.StablePoint(rep, lb.DstEnd)
+	var diff *prove.Difference
 	if rec.Mode != partition.ModeUndecided && srcErr == nil {
 		if diff, err = r.checkTail(sctx, rec, lb); err != nil {
 			r.log.Warn("cannot compare the destination with the source while stopping", "error", err)
 			diff = nil
 		}
 	}
-	next := r.Next()
-	switch {
-	case diff != nil:
-		stable = min(stable, diff.At)
-		at := diff.At
-		if m != nil {
-			m.TruncateDest(diff.At)
-			at = m.SourceNext()
-		}
-		if next < 0 || at < next {
-			next = at
-		}
-	case next < 0 && m != nil:
-		next = m.SourceNext()
-	case next < 0:
-		next = lb.dstEnd
-	}
+	next, stable := prove.StopPoint(r.Next(), m, lb.DstEnd, stable, diff)
 	if diff == nil {
 		if err := r.dropLost(ctx, rep.Lost); err != nil {
 			return err
@@ -1172,7 +1156,7 @@ func (r *Runner) Record() partition.Record { return r.state.Record() }
 // OffsetMap returns the offset map the runner loaded or wrote last (map
 // mode), nil when it has none in this process. A Map is safe for
 // concurrent reads.
-func (r *Runner) OffsetMap() *offsetmap.Map { return r.maps.current() }
+func (r *Runner) OffsetMap() *offsetmap.Map { return r.maps.Current() }
 
 // DestinationEnd returns the destination's end offset as last appended or
 // read; -1 when unknown.
