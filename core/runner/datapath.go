@@ -3,12 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
-	"fmt"
-	"slices"
-	"strings"
-	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kmirror/kmirror/core/batch"
@@ -16,64 +11,6 @@ import (
 	"github.com/kmirror/kmirror/core/partition"
 	"github.com/kmirror/kmirror/core/writer"
 )
-
-// fillerBatchRecords is how many filler records go in one batch.
-const fillerBatchRecords = 10000
-
-// fillerKey is the key of every filler record and the name of its header.
-// Topics whose cleanup.policy includes compact refuse records without a key
-// (INVALID_RECORD), so filler has one.
-const fillerKey = "kmirror.filler"
-
-// writeFiller appends filler records to the destination partition so that
-// its end offset goes from `from` to `to`. Filler records have the key
-// "kmirror.filler", a null value and a "kmirror.filler" header carrying the
-// mirror name, so that anyone who reads them before DeleteRecords removes
-// them can tell what they are. The null value makes each a tombstone: on a
-// compacted topic a consumer that reads one deletes a key nobody wrote, and
-// the log cleaner removes them all instead of keeping one as a live value.
-func (r *Runner) writeFiller(ctx context.Context, from, to int64) error {
-	now := time.Now().UnixMilli()
-	key, header := []byte(fillerKey), []batch.Header{{Key: fillerKey, Value: []byte(r.d.Mirror)}}
-	for off := from; off < to; {
-		n := min(int64(fillerBatchRecords), to-off)
-		recs := make([]batch.Record, n)
-		for i := range recs {
-			recs[i] = batch.Record{Offset: off + int64(i), Timestamp: now, Key: key, Headers: header}
-		}
-		b, err := batch.Encode(batch.EncodeOptions{BaseOffset: off, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}, recs)
-		if err != nil {
-			return err
-		}
-		if err := r.append(ctx, b, off); err != nil {
-			return err
-		}
-		off += n
-	}
-	return nil
-}
-
-// deletesRecords reports whether the destination topic accepts
-// DeleteRecords, which alignment needs to remove its filler: brokers refuse
-// it (POLICY_VIOLATION) unless the topic's cleanup.policy includes delete.
-func (r *Runner) deletesRecords(ctx context.Context) (bool, error) {
-	rcs, err := r.d.DestAdmin.DescribeTopicConfigs(ctx, r.topic)
-	if err == nil {
-		var rc kadm.ResourceConfig
-		if rc, err = rcs.On(r.topic, nil); err == nil && rc.Err != nil {
-			err = rc.Err
-		}
-		for _, c := range rc.Configs {
-			if c.Key == "cleanup.policy" {
-				return slices.Contains(strings.Split(strings.ReplaceAll(c.MaybeValue(), " ", ""), ","), "delete"), nil
-			}
-		}
-		if err == nil {
-			err = errors.New("the broker did not return it")
-		}
-	}
-	return false, fmt.Errorf("reading the destination topic's cleanup.policy: %w", err)
-}
 
 // txnWriterRecord is how a destination transactional writer is kept in the
 // partition record.

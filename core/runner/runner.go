@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/kmirror/kmirror/core/backoff"
 	"github.com/kmirror/kmirror/core/batch"
@@ -19,6 +18,7 @@ import (
 	"github.com/kmirror/kmirror/core/kafkalog"
 	"github.com/kmirror/kmirror/core/offsetmap"
 	"github.com/kmirror/kmirror/core/partition"
+	"github.com/kmirror/kmirror/core/runner/filler"
 	"github.com/kmirror/kmirror/core/runner/mapstore"
 	"github.com/kmirror/kmirror/core/runner/prove"
 	"github.com/kmirror/kmirror/core/writer"
@@ -396,7 +396,7 @@ func (r *Runner) prepare(ctx context.Context) error {
 	why := ""
 	if base > budget {
 		why = fmt.Sprintf("the source log starts at offset %d, beyond mirror.offset.alignment.max.records (%d)", base, budget)
-	} else if ok, err := r.deletesRecords(ctx); err != nil {
+	} else if ok, err := filler.Deletable(ctx, r.d.DestAdmin, r.topic); err != nil {
 		return r.errorf("%w", err)
 	} else if !ok {
 		why = fmt.Sprintf("the source log starts at offset %d and the destination topic refuses DeleteRecords (cleanup.policy without delete), so filler could never be removed", srcStart)
@@ -429,7 +429,7 @@ func (r *Runner) prepare(ctx context.Context) error {
 func (r *Runner) align(ctx context.Context, align partition.Alignment, dstEnd int64) error {
 	if dstEnd < align.FillTo {
 		r.log.Info("aligning the destination log start with filler records", "from", dstEnd, "to", align.FillTo)
-		if err := r.writeFiller(ctx, dstEnd, align.FillTo); err != nil {
+		if err := filler.Write(r.d.Mirror, dstEnd, align.FillTo, func(b batch.Batch, off int64) error { return r.append(ctx, b, off) }); err != nil {
 			return r.errorf("writing filler records up to offset %d: %w", align.FillTo, err)
 		}
 	}
@@ -446,19 +446,8 @@ func (r *Runner) align(ctx context.Context, align partition.Alignment, dstEnd in
 }
 
 func (r *Runner) deleteRecords(ctx context.Context, before int64) error {
-	if before <= 0 {
-		return nil
-	}
-	os := kadm.Offsets{}
-	os.Add(kadm.Offset{Topic: r.topic, Partition: r.partition, At: before})
-	resp, err := r.d.DestAdmin.DeleteRecords(ctx, os)
-	if err == nil {
-		if d, ok := resp.Lookup(r.topic, r.partition); ok {
-			err = d.Err
-		}
-	}
-	if err != nil {
-		return r.errorf("moving the destination log start to %d (DeleteRecords): %w", before, err)
+	if err := filler.Delete(ctx, r.d.DestAdmin, r.topic, r.partition, before); err != nil {
+		return r.errorf("%w", err)
 	}
 	return nil
 }
