@@ -126,7 +126,7 @@ func (r *Runner) maybeCheckpoint(ctx context.Context) error {
 	if time.Since(r.checkpointed) < prove.CheckpointEvery {
 		return nil
 	}
-	pw, err := r.partitionWriter()
+	pw, err := r.dest.Partition()
 	if err != nil {
 		return r.errorf("%w", err)
 	}
@@ -205,7 +205,7 @@ func (r *Runner) recopy(ctx context.Context, rep writer.ResumeReport, lb prove.B
 // applyRecopy carries out a recorded decision: abort what is still open
 // (idempotent), then continue after the destination's end.
 func (r *Runner) applyRecopy(ctx context.Context, m *offsetmap.Map, rc partition.Recopy) error {
-	if err := r.abortAll(ctx); err != nil {
+	if err := r.dest.AbortAll(ctx); err != nil {
 		return err
 	}
 	_, end, err := r.offsets(ctx, false)

@@ -18,6 +18,7 @@ import (
 	"github.com/kmirror/kmirror/core/kafkalog"
 	"github.com/kmirror/kmirror/core/offsetmap"
 	"github.com/kmirror/kmirror/core/partition"
+	"github.com/kmirror/kmirror/core/runner/destination"
 	"github.com/kmirror/kmirror/core/runner/filler"
 	"github.com/kmirror/kmirror/core/runner/mapstore"
 	"github.com/kmirror/kmirror/core/runner/prove"
@@ -46,7 +47,8 @@ type Runner struct {
 	// retry paces retries of failed steps (backoff); nil until the first.
 	retry *backoff.Retry
 
-	maps *mapstore.Store // omap's durable copy; group sync reads omap there
+	maps *mapstore.Store     // omap's durable copy; group sync reads omap there
+	dest *destination.Writer // the partition's destination writer
 
 	// ctl is poked (buffered, never blocks) when an operator action may
 	// concern the partition: it re-reads the mirror's control record.
@@ -70,10 +72,7 @@ type Runner struct {
 	recreateErr  error
 	recreateDone bool
 
-	mu sync.Mutex // guards pw, the stop request and the status fields below
-	// pw is the partition's destination writer (nil until first used); the
-	// runner goroutine creates and replaces it.
-	pw *writer.Partition
+	mu sync.Mutex // guards the stop request and the status fields below
 	// stopReq is closed when the partition must stop (its topic left the
 	// mirror's scope, or an operator stopped it); stopReason says why. A
 	// start by an operator replaces it with an open channel.
@@ -98,6 +97,7 @@ func New(d Deps) *Runner {
 		sendNext: -1}
 	r.landedFn = r.landed
 	r.maps = mapstore.New(d.Store, d.Mirror, d.Topic, p, d.DestAdmin, r.log)
+	r.dest = destination.New(d.Path, d.Partition, d.Mirror, d.Topic, p, r.log)
 	return r
 }
 
@@ -429,7 +429,7 @@ func (r *Runner) prepare(ctx context.Context) error {
 func (r *Runner) align(ctx context.Context, align partition.Alignment, dstEnd int64) error {
 	if dstEnd < align.FillTo {
 		r.log.Info("aligning the destination log start with filler records", "from", dstEnd, "to", align.FillTo)
-		if err := filler.Write(r.d.Mirror, dstEnd, align.FillTo, func(b batch.Batch, off int64) error { return r.append(ctx, b, off) }); err != nil {
+		if err := filler.Write(r.d.Mirror, dstEnd, align.FillTo, func(b batch.Batch, off int64) error { return r.dest.Append(ctx, b, off) }); err != nil {
 			return r.errorf("writing filler records up to offset %d: %w", align.FillTo, err)
 		}
 	}
@@ -696,7 +696,7 @@ func (r *Runner) send(ctx context.Context, run []batch.Batch) error {
 	if len(run) == 0 {
 		return nil
 	}
-	pw, err := r.partitionWriter()
+	pw, err := r.dest.Partition()
 	if err != nil {
 		return r.errorf("%w", err)
 	}
@@ -714,12 +714,13 @@ func (r *Runner) flush(ctx context.Context) error {
 		r.dropSent()
 		return nil
 	}
-	return r.sendDone(ctx, r.pw, r.pw.Flush(ctx, r.landedFn))
+	pw := r.dest.Current()
+	return r.sendDone(ctx, pw, pw.Flush(ctx, r.landedFn))
 }
 
 // sendDone handles the outcome of a Send or Flush. On error nothing is in
 // flight any more and r.sent[0] is the batch that failed: a batch refused
-// for its size gets its one more try (appendFailed), and the batches sent
+// for its size gets its one more try (destination.Writer.Failed), and the batches sent
 // after it, which were not appended, are sent again.
 func (r *Runner) sendDone(ctx context.Context, pw *writer.Partition, err error) error {
 	if err == nil {
@@ -744,7 +745,7 @@ func (r *Runner) sendDone(ctx context.Context, pw *writer.Partition, err error) 
 		}
 		return nil
 	}
-	if err := r.appendFailed(ctx, pw, failed, failed.BaseOffset(), err); err != nil {
+	if err := r.dest.Failed(ctx, pw, failed, failed.BaseOffset(), err); err != nil {
 		return err
 	}
 	r.appended(failed)
@@ -925,7 +926,7 @@ func (r *Runner) forwardMapped(ctx context.Context, b batch.Batch) error {
 	if err := r.maps.Append(ctx, r.omap); err != nil {
 		return err
 	}
-	if err := r.append(ctx, out, r.dstNext); err != nil {
+	if err := r.dest.Append(ctx, out, r.dstNext); err != nil {
 		var dup *writer.DuplicateMarkerError
 		if errors.As(err, &dup) {
 			return r.markerDuplicated(ctx, b, dup)
@@ -1021,7 +1022,7 @@ func (r *Runner) stopPartition(ctx context.Context) error {
 		}
 	}
 	r.setNext(next)
-	if err := r.abortAll(ctx); err != nil {
+	if err := r.dest.AbortAll(ctx); err != nil {
 		return err
 	}
 	_, dstEnd, err := r.offsets(ctx, false)
