@@ -97,7 +97,7 @@ var layeringRules = []layeringRule{
 		return !within(dep, module+"/core/mirror") && !within(dep, module+"/core/admin") && !within(dep, module+"/cmd")
 	}, "core/fetcher, core/writer and core/runner (with its sub-packages) must never import core/mirror, core/admin or cmd",
 		module + "/cmd/kmirror"},
-	// core/runner's sub-packages (prove, mapstore, filler) are what the
+	// core/runner's sub-packages (prove, destination, mapstore, filler) are what the
 	// runner calls: they never import it back.
 	{module + "/core/...", func(pkg string) bool { return strings.HasPrefix(pkg, module+"/core/runner/") },
 		func(dep string) bool { return dep != module+"/core/runner" },

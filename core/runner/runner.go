@@ -42,13 +42,12 @@ type Runner struct {
 	deleteTo int64 // pending DeleteRecords target after alignment; 0: none
 	prepared bool  // prepare just set the resume point: mirror need not resume
 	epoch    int32 // source leader epoch of the last batch forwarded; -1 unknown
-	// checkpointed is when the partition's checkpoint was last recorded.
-	checkpointed time.Time
 	// retry paces retries of failed steps (backoff); nil until the first.
 	retry *backoff.Retry
 
-	maps *mapstore.Store     // omap's durable copy; group sync reads omap there
-	dest *destination.Writer // the partition's destination writer
+	maps  *mapstore.Store     // omap's durable copy; group sync reads omap there
+	dest  *destination.Writer // the partition's destination writer
+	proof *prove.Partition    // proving its destination (prove.go)
 
 	// ctl is poked (buffered, never blocks) when an operator action may
 	// concern the partition: it re-reads the mirror's control record.
@@ -98,6 +97,7 @@ func New(d Deps) *Runner {
 	r.landedFn = r.landed
 	r.maps = mapstore.New(d.Store, d.Mirror, d.Topic, p, d.DestAdmin, r.log)
 	r.dest = destination.New(d.Path, d.Partition, d.Mirror, d.Topic, p, r.log)
+	r.proof = r.newProof()
 	return r
 }
 
@@ -370,7 +370,7 @@ func (r *Runner) offsets(ctx context.Context, source bool) (start, end int64, er
 // filler when needed), or restores the resume point of a known one.
 func (r *Runner) prepare(ctx context.Context) error {
 	rec := r.state.Record()
-	lb, err := r.readBounds(ctx)
+	lb, err := r.proof.ReadBounds(ctx)
 	if err != nil {
 		return err
 	}
@@ -460,7 +460,7 @@ func (r *Runner) resume(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	lb, err := r.readBounds(ctx)
+	lb, err := r.proof.ReadBounds(ctx)
 	if err != nil {
 		return err
 	}
@@ -481,36 +481,19 @@ func (r *Runner) resume(ctx context.Context) error {
 		}
 		dstEnd = align.FillTo
 	}
-	switch r.mode {
-	case partition.ModePreserve:
-		if dstEnd > srcEnd {
-			return partition.NonRetryable(r.errorf("the destination ends at offset %d, beyond the source's high watermark %d: the source lost records it had "+
-				"(unclean leader election, or the topic was recreated); the logs diverge", dstEnd, srcEnd))
-		}
-		if dstEnd < srcStart && !(dstEnd == 0 && srcStart == srcEnd) {
-			return partition.NonRetryable(r.errorf("the source log now starts at offset %d, beyond what was mirrored (destination end %d): "+
-				"records were deleted on the source before kmirror copied them", srcStart, dstEnd))
-		}
-		r.setNext(dstEnd)
-		r.dstNext = dstEnd
-	case partition.ModeMap:
-		m, err := r.maps.Load(ctx)
-		if err != nil {
+	var m *offsetmap.Map
+	if r.mode == partition.ModeMap {
+		if m, err = r.maps.Load(ctx); err != nil {
 			return err
 		}
-		m.TruncateDest(dstEnd)
 		r.omap = m
-		if m.Empty() {
-			// Nothing copied yet: from the source's log start (which may
-			// fall inside a batch: forwardMapped copies from it).
-			r.setNext(srcStart)
-		} else {
-			r.setNext(m.SourceNext())
-		}
-		r.dstNext = dstEnd
-	default:
-		return r.errorf("unknown mode %q in the state store", r.mode)
 	}
+	next, err := prove.ResumeAt(r.mode, lb, dstEnd, m)
+	if err != nil {
+		return r.errorf("%w", err)
+	}
+	r.setNext(next)
+	r.dstNext = dstEnd
 	return nil
 }
 
@@ -616,7 +599,7 @@ func (r *Runner) forwardLoop(ctx context.Context, q *fetcher.Queue) error {
 			return err
 		}
 		r.delivered(f)
-		if err := r.maybeCheckpoint(ctx); err != nil {
+		if err := r.proof.MaybeCheckpoint(ctx, r.dstNext); err != nil {
 			return err
 		}
 		healthy.check(ctx)
@@ -996,30 +979,9 @@ func (r *Runner) stopPartition(ctx context.Context) error {
 	defer cancel()
 	srcStart, srcEnd, srcErr := r.offsets(sctx, true)
 	lb.SrcStart, lb.SrcEnd = srcStart, srcEnd
-	rec := r.state.Record()
-	// Where did mirroring stop? Below any difference from the source (a
-	// transaction the destination aborted on its own was not mirrored); the
-	// start that follows decides what to do about the difference.
-	var m *offsetmap.Map
-	if rec.Mode == partition.ModeMap {
-		if m, err = r.maps.Load(ctx); err != nil {
-			return err
-		}
-		m.TruncateDest(lb.DstEnd)
-	}
-	stable := prove.StablePoint(rep, lb.DstEnd)
-	var diff *prove.Difference
-	if rec.Mode != partition.ModeUndecided && srcErr == nil {
-		if diff, err = r.checkTail(sctx, rec, lb); err != nil {
-			r.log.Warn("cannot compare the destination with the source while stopping", "error", err)
-			diff = nil
-		}
-	}
-	next, stable := prove.StopPoint(r.Next(), m, lb.DstEnd, stable, diff)
-	if diff == nil {
-		if err := r.dropLost(ctx, rep.Lost); err != nil {
-			return err
-		}
+	next, stable, err := r.proof.Stop(ctx, sctx, rep, lb, srcErr == nil, r.Next())
+	if err != nil {
+		return err
 	}
 	r.setNext(next)
 	if err := r.dest.AbortAll(ctx); err != nil {

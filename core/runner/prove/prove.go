@@ -2,12 +2,14 @@
 // copy before the partition continues (daemon start, start after STOPPED,
 // resume after PAUSED, retry after FAILED, failback), and what a difference
 // leads to: where the comparison begins (the checkpoint), the comparison
-// itself (Tail), where a copy starts again (Recopy) and where a stop leaves
-// the partition (StopPoint). Every decision is a function of plain inputs
-// (the partition record, the log bounds, the offset map, readers of the two
-// logs); core/runner reads the clusters and the state store, and records
-// what is decided. docs/design/datapath.md, "Proving the destination",
-// explains the choices.
+// itself (Tail), where a copy starts again (Recopy), where a stop leaves
+// the partition (StopPoint) and where a proven partition continues
+// (ResumeAt).
+// Every decision is a function of plain inputs (the partition record, the
+// log bounds, the offset map, readers of the two logs), table-tested on
+// hand-built states; Partition reads the clusters and the state store for
+// them and records what is decided. docs/design/datapath.md, "Proving the
+// destination", explains the choices.
 //
 // A difference found at destination offset At means that, from At on, the
 // destination is not the source's copy: a foreign producer wrote there, or
@@ -208,4 +210,35 @@ func ForgetLost(d *partition.Data, lost []writer.LostWriter) {
 		}
 	}
 	d.TxnWriters = kept
+}
+
+// ResumeAt is the source offset a partition whose destination is proven
+// continues from: the destination's end dstEnd (after alignment) in
+// preserve mode; in map mode, after the last mapping of the offset map m
+// below dstEnd (m is truncated to it), or the source's log start when
+// nothing is mapped yet. A preserve-mode destination beyond the source's
+// end, or short of its log start, cannot continue (non-retryable).
+func ResumeAt(mode partition.Mode, lb Bounds, dstEnd int64, m *offsetmap.Map) (int64, error) {
+	switch mode {
+	case partition.ModePreserve:
+		if dstEnd > lb.SrcEnd {
+			return 0, partition.NonRetryable(fmt.Errorf("the destination ends at offset %d, beyond the source's high watermark %d: the source lost records it had "+
+				"(unclean leader election, or the topic was recreated); the logs diverge", dstEnd, lb.SrcEnd))
+		}
+		if dstEnd < lb.SrcStart && !(dstEnd == 0 && lb.SrcStart == lb.SrcEnd) {
+			return 0, partition.NonRetryable(fmt.Errorf("the source log now starts at offset %d, beyond what was mirrored (destination end %d): "+
+				"records were deleted on the source before kmirror copied them", lb.SrcStart, dstEnd))
+		}
+		return dstEnd, nil
+	case partition.ModeMap:
+		m.TruncateDest(dstEnd)
+		if m.Empty() {
+			// Nothing copied yet: from the source's log start (which may
+			// fall inside a batch: forwardMapped copies from it).
+			return lb.SrcStart, nil
+		}
+		return m.SourceNext(), nil
+	default:
+		return 0, fmt.Errorf("unknown mode %q in the state store", mode)
+	}
 }
