@@ -29,6 +29,10 @@
 //   - offsetmap:        the exact source→destination offset map of a partition in map mode
 //   - partition:        the per-partition state machine and its persistence
 //   - runner:           one mirrored partition: prepare, prove the destination, forward, map mode, stop
+//   - runner/destination: a runner's writer of its destination partition (transactional writers recorded, resumed, appends, abort)
+//   - runner/filler:    the filler that aligns a new destination partition's log start with its source's (written, deletable, deleted)
+//   - runner/mapstore:  a map-mode partition's offset map kept durable: its journal in the state store and the map group sync reads
+//   - runner/prove:     whether a destination is its source's copy when a partition continues, and what a difference leads to
 //   - runtimemirror:    the state store records of mirrors created at run time (failback mirrors, the admin API's create)
 //   - scope:            a mirror's scope, its built-in include/exclude filter of topics, groups and ACLs, as an SDK filter
 //   - supervisor:       one running mirror: its clients, data path, sync loops and one runner per partition
@@ -42,7 +46,7 @@
 // Layering (guarded by layering_test.go): sdk imports nothing of ours;
 // plugins import only sdk; core never imports plugins or cmd, and cmd wires
 // everything. Inside core the data path's layers import one way: batch
-// imports nothing of ours, and fetcher, writer and runner never import
-// mirror, admin or cmd. config/value and config/security sit below config,
+// imports nothing of ours, and fetcher, writer and runner (with its
+// sub-packages) never import mirror, admin or cmd. config/value and config/security sit below config,
 // which calls them while it loads, and never import it.
 package core

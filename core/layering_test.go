@@ -90,13 +90,18 @@ var layeringRules = []layeringRule{
 		func(string) bool { return false }, "core/backoff must import nothing of kmirror's",
 		module + "/core/writer"},
 	// The data path's layers never reach up into the engine, its operator
-	// API or the command line.
+	// API or the command line (core/runner's sub-packages included).
 	{module + "/core/...", func(pkg string) bool {
 		return within(pkg, module+"/core/fetcher") || within(pkg, module+"/core/writer") || within(pkg, module+"/core/runner")
 	}, func(dep string) bool {
 		return !within(dep, module+"/core/mirror") && !within(dep, module+"/core/admin") && !within(dep, module+"/cmd")
-	}, "core/fetcher, core/writer and core/runner must never import core/mirror, core/admin or cmd",
+	}, "core/fetcher, core/writer and core/runner (with its sub-packages) must never import core/mirror, core/admin or cmd",
 		module + "/cmd/kmirror"},
+	// core/runner's sub-packages (prove, destination, mapstore, filler) are what the
+	// runner calls: they never import it back.
+	{module + "/core/...", func(pkg string) bool { return strings.HasPrefix(pkg, module+"/core/runner/") },
+		func(dep string) bool { return dep != module+"/core/runner" },
+		"core/runner's sub-packages must never import core/runner", module + "/cmd/kmirror"},
 	// How key values parse and what the security keys name sit below
 	// core/config, which calls them while it loads: they never import it.
 	{module + "/core/...", func(pkg string) bool {

@@ -3,223 +3,20 @@ package runner
 import (
 	"context"
 	"errors"
-	"fmt"
-	"slices"
-	"strings"
-	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
-
-	"github.com/kmirror/kmirror/core/batch"
 	"github.com/kmirror/kmirror/core/fetcher"
-	"github.com/kmirror/kmirror/core/partition"
 	"github.com/kmirror/kmirror/core/writer"
 )
 
-// fillerBatchRecords is how many filler records go in one batch.
-const fillerBatchRecords = 10000
-
-// fillerKey is the key of every filler record and the name of its header.
-// Topics whose cleanup.policy includes compact refuse records without a key
-// (INVALID_RECORD), so filler has one.
-const fillerKey = "kmirror.filler"
-
-// writeFiller appends filler records to the destination partition so that
-// its end offset goes from `from` to `to`. Filler records have the key
-// "kmirror.filler", a null value and a "kmirror.filler" header carrying the
-// mirror name, so that anyone who reads them before DeleteRecords removes
-// them can tell what they are. The null value makes each a tombstone: on a
-// compacted topic a consumer that reads one deletes a key nobody wrote, and
-// the log cleaner removes them all instead of keeping one as a live value.
-func (r *Runner) writeFiller(ctx context.Context, from, to int64) error {
-	now := time.Now().UnixMilli()
-	key, header := []byte(fillerKey), []batch.Header{{Key: fillerKey, Value: []byte(r.d.Mirror)}}
-	for off := from; off < to; {
-		n := min(int64(fillerBatchRecords), to-off)
-		recs := make([]batch.Record, n)
-		for i := range recs {
-			recs[i] = batch.Record{Offset: off + int64(i), Timestamp: now, Key: key, Headers: header}
-		}
-		b, err := batch.Encode(batch.EncodeOptions{BaseOffset: off, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}, recs)
-		if err != nil {
-			return err
-		}
-		if err := r.append(ctx, b, off); err != nil {
-			return err
-		}
-		off += n
-	}
-	return nil
-}
-
-// deletesRecords reports whether the destination topic accepts
-// DeleteRecords, which alignment needs to remove its filler: brokers refuse
-// it (POLICY_VIOLATION) unless the topic's cleanup.policy includes delete.
-func (r *Runner) deletesRecords(ctx context.Context) (bool, error) {
-	rcs, err := r.d.DestAdmin.DescribeTopicConfigs(ctx, r.topic)
-	if err == nil {
-		var rc kadm.ResourceConfig
-		if rc, err = rcs.On(r.topic, nil); err == nil && rc.Err != nil {
-			err = rc.Err
-		}
-		for _, c := range rc.Configs {
-			if c.Key == "cleanup.policy" {
-				return slices.Contains(strings.Split(strings.ReplaceAll(c.MaybeValue(), " ", ""), ","), "delete"), nil
-			}
-		}
-		if err == nil {
-			err = errors.New("the broker did not return it")
-		}
-	}
-	return false, fmt.Errorf("reading the destination topic's cleanup.policy: %w", err)
-}
-
-// txnWriterRecord is how a destination transactional writer is kept in the
-// partition record.
-func txnWriterRecord(w writer.TxnWriterInfo) partition.TxnWriter {
-	return partition.TxnWriter{SourceProducerID: w.SourceProducerID, TransactionalID: w.TransactionalID, ProducerID: w.ProducerID, Epoch: w.Epoch}
-}
-
-// recordedTxnWriters returns the writers a partition record holds, for the
-// writer.
-func recordedTxnWriters(d partition.Data) []writer.TxnWriterInfo {
-	out := make([]writer.TxnWriterInfo, len(d.TxnWriters))
-	for i, w := range d.TxnWriters {
-		out[i] = writer.TxnWriterInfo{SourceProducerID: w.SourceProducerID, TransactionalID: w.TransactionalID, ProducerID: w.ProducerID, Epoch: w.Epoch}
-	}
-	return out
-}
-
-// partitionWriter returns the runner's destination partition writer,
-// creating it on first use. Its hook persists every transactional writer in
-// the partition record before the writer is used. Only the runner
-// goroutine calls it.
-func (r *Runner) partitionWriter() (*writer.Partition, error) {
-	if r.pw != nil {
-		return r.pw, nil
-	}
-	pw, err := r.d.Path.NewWriter(r.topic, r.partition, func(ctx context.Context, info writer.TxnWriterInfo) error {
-		return r.state.Update(ctx, func(d *partition.Data) error {
-			rec := txnWriterRecord(info)
-			for i := range d.TxnWriters {
-				if d.TxnWriters[i].SourceProducerID == info.SourceProducerID {
-					d.TxnWriters[i] = rec
-					return nil
-				}
-			}
-			d.TxnWriters = append(d.TxnWriters, rec)
-			return nil
-		})
-	})
-	if err != nil {
-		return nil, err
-	}
-	r.setWriter(pw)
-	return pw, nil
-}
-
-// setWriter replaces the runner's partition writer (nil: none), closing
-// the previous one.
-func (r *Runner) setWriter(pw *writer.Partition) {
-	r.mu.Lock()
-	old := r.pw
-	r.pw = pw
-	r.mu.Unlock()
-	if old != nil && old != pw {
+// resumeWriters replaces the runner's partition writer with a fresh one
+// (what was in flight stays with the old one) and resumes the recorded
+// transactional writers (destination.Writer.Resume).
+func (r *Runner) resumeWriters(ctx context.Context) (writer.ResumeReport, error) {
+	if old := r.dest.Take(); old != nil {
 		r.dropSent() // what was in flight stays with the old writer
 		old.Close()
 	}
-}
-
-// resumeWriters replaces the runner's partition writer with a fresh one and
-// hands it the recorded transactional writers; the writer learns from the
-// destination which transactions are open (and waits for those completing),
-// so the destination end offset read afterwards is the resume point. Writers
-// the destination no longer holds as recorded are in the report's Lost list
-// for the caller (proveDestination); a transaction open on the partition that
-// kmirror did not start is an error.
-func (r *Runner) resumeWriters(ctx context.Context) (writer.ResumeReport, error) {
-	r.setWriter(nil)
-	pw, err := r.partitionWriter()
-	if err != nil {
-		return writer.ResumeReport{}, r.errorf("%w", err)
-	}
-	rep, err := pw.Resume(ctx, recordedTxnWriters(r.state.Record().Data))
-	if err != nil {
-		return writer.ResumeReport{}, r.errorf("resuming destination transactions: %w", err)
-	}
-	for _, rw := range rep.Resumed {
-		r.log.Info("resumed an open destination transaction", "transactional_id", rw.Writer.TransactionalID)
-	}
-	if len(rep.Foreign) > 0 {
-		f := rep.Foreign[0]
-		return writer.ResumeReport{}, partition.NonRetryable(r.errorf("producer %d has a transaction open on the destination partition since offset %d that kmirror did not start: "+
-			"someone else writes to the mirror topic", f.ProducerID, f.StartOffset))
-	}
-	return rep, nil
-}
-
-// append writes b to the destination partition, which must assign it base
-// offset expect.
-//
-// A batch the destination refuses for its size gets one more try once the
-// destination topic's max.message.bytes is raised to the source's limit
-// (unless the key is excluded, or the limit already allows it): the sync
-// loops raise it too, but a partition may reach such a batch first. A batch
-// still refused fails the partition at once, non-retryable, with both
-// limits and the key to raise: the same batch would be refused again.
-func (r *Runner) append(ctx context.Context, b batch.Batch, expect int64) error {
-	pw, err := r.partitionWriter()
-	if err != nil {
-		return r.errorf("%w", err)
-	}
-	_, err = pw.AppendAt(ctx, b, expect)
-	return r.appendFailed(ctx, pw, b, expect, err)
-}
-
-// appendFailed handles the outcome err of appending b at expect: nil when
-// err is nil, or when b was refused for its size and went through once the
-// destination's limit was raised; otherwise the error to fail the partition
-// with.
-func (r *Runner) appendFailed(ctx context.Context, pw *writer.Partition, b batch.Batch, expect int64, err error) error {
-	if errors.Is(err, writer.ErrDuplicateMarker) {
-		return err // for the caller (markerDuplicated)
-	}
-	if isTooLarge(err) && ctx.Err() == nil {
-		retry, refused := r.d.Path.Refused(ctx, r.topic, b, expect, err)
-		if retry {
-			_, err = pw.AppendAt(ctx, b, expect)
-		}
-		if isTooLarge(err) {
-			if retry {
-				_, refused = r.d.Path.Refused(ctx, r.topic, b, expect, err)
-			}
-			return partition.NonRetryable(r.errorf("%w", refused))
-		}
-	}
-	if err != nil {
-		if errors.Is(err, writer.ErrOffsetMismatch) {
-			return partition.NonRetryable(r.errorf("%w", err))
-		}
-		if errors.Is(err, kerr.TopicAuthorizationFailed) || errors.Is(err, kerr.TransactionalIDAuthorizationFailed) || errors.Is(err, kerr.ClusterAuthorizationFailed) {
-			return r.errorf("%w; kmirror's destination principal must be allowed to write (make it a super user: mirror topics carry a DENY WRITE ACL for User:* while mirroring)", err)
-		}
-		return r.errorf("%w", err)
-	}
-	return nil
-}
-
-// abortAll aborts the destination transactions the partition holds open.
-func (r *Runner) abortAll(ctx context.Context) error {
-	pw, err := r.partitionWriter()
-	if err != nil {
-		return r.errorf("%w", err)
-	}
-	if err := pw.AbortAll(ctx); err != nil {
-		return r.errorf("aborting open destination transactions: %w", err)
-	}
-	return nil
+	return r.dest.Resume(ctx)
 }
 
 // subscribe starts fetching the runner's partition from offset into a queue
@@ -240,11 +37,6 @@ func (r *Runner) unsubscribe() { r.d.Path.Unsubscribe(r.topic, r.partition) }
 
 // done acknowledges a delivery the runner has written.
 func (r *Runner) done(f fetcher.Fetched) { r.d.Path.Done(r.topic, r.partition, f.Bytes()) }
-
-// isTooLarge reports whether the destination refused a batch for its size.
-func isTooLarge(err error) bool {
-	return errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge)
-}
 
 // isSourceLogChanged reports whether a fetch error means the source log is
 // no longer the one mirrored, which no retry can fix.

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/kmirror/kmirror/core/backoff"
 	"github.com/kmirror/kmirror/core/batch"
@@ -19,6 +18,10 @@ import (
 	"github.com/kmirror/kmirror/core/kafkalog"
 	"github.com/kmirror/kmirror/core/offsetmap"
 	"github.com/kmirror/kmirror/core/partition"
+	"github.com/kmirror/kmirror/core/runner/destination"
+	"github.com/kmirror/kmirror/core/runner/filler"
+	"github.com/kmirror/kmirror/core/runner/mapstore"
+	"github.com/kmirror/kmirror/core/runner/prove"
 	"github.com/kmirror/kmirror/core/writer"
 )
 
@@ -39,12 +42,12 @@ type Runner struct {
 	deleteTo int64 // pending DeleteRecords target after alignment; 0: none
 	prepared bool  // prepare just set the resume point: mirror need not resume
 	epoch    int32 // source leader epoch of the last batch forwarded; -1 unknown
-	// checkpointed is when the partition's checkpoint was last recorded.
-	checkpointed time.Time
 	// retry paces retries of failed steps (backoff); nil until the first.
 	retry *backoff.Retry
 
-	maps mapStore // omap's durable copy (mapstore.go); group sync reads omap there
+	maps  *mapstore.Store     // omap's durable copy; group sync reads omap there
+	dest  *destination.Writer // the partition's destination writer
+	proof *prove.Partition    // proving its destination (prove.go)
 
 	// ctl is poked (buffered, never blocks) when an operator action may
 	// concern the partition: it re-reads the mirror's control record.
@@ -68,10 +71,7 @@ type Runner struct {
 	recreateErr  error
 	recreateDone bool
 
-	mu sync.Mutex // guards pw, the stop request and the status fields below
-	// pw is the partition's destination writer (nil until first used); the
-	// runner goroutine creates and replaces it.
-	pw *writer.Partition
+	mu sync.Mutex // guards the stop request and the status fields below
 	// stopReq is closed when the partition must stop (its topic left the
 	// mirror's scope, or an operator stopped it); stopReason says why. A
 	// start by an operator replaces it with an open channel.
@@ -95,6 +95,9 @@ func New(d Deps) *Runner {
 		log: d.Log.With("topic", d.Topic, "partition", p), stopReq: make(chan struct{}), recreateReq: make(chan struct{}), ctl: make(chan struct{}, 1), epoch: -1,
 		sendNext: -1}
 	r.landedFn = r.landed
+	r.maps = mapstore.New(d.Store, d.Mirror, d.Topic, p, d.DestAdmin, r.log)
+	r.dest = destination.New(d.Path, d.Partition, d.Mirror, d.Topic, p, r.log)
+	r.proof = r.newProof()
 	return r
 }
 
@@ -367,11 +370,11 @@ func (r *Runner) offsets(ctx context.Context, source bool) (start, end int64, er
 // filler when needed), or restores the resume point of a known one.
 func (r *Runner) prepare(ctx context.Context) error {
 	rec := r.state.Record()
-	lb, err := r.readBounds(ctx)
+	lb, err := r.proof.ReadBounds(ctx)
 	if err != nil {
 		return err
 	}
-	srcStart, srcEnd, dstStart, dstEnd := lb.srcStart, lb.srcEnd, lb.dstStart, lb.dstEnd
+	srcStart, srcEnd, dstStart, dstEnd := lb.SrcStart, lb.SrcEnd, lb.DstStart, lb.DstEnd
 	r.setOffsets(srcStart, srcEnd, dstEnd)
 	r.prepared = true
 	if rec.Mode != partition.ModeUndecided {
@@ -393,7 +396,7 @@ func (r *Runner) prepare(ctx context.Context) error {
 	why := ""
 	if base > budget {
 		why = fmt.Sprintf("the source log starts at offset %d, beyond mirror.offset.alignment.max.records (%d)", base, budget)
-	} else if ok, err := r.deletesRecords(ctx); err != nil {
+	} else if ok, err := filler.Deletable(ctx, r.d.DestAdmin, r.topic); err != nil {
 		return r.errorf("%w", err)
 	} else if !ok {
 		why = fmt.Sprintf("the source log starts at offset %d and the destination topic refuses DeleteRecords (cleanup.policy without delete), so filler could never be removed", srcStart)
@@ -407,7 +410,7 @@ func (r *Runner) prepare(ctx context.Context) error {
 		r.dstNext = 0
 		r.note("map mode: " + why)
 		r.log.Warn("partition runs in map mode: the source log start cannot be aligned with filler", "reason", why, "log_start", srcStart, "budget", budget)
-		return r.saveMap(ctx)
+		return r.maps.Save(ctx, r.omap)
 	}
 	align := partition.Alignment{FillTo: base, DeleteTo: srcStart}
 	if err := r.state.Update(ctx, func(d *partition.Data) error {
@@ -426,7 +429,7 @@ func (r *Runner) prepare(ctx context.Context) error {
 func (r *Runner) align(ctx context.Context, align partition.Alignment, dstEnd int64) error {
 	if dstEnd < align.FillTo {
 		r.log.Info("aligning the destination log start with filler records", "from", dstEnd, "to", align.FillTo)
-		if err := r.writeFiller(ctx, dstEnd, align.FillTo); err != nil {
+		if err := filler.Write(r.d.Mirror, dstEnd, align.FillTo, func(b batch.Batch, off int64) error { return r.dest.Append(ctx, b, off) }); err != nil {
 			return r.errorf("writing filler records up to offset %d: %w", align.FillTo, err)
 		}
 	}
@@ -443,19 +446,8 @@ func (r *Runner) align(ctx context.Context, align partition.Alignment, dstEnd in
 }
 
 func (r *Runner) deleteRecords(ctx context.Context, before int64) error {
-	if before <= 0 {
-		return nil
-	}
-	os := kadm.Offsets{}
-	os.Add(kadm.Offset{Topic: r.topic, Partition: r.partition, At: before})
-	resp, err := r.d.DestAdmin.DeleteRecords(ctx, os)
-	if err == nil {
-		if d, ok := resp.Lookup(r.topic, r.partition); ok {
-			err = d.Err
-		}
-	}
-	if err != nil {
-		return r.errorf("moving the destination log start to %d (DeleteRecords): %w", before, err)
+	if err := filler.Delete(ctx, r.d.DestAdmin, r.topic, r.partition, before); err != nil {
+		return r.errorf("%w", err)
 	}
 	return nil
 }
@@ -468,11 +460,11 @@ func (r *Runner) resume(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	lb, err := r.readBounds(ctx)
+	lb, err := r.proof.ReadBounds(ctx)
 	if err != nil {
 		return err
 	}
-	srcStart, srcEnd, dstEnd := lb.srcStart, lb.srcEnd, lb.dstEnd
+	srcStart, srcEnd, dstEnd := lb.SrcStart, lb.SrcEnd, lb.DstEnd
 	r.setOffsets(srcStart, srcEnd, dstEnd)
 	if handled, err := r.proveDestination(ctx, rep, lb); handled || err != nil {
 		return err
@@ -489,36 +481,19 @@ func (r *Runner) resume(ctx context.Context) error {
 		}
 		dstEnd = align.FillTo
 	}
-	switch r.mode {
-	case partition.ModePreserve:
-		if dstEnd > srcEnd {
-			return partition.NonRetryable(r.errorf("the destination ends at offset %d, beyond the source's high watermark %d: the source lost records it had "+
-				"(unclean leader election, or the topic was recreated); the logs diverge", dstEnd, srcEnd))
-		}
-		if dstEnd < srcStart && !(dstEnd == 0 && srcStart == srcEnd) {
-			return partition.NonRetryable(r.errorf("the source log now starts at offset %d, beyond what was mirrored (destination end %d): "+
-				"records were deleted on the source before kmirror copied them", srcStart, dstEnd))
-		}
-		r.setNext(dstEnd)
-		r.dstNext = dstEnd
-	case partition.ModeMap:
-		m, err := r.loadMap(ctx)
-		if err != nil {
+	var m *offsetmap.Map
+	if r.mode == partition.ModeMap {
+		if m, err = r.maps.Load(ctx); err != nil {
 			return err
 		}
-		m.TruncateDest(dstEnd)
 		r.omap = m
-		if m.Empty() {
-			// Nothing copied yet: from the source's log start (which may
-			// fall inside a batch: forwardMapped copies from it).
-			r.setNext(srcStart)
-		} else {
-			r.setNext(m.SourceNext())
-		}
-		r.dstNext = dstEnd
-	default:
-		return r.errorf("unknown mode %q in the state store", r.mode)
 	}
+	next, err := prove.ResumeAt(r.mode, lb, dstEnd, m)
+	if err != nil {
+		return r.errorf("%w", err)
+	}
+	r.setNext(next)
+	r.dstNext = dstEnd
 	return nil
 }
 
@@ -624,7 +599,7 @@ func (r *Runner) forwardLoop(ctx context.Context, q *fetcher.Queue) error {
 			return err
 		}
 		r.delivered(f)
-		if err := r.maybeCheckpoint(ctx); err != nil {
+		if err := r.proof.MaybeCheckpoint(ctx, r.dstNext); err != nil {
 			return err
 		}
 		healthy.check(ctx)
@@ -704,7 +679,7 @@ func (r *Runner) send(ctx context.Context, run []batch.Batch) error {
 	if len(run) == 0 {
 		return nil
 	}
-	pw, err := r.partitionWriter()
+	pw, err := r.dest.Partition()
 	if err != nil {
 		return r.errorf("%w", err)
 	}
@@ -722,12 +697,13 @@ func (r *Runner) flush(ctx context.Context) error {
 		r.dropSent()
 		return nil
 	}
-	return r.sendDone(ctx, r.pw, r.pw.Flush(ctx, r.landedFn))
+	pw := r.dest.Current()
+	return r.sendDone(ctx, pw, pw.Flush(ctx, r.landedFn))
 }
 
 // sendDone handles the outcome of a Send or Flush. On error nothing is in
 // flight any more and r.sent[0] is the batch that failed: a batch refused
-// for its size gets its one more try (appendFailed), and the batches sent
+// for its size gets its one more try (destination.Writer.Failed), and the batches sent
 // after it, which were not appended, are sent again.
 func (r *Runner) sendDone(ctx context.Context, pw *writer.Partition, err error) error {
 	if err == nil {
@@ -752,7 +728,7 @@ func (r *Runner) sendDone(ctx context.Context, pw *writer.Partition, err error) 
 		}
 		return nil
 	}
-	if err := r.appendFailed(ctx, pw, failed, failed.BaseOffset(), err); err != nil {
+	if err := r.dest.Failed(ctx, pw, failed, failed.BaseOffset(), err); err != nil {
 		return err
 	}
 	r.appended(failed)
@@ -772,10 +748,7 @@ func (r *Runner) sendDone(ctx context.Context, pw *writer.Partition, err error) 
 // record, and records the mapping.
 func (r *Runner) markerDuplicated(ctx context.Context, b batch.Batch, dup *writer.DuplicateMarkerError) error {
 	copies := dup.End - dup.Marker
-	action := r.d.Settings.MismatchAction
-	if action == "" {
-		action = config.MismatchMap
-	}
+	action := prove.Action(r.d.Settings.MismatchAction)
 	r.d.Events.Mismatch(r.topic, r.partition, action)
 	if action == config.MismatchFail {
 		r.log.Error("destination wrote a transaction marker more than once", "marker_offset", dup.Marker, "copies", copies, "action", action)
@@ -879,7 +852,7 @@ func (r *Runner) enterMap(ctx context.Context, next int64, reason string) error 
 		}
 	}
 	r.omap, r.mode = m, partition.ModeMap
-	if err := r.saveMap(ctx); err != nil {
+	if err := r.maps.Save(ctx, r.omap); err != nil {
 		return err
 	}
 	if err := r.state.Update(ctx, func(d *partition.Data) error { d.Mode = partition.ModeMap; return nil }); err != nil {
@@ -892,7 +865,7 @@ func (r *Runner) enterMap(ctx context.Context, next int64, reason string) error 
 
 // forwardMapped appends b in map mode: dense batches as they are, batches
 // with gaps re-encoded with consecutive offsets (records unchanged); the
-// mapping is saved before the append (appendMap: O(1) amortised).
+// mapping is saved before the append (mapstore.Store.Append: O(1) amortised).
 func (r *Runner) forwardMapped(ctx context.Context, b batch.Batch) error {
 	out := b
 	if b.IsControl() {
@@ -933,10 +906,10 @@ func (r *Runner) forwardMapped(ctx context.Context, b batch.Batch) error {
 			}
 		}
 	}
-	if err := r.appendMap(ctx); err != nil {
+	if err := r.maps.Append(ctx, r.omap); err != nil {
 		return err
 	}
-	if err := r.append(ctx, out, r.dstNext); err != nil {
+	if err := r.dest.Append(ctx, out, r.dstNext); err != nil {
 		var dup *writer.DuplicateMarkerError
 		if errors.As(err, &dup) {
 			return r.markerDuplicated(ctx, b, dup)
@@ -996,8 +969,8 @@ func (r *Runner) stopPartition(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var lb logBounds
-	if lb.dstStart, lb.dstEnd, err = r.offsets(ctx, false); err != nil {
+	var lb prove.Bounds
+	if lb.DstStart, lb.DstEnd, err = r.offsets(ctx, false); err != nil {
 		return r.errorf("reading the destination end offset: %w", err)
 	}
 	// The source may be gone (its topic deleted, or the cluster lost at an
@@ -1005,50 +978,13 @@ func (r *Runner) stopPartition(ctx context.Context) error {
 	sctx, cancel := context.WithTimeout(ctx, stopSourceTimeout)
 	defer cancel()
 	srcStart, srcEnd, srcErr := r.offsets(sctx, true)
-	lb.srcStart, lb.srcEnd = srcStart, srcEnd
-	rec := r.state.Record()
-	// Where did mirroring stop? Below any difference from the source (a
-	// transaction the destination aborted on its own was not mirrored); the
-	// start that follows decides what to do about the difference.
-	var m *offsetmap.Map
-	if rec.Mode == partition.ModeMap {
-		if m, err = r.loadMap(ctx); err != nil {
-			return err
-		}
-		m.TruncateDest(lb.dstEnd)
-	}
-	stable := stablePoint(rep, lb.dstEnd)
-	var diff *difference
-	if rec.Mode != partition.ModeUndecided && srcErr == nil {
-		if diff, err = r.checkTail(sctx, rec, lb); err != nil {
-			r.log.Warn("cannot compare the destination with the source while stopping", "error", err)
-			diff = nil
-		}
-	}
-	next := r.Next()
-	switch {
-	case diff != nil:
-		stable = min(stable, diff.At)
-		at := diff.At
-		if m != nil {
-			m.TruncateDest(diff.At)
-			at = m.SourceNext()
-		}
-		if next < 0 || at < next {
-			next = at
-		}
-	case next < 0 && m != nil:
-		next = m.SourceNext()
-	case next < 0:
-		next = lb.dstEnd
-	}
-	if diff == nil {
-		if err := r.dropLost(ctx, rep.Lost); err != nil {
-			return err
-		}
+	lb.SrcStart, lb.SrcEnd = srcStart, srcEnd
+	next, stable, err := r.proof.Stop(ctx, sctx, rep, lb, srcErr == nil, r.Next())
+	if err != nil {
+		return err
 	}
 	r.setNext(next)
-	if err := r.abortAll(ctx); err != nil {
+	if err := r.dest.AbortAll(ctx); err != nil {
 		return err
 	}
 	_, dstEnd, err := r.offsets(ctx, false)
@@ -1172,7 +1108,7 @@ func (r *Runner) Record() partition.Record { return r.state.Record() }
 // OffsetMap returns the offset map the runner loaded or wrote last (map
 // mode), nil when it has none in this process. A Map is safe for
 // concurrent reads.
-func (r *Runner) OffsetMap() *offsetmap.Map { return r.maps.current() }
+func (r *Runner) OffsetMap() *offsetmap.Map { return r.maps.Current() }
 
 // DestinationEnd returns the destination's end offset as last appended or
 // read; -1 when unknown.

@@ -1,4 +1,4 @@
-package runner
+package prove
 
 import (
 	"context"
@@ -77,14 +77,14 @@ func restamped(bs []batch.Batch, pid int64) []batch.Batch {
 	return out
 }
 
-func checkPreserve(t *testing.T, src, dst []batch.Batch, srcStart, from int64) *difference {
+func checkPreserve(t *testing.T, src, dst []batch.Batch, srcStart, from int64) *Difference {
 	t.Helper()
 	srcEnd := int64(0)
 	if len(src) > 0 {
 		srcEnd = src[len(src)-1].NextOffset()
 	}
 	c := newTailChecker(func(d int64) (int64, bool) { return d, true }, true,
-		func(off int64) batchReader { return readerFrom(src, off) }, srcStart, srcEnd)
+		func(off int64) BatchReader { return readerFrom(src, off) }, srcStart, srcEnd)
 	diff, err := c.check(t.Context(), readerFrom(dst, from))
 	if err != nil {
 		t.Fatal(err)
@@ -229,9 +229,9 @@ func TestTailCheckMapMode(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	check := func(dst []batch.Batch, passOver func(int64) bool) *difference {
+	check := func(dst []batch.Batch, passOver func(int64) bool) *Difference {
 		t.Helper()
-		c := newTailChecker(m.SourceOf, false, func(off int64) batchReader { return readerFrom(src, off) }, 0, 4)
+		c := newTailChecker(m.SourceOf, false, func(off int64) BatchReader { return readerFrom(src, off) }, 0, 4)
 		c.passOver = passOver
 		diff, err := c.check(t.Context(), readerFrom(dst, 0))
 		if err != nil {

@@ -1,4 +1,4 @@
-package runner
+package prove
 
 import (
 	"bytes"
@@ -25,17 +25,17 @@ import (
 //   - anything beyond the source's end.
 //
 // The tailChecker below is the comparison alone, over two streams of raw
-// batches; the runner feeds it (proveDestination).
+// batches; Tail (prove.go) feeds it.
 
-// batchReader yields raw batches in offset order: kafkalog.Reader, or a
+// BatchReader yields raw batches in offset order: kafkalog.Reader, or a
 // slice in tests.
-type batchReader interface {
+type BatchReader interface {
 	Next(ctx context.Context) (batch.Batch, bool, error)
 }
 
-// difference is the first place where a destination log stops being the
+// Difference is the first place where a destination log stops being the
 // copy of its source.
-type difference struct {
+type Difference struct {
 	// At is the destination offset from which the destination is no longer
 	// the source's copy: the differing batch, or the first record of the
 	// transaction whose marker differs.
@@ -64,13 +64,13 @@ type tailChecker struct {
 	// identity: destination offsets are source offsets (preserve mode).
 	identity bool
 	// openSource opens the source at an offset, reading up to srcEnd.
-	openSource       func(from int64) batchReader
+	openSource       func(from int64) BatchReader
 	srcStart, srcEnd int64
 	// passOver, when set, names destination offsets not to compare
 	// (map mode: what kmirror left unmapped on purpose).
 	passOver func(dst int64) bool
 
-	src        batchReader
+	src        BatchReader
 	srcBatch   batch.Batch // current source batch; nil before the first
 	srcEntries []kafkalog.Entry
 	decoded    bool
@@ -81,7 +81,7 @@ type tailChecker struct {
 	txnStart map[int64]int64
 }
 
-func newTailChecker(toSource func(int64) (int64, bool), identity bool, openSource func(int64) batchReader, srcStart, srcEnd int64) *tailChecker {
+func newTailChecker(toSource func(int64) (int64, bool), identity bool, openSource func(int64) BatchReader, srcStart, srcEnd int64) *tailChecker {
 	return &tailChecker{toSource: toSource, identity: identity, openSource: openSource, srcStart: srcStart, srcEnd: srcEnd, txnStart: map[int64]int64{}}
 }
 
@@ -90,8 +90,8 @@ func newTailChecker(toSource func(int64) (int64, bool), identity bool, openSourc
 // after the first differing batch: a marker further on may end, with
 // another fate than the source's, a transaction that began before it, and
 // then the difference begins with that transaction.
-func (c *tailChecker) check(ctx context.Context, dst batchReader) (*difference, error) {
-	var diff *difference
+func (c *tailChecker) check(ctx context.Context, dst BatchReader) (*Difference, error) {
+	var diff *Difference
 	first := true
 	for {
 		d, ok, err := dst.Next(ctx)
@@ -116,7 +116,7 @@ func (c *tailChecker) check(ctx context.Context, dst batchReader) (*difference, 
 				}
 			}
 			if diff == nil {
-				diff = &difference{At: at, Batch: d.BaseOffset(), What: what}
+				diff = &Difference{At: at, Batch: d.BaseOffset(), What: what}
 			}
 			diff.At = min(diff.At, at)
 			diff.Unsure = diff.Unsure || unsure
