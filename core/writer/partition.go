@@ -16,6 +16,7 @@ import (
 
 	"github.com/kmirror/kmirror/core/batch"
 	"github.com/kmirror/kmirror/core/internal/coalesce"
+	"github.com/kmirror/kmirror/core/writer/internal/produce"
 )
 
 // TxnWriterInfo identifies a destination transactional writer: the
@@ -119,8 +120,8 @@ type Partition struct {
 	// it must be read (first use, after a failure or a marker).
 	next      int64
 	idem      *idemState
-	free      []*produceOp // answered ops for reuse
-	pipe      []*pending   // appends in flight, oldest first (AppendAll)
+	free      []*produce.Op // answered ops for reuse
+	pipe      []*pending    // appends in flight, oldest first (AppendAll)
 	lastSweep time.Time
 
 	// mu guards writers, closed, and the info, open and startOffset fields
@@ -448,7 +449,7 @@ func (p *Partition) listEnd(ctx context.Context) (int64, error) {
 // txnID is the destination transactional id of a transactional batch, ""
 // otherwise: brokers verify a request's transactional batches against the
 // request's one transactional id, so the sink never puts two in a request.
-func (p *Partition) produce(ctx context.Context, b batch.Batch, txnID string) (op *produceOp, inFlight bool, err error) {
+func (p *Partition) produce(ctx context.Context, b batch.Batch, txnID string) (op *produce.Op, inFlight bool, err error) {
 	op = p.takeOp()
 	defer func() {
 		if err != nil && !inFlight {
@@ -478,38 +479,38 @@ func (p *Partition) produce(ctx context.Context, b batch.Batch, txnID string) (o
 		if err != nil {
 			return nil, false, p.errorf("produce", err)
 		}
-		op.records = b
-		op.txnID = txnID
-		if err := s.enqueue(op); err != nil {
+		op.Records = b
+		op.TxnID = txnID
+		if err := s.Enqueue(op); err != nil {
 			return nil, false, p.errorf("produce", err)
 		}
 		select {
-		case <-op.done:
+		case <-op.Done:
 		case <-ctx.Done():
-			if s.remove(op) {
+			if s.Remove(op) {
 				return nil, false, p.errorf("produce", context.Cause(ctx))
 			}
 			return nil, true, p.errorf("produce", context.Cause(ctx)) // a worker holds op: leave it to it
 		}
 		switch {
-		case op.err != nil:
+		case op.Err != nil:
 			if p.w.ctx.Err() != nil {
 				return nil, false, p.errorf("produce", ErrClosed)
 			}
-			if !isRetriable(op.err) {
-				return nil, false, p.errorf("produce", op.err)
+			if !isRetriable(op.Err) {
+				return nil, false, p.errorf("produce", op.Err)
 			}
 			p.leader = -1 // the broker may be gone: look the leader up again
-			retryErr = op.err
-		case op.errCode == 0:
+			retryErr = op.Err
+		case op.ErrCode == 0:
 			return op, false, nil
 		default:
-			kerrE := withBrokerMessage(kerr.ErrorForCode(op.errCode), op.errMsg)
+			kerrE := withBrokerMessage(kerr.ErrorForCode(op.ErrCode), op.ErrMsg)
 			switch {
-			case leaderMoved(op.errCode):
-				p.leader = op.currentLeader // -1 unless the broker named the new leader
-			case !kerr.IsRetriable(kerr.ErrorForCode(op.errCode)):
-				return nil, false, p.errorf(fmt.Sprintf("produce (v%d)", op.requestVersion), kerrE)
+			case leaderMoved(op.ErrCode):
+				p.leader = op.CurrentLeader // -1 unless the broker named the new leader
+			case !kerr.IsRetriable(kerr.ErrorForCode(op.ErrCode)):
+				return nil, false, p.errorf(fmt.Sprintf("produce (v%d)", op.RequestVersion), kerrE)
 			}
 			retryErr = kerrE
 		}

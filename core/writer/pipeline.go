@@ -10,6 +10,7 @@ import (
 
 	"github.com/kmirror/kmirror/core/batch"
 	"github.com/kmirror/kmirror/core/failpoint"
+	"github.com/kmirror/kmirror/core/writer/internal/produce"
 )
 
 // confirmTTL is how recently a producer's last append on the partition must
@@ -24,8 +25,8 @@ const confirmTTL = time.Minute
 // pending is an append of a partition's pipeline: sent, not yet answered.
 type pending struct {
 	i      int // index in AppendAll's batches
-	op     *produceOp
-	s      *sink // the sink op was queued on
+	op     *produce.Op
+	s      *produce.Sink // the sink op was queued on
 	b      batch.Batch
 	src    int64 // source base offset, restored into b once answered
 	expect int64
@@ -215,8 +216,8 @@ func (p *Partition) send(i int, b batch.Batch) error {
 	b.SetBaseOffset(0)
 	b.Restamp(pid, epoch, pd.seq)
 	pd.op = p.takeOp()
-	pd.op.records, pd.op.txnID, pd.s = b, txnID, s
-	if err := s.enqueue(pd.op); err != nil {
+	pd.op.Records, pd.op.TxnID, pd.s = b, txnID, s
+	if err := s.Enqueue(pd.op); err != nil {
 		b.SetBaseOffset(pd.src)
 		p.putOp(pd.op)
 		return p.errorf("produce", err)
@@ -250,7 +251,7 @@ func (p *Partition) drain(ctx context.Context, landed landedFunc) error {
 func (p *Partition) completeOldest(ctx context.Context, landed landedFunc) error {
 	pd := p.pipe[0]
 	select {
-	case <-pd.op.done:
+	case <-pd.op.Done:
 		p.answered(pd)
 	case <-ctx.Done():
 		p.abandon()
@@ -309,7 +310,7 @@ func (p *Partition) completeOldest(ctx context.Context, landed landedFunc) error
 	p.log.Debug("resending pipelined appends", "count", len(p.pipe), "error", err)
 	for len(p.pipe) > 0 {
 		pd := p.popPipe()
-		op, inFlight, err := p.produce(ctx, pd.b, pd.op.txnID)
+		op, inFlight, err := p.produce(ctx, pd.b, pd.op.TxnID)
 		p.putOp(pd.op)
 		if !inFlight {
 			pd.b.SetBaseOffset(pd.src)
@@ -336,28 +337,28 @@ func (p *Partition) completeOldest(ctx context.Context, landed landedFunc) error
 
 // answer reads a finished op: nil for a success; otherwise the error, and
 // whether the append may be sent again with the same sequence.
-func (p *Partition) answer(op *produceOp) (retry bool, err error) {
+func (p *Partition) answer(op *produce.Op) (retry bool, err error) {
 	switch {
-	case op.err != nil:
+	case op.Err != nil:
 		if p.w.ctx.Err() != nil {
 			return false, p.errorf("produce", ErrClosed)
 		}
-		return isRetriable(op.err), p.errorf("produce", op.err)
-	case op.errCode == 0:
+		return isRetriable(op.Err), p.errorf("produce", op.Err)
+	case op.ErrCode == 0:
 		return false, nil
 	}
-	kerrE := withBrokerMessage(kerr.ErrorForCode(op.errCode), op.errMsg)
-	err = p.errorf(fmt.Sprintf("produce (v%d)", op.requestVersion), kerrE)
+	kerrE := withBrokerMessage(kerr.ErrorForCode(op.ErrCode), op.ErrMsg)
+	err = p.errorf(fmt.Sprintf("produce (v%d)", op.RequestVersion), kerrE)
 	switch {
-	case leaderMoved(op.errCode):
-		p.leader = op.currentLeader
+	case leaderMoved(op.ErrCode):
+		p.leader = op.CurrentLeader
 		return true, err
-	case op.errCode == kerr.OutOfOrderSequenceNumber.Code:
+	case op.ErrCode == kerr.OutOfOrderSequenceNumber.Code:
 		// It reached the broker before the append it follows (each was
 		// sent in order, but on different requests): refused, not written.
 		return true, err
 	}
-	return kerr.IsRetriable(kerr.ErrorForCode(op.errCode)), err
+	return kerr.IsRetriable(kerr.ErrorForCode(op.ErrCode)), err
 }
 
 // waitAll waits for the answers of every append in flight (they stay in
@@ -368,7 +369,7 @@ func (p *Partition) waitAll(ctx context.Context) error {
 			continue
 		}
 		select {
-		case <-q.op.done:
+		case <-q.op.Done:
 			p.answered(q)
 		case <-ctx.Done():
 			p.abandon()
@@ -407,7 +408,7 @@ func (p *Partition) restoreAll() {
 func (p *Partition) abandon() {
 	for _, q := range p.pipe {
 		p.answered(q)
-		if q.s.remove(q.op) {
+		if q.s.Remove(q.op) {
 			q.b.SetBaseOffset(q.src)
 			p.putOp(q.op)
 		}
@@ -422,29 +423,29 @@ func (p *Partition) abandon() {
 // landed records that b, stamped with base sequence seq by tw (nil: the
 // idempotent producer), was written as op says, and checks it landed at
 // expect.
-func (p *Partition) landed(tw *txnWriter, seq int32, b batch.Batch, op *produceOp, expect int64) (Result, error) {
+func (p *Partition) landed(tw *txnWriter, seq int32, b batch.Batch, op *produce.Op, expect int64) (Result, error) {
 	delta := b.LastOffsetDelta()
 	now := time.Now()
 	if tw != nil {
 		failpoint.Reach("writer-txn-appended")
 		tw.lastUsed, tw.confirmed = now, now
 		if tw.startOffset < 0 {
-			p.locked(func() { tw.startOffset = op.baseOffset })
+			p.locked(func() { tw.startOffset = op.BaseOffset })
 		}
 	} else {
 		p.idem.confirmed = now
 	}
 	res := Result{
-		BaseOffset:    op.baseOffset,
-		NextOffset:    op.baseOffset + int64(delta) + 1,
-		LogAppendTime: op.logAppendTime,
+		BaseOffset:    op.BaseOffset,
+		NextOffset:    op.BaseOffset + int64(delta) + 1,
+		LogAppendTime: op.LogAppendTime,
 	}
 	if len(p.pipe) == 0 {
 		p.next = res.NextOffset
 	}
-	if op.baseOffset != expect {
+	if op.BaseOffset != expect {
 		p.next = res.NextOffset
-		return res, p.mismatch(expect, op.baseOffset, "batch appended at another offset")
+		return res, p.mismatch(expect, op.BaseOffset, "batch appended at another offset")
 	}
 	return res, nil
 }
@@ -469,23 +470,23 @@ func (p *Partition) unconfirm(tw *txnWriter) {
 }
 
 // takeOp returns a free produce op of the partition.
-func (p *Partition) takeOp() *produceOp {
+func (p *Partition) takeOp() *produce.Op {
 	if n := len(p.free); n > 0 {
 		op := p.free[n-1]
 		p.free = p.free[:n-1]
 		return op
 	}
-	return newProduceOp(p.topic, p.partition)
+	return produce.NewOp(p.topic, p.partition)
 }
 
 // putOp returns an answered op for reuse.
-func (p *Partition) putOp(op *produceOp) {
+func (p *Partition) putOp(op *produce.Op) {
 	if op == nil {
 		return
 	}
-	op.records, op.txnID = nil, ""
+	op.Records, op.TxnID = nil, ""
 	select {
-	case <-op.done: // drain a signal nobody read
+	case <-op.Done: // drain a signal nobody read
 	default:
 	}
 	p.free = append(p.free, op)

@@ -17,13 +17,14 @@ import (
 
 	"github.com/kmirror/kmirror/core/backoff"
 	"github.com/kmirror/kmirror/core/internal/coalesce"
+	"github.com/kmirror/kmirror/core/writer/internal/produce"
 )
 
 // Request versions pinned to transaction protocol v1 (see the package doc).
 // Produce v12 would add partitions to transactions implicitly and EndTxn v5
 // would bump the epoch after every transaction (KIP-890 part 2).
 const (
-	produceVersion            int16 = 11
+	produceVersion            int16 = produce.Version
 	initProducerIDVersion     int16 = 4
 	addPartitionsToTxnVersion int16 = 3
 	endTxnVersion             int16 = 4
@@ -43,7 +44,7 @@ type Writer struct {
 
 	mu     sync.Mutex
 	closed bool
-	sinks  map[int32]*sink
+	sinks  map[int32]*produce.Sink
 	parts  map[tpKey]*Partition
 	idem   map[tpKey]*idemState // survives Partition.Close: sequences continue
 
@@ -103,7 +104,7 @@ func New(client *kgo.Client, opts ...Option) (*Writer, error) {
 		log:    cfg.logger.With("mirror", cfg.mirror),
 		ctx:    ctx,
 		cancel: cancel,
-		sinks:  make(map[int32]*sink),
+		sinks:  make(map[int32]*produce.Sink),
 		parts:  make(map[tpKey]*Partition),
 		idem:   make(map[tpKey]*idemState),
 		pid:    -1,
@@ -177,7 +178,7 @@ func (w *Writer) release(p *Partition) {
 
 // sink returns the sink of destination broker node, starting it on first
 // use.
-func (w *Writer) sink(node int32) (*sink, error) {
+func (w *Writer) sink(node int32) (*produce.Sink, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
@@ -185,11 +186,13 @@ func (w *Writer) sink(node int32) (*sink, error) {
 	}
 	s := w.sinks[node]
 	if s == nil {
-		s = newSink(w, node)
+		s = produce.NewSink(produce.Config{
+			Client: w.cl, Node: node, MaxRequestBytes: w.cfg.maxRequestBytes,
+			RequestTimeout: w.cfg.requestTimeout, Observer: w.cfg.observer, Closed: ErrClosed,
+		})
 		w.sinks[node] = s
 		for range w.cfg.maxInflight {
-			wk := newSinkWorker(s)
-			w.wg.Go(func() { wk.run(w.ctx) })
+			w.wg.Go(func() { s.Work(w.ctx) })
 		}
 	}
 	return s, nil
@@ -205,14 +208,6 @@ type pinned struct {
 }
 
 func (p *pinned) MaxVersion() int16 { return p.max }
-
-// pinnedProduce pins a ProduceRequest. It keeps ProduceRequest's Timeout
-// methods, so franz-go extends the read deadline by the request's timeout;
-// and, not being a *kmsg.ProduceRequest, its acks are not rewritten to the
-// client's.
-type pinnedProduce struct{ *kmsg.ProduceRequest }
-
-func (pinnedProduce) MaxVersion() int16 { return produceVersion }
 
 // retrier paces the retries of one operation with the Writer's retry
 // policy: waits double from the RetryBackoff minimum to its maximum, each
