@@ -3,6 +3,8 @@ package writer
 import (
 	"errors"
 	"fmt"
+
+	"github.com/kmirror/kmirror/core/writer/internal/cluster"
 )
 
 // Sentinel errors. Errors returned by this package wrap at most one of them,
@@ -56,7 +58,7 @@ var (
 	ErrUnsupportedControl = errors.New("control record is not a COMMIT or ABORT marker")
 
 	// ErrClosed: the Writer or Partition was closed.
-	ErrClosed = errors.New("writer closed")
+	ErrClosed = cluster.ErrClosed
 )
 
 // OffsetMismatchError says where a batch or marker landed, or would have

@@ -12,10 +12,9 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmirror/kmirror/core/batch"
-	"github.com/kmirror/kmirror/core/internal/coalesce"
+	"github.com/kmirror/kmirror/core/writer/internal/cluster"
 	"github.com/kmirror/kmirror/core/writer/internal/produce"
 )
 
@@ -108,6 +107,7 @@ type txnWriter struct {
 // OpenTransactions, TxnWriters and EndOffset may be called at any time.
 type Partition struct {
 	w           *Writer
+	dest        *cluster.Client // w.dest
 	topic       string
 	partition   int32
 	onTxnWriter func(context.Context, TxnWriterInfo) error
@@ -143,6 +143,7 @@ func (p *Partition) locked(fn func()) {
 func newPartition(w *Writer, topic string, partition int32, hook func(context.Context, TxnWriterInfo) error, idem *idemState) *Partition {
 	return &Partition{
 		w:           w,
+		dest:        w.dest,
 		topic:       topic,
 		partition:   partition,
 		onTxnWriter: hook,
@@ -200,6 +201,12 @@ func (p *Partition) checkOpen() error {
 		return p.errorf("use", ErrClosed)
 	}
 	return nil
+}
+
+// wrap wraps err, which says what failed, with the mirror and the
+// destination partition.
+func (p *Partition) wrap(err error) error {
+	return fmt.Errorf("writer: mirror %q, destination %s/%d: %w", p.w.cfg.mirror, p.topic, p.partition, err)
 }
 
 // errorf wraps err with the mirror, the destination partition and what
@@ -383,7 +390,7 @@ func (p *Partition) checkNext(ctx context.Context, expect int64) error {
 // waitMarker waits until the destination's end offset is marker+1: the
 // marker written after EndTxn returned.
 func (p *Partition) waitMarker(ctx context.Context, tw *txnWriter, marker int64) error {
-	r := p.w.newRetrier()
+	r := p.dest.NewRetrier()
 	for {
 		end, err := p.listEnd(ctx)
 		if err == nil {
@@ -391,17 +398,17 @@ func (p *Partition) waitMarker(ctx context.Context, tw *txnWriter, marker int64)
 			case end == marker+1:
 				return nil
 			case end > marker+1:
-				if p.duplicateMarkers(ctx, tw.info.ProducerID, marker, end) {
+				if p.dest.DuplicateMarkers(ctx, p.topic, p.partition, tw.info.ProducerID, marker, end) {
 					p.next = end
 					return &DuplicateMarkerError{Mirror: p.w.cfg.mirror, Topic: p.topic, Partition: p.partition, Marker: marker, End: end}
 				}
 				return p.mismatch(marker, end-1, "destination end offset passed the marker (last offset shown as got)")
 			}
 			err = fmt.Errorf("marker expected at offset %d not visible yet, destination end offset %d", marker, end)
-		} else if !isRetriable(err) {
+		} else if !cluster.IsRetriable(err) {
 			return p.errorf("wait for the marker", err)
 		}
-		if err := r.backoff(ctx, err); err != nil {
+		if err := r.Backoff(ctx, err); err != nil {
 			return p.errorf("wait for the marker", err)
 		}
 	}
@@ -414,32 +421,25 @@ func (p *Partition) EndOffset(ctx context.Context) (int64, error) {
 }
 
 func (p *Partition) endOffset(ctx context.Context) (int64, error) {
-	r := p.w.newRetrier()
+	r := p.dest.NewRetrier()
 	for {
 		end, err := p.listEnd(ctx)
 		if err == nil {
 			return end, nil
 		}
-		if !isRetriable(err) {
+		if !cluster.IsRetriable(err) {
 			return -1, p.errorf("read the end offset", err)
 		}
-		if err := r.backoff(ctx, err); err != nil {
+		if err := r.Backoff(ctx, err); err != nil {
 			return -1, p.errorf("read the end offset", err)
 		}
 	}
 }
 
 // listEnd asks the partition leader for the end offset once (with the
-// partitions of the topic asking at the same time: Writer.ends).
+// partitions of the topic asking at the same time: cluster.Client.ListEnd).
 func (p *Partition) listEnd(ctx context.Context) (int64, error) {
-	end, err := p.w.ends.Get(ctx, p.topic, p.partition)
-	if errors.Is(err, coalesce.ErrNoAnswer) {
-		return -1, errors.New("ListOffsets response has no answer for the partition")
-	}
-	if err != nil {
-		return -1, err
-	}
-	return end, nil
+	return p.dest.ListEnd(ctx, p.topic, p.partition)
 }
 
 // produce sends b through the leader's sink until it is appended, retrying
@@ -459,16 +459,16 @@ func (p *Partition) produce(ctx context.Context, b batch.Batch, txnID string) (o
 			op = nil
 		}
 	}()
-	r := p.w.newRetrier()
+	r := p.dest.NewRetrier()
 	for {
 		var retryErr error
 		if p.leader < 0 {
-			leader, err := p.w.leader(ctx, p.topic, p.partition, r.Retries() > 0)
+			leader, err := p.dest.Leader(ctx, p.topic, p.partition, r.Retries() > 0)
 			if err != nil {
-				if !isRetriable(err) {
+				if !cluster.IsRetriable(err) {
 					return nil, false, p.errorf("find the partition leader", err)
 				}
-				if err := r.backoff(ctx, err); err != nil {
+				if err := r.Backoff(ctx, err); err != nil {
 					return nil, false, p.errorf("find the partition leader", err)
 				}
 				continue
@@ -497,7 +497,7 @@ func (p *Partition) produce(ctx context.Context, b batch.Batch, txnID string) (o
 			if p.w.ctx.Err() != nil {
 				return nil, false, p.errorf("produce", ErrClosed)
 			}
-			if !isRetriable(op.Err) {
+			if !cluster.IsRetriable(op.Err) {
 				return nil, false, p.errorf("produce", op.Err)
 			}
 			p.leader = -1 // the broker may be gone: look the leader up again
@@ -515,7 +515,7 @@ func (p *Partition) produce(ctx context.Context, b batch.Batch, txnID string) (o
 			retryErr = kerrE
 		}
 		p.log.Debug("retrying append", "error", retryErr, "attempt", r.Retries()+1)
-		if err := r.backoff(ctx, retryErr); err != nil {
+		if err := r.Backoff(ctx, retryErr); err != nil {
 			return nil, false, p.errorf("produce", err)
 		}
 	}
@@ -530,26 +530,6 @@ func leaderMoved(code int16) bool {
 		return true
 	}
 	return false
-}
-
-// isRetriable: Kafka's retriable errors, and transport errors (which are not
-// Kafka errors), but not a closed client or an ended context.
-func isRetriable(err error) bool {
-	switch {
-	case err == nil:
-		return false
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		// A request timeout is retriable; the caller's context is checked
-		// by the retrier.
-		return errors.Is(err, context.DeadlineExceeded)
-	case errors.Is(err, kgo.ErrClientClosed), errors.Is(err, ErrClosed):
-		return false
-	}
-	var ke *kerr.Error
-	if errors.As(err, &ke) {
-		return ke.Retriable
-	}
-	return true
 }
 
 func withBrokerMessage(err error, msg string) error {
@@ -570,12 +550,12 @@ func (p *Partition) readyIdempotent(ctx context.Context) error {
 		err   error
 	)
 	if st.stale {
-		pid, epoch, err = p.w.initIdempotent(ctx)
+		pid, epoch, err = p.dest.InitIdempotent(ctx)
 		if err == nil {
 			p.log.Info("fresh idempotent producer after an append whose outcome is unknown", "producer_id", pid)
 		}
 	} else {
-		pid, epoch, err = p.w.idempotentProducer(ctx)
+		pid, epoch, err = p.dest.IdempotentProducer(ctx)
 	}
 	if err != nil {
 		return p.errorf("initialise the idempotent producer", err)

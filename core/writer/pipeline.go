@@ -10,6 +10,7 @@ import (
 
 	"github.com/kmirror/kmirror/core/batch"
 	"github.com/kmirror/kmirror/core/failpoint"
+	"github.com/kmirror/kmirror/core/writer/internal/cluster"
 	"github.com/kmirror/kmirror/core/writer/internal/produce"
 )
 
@@ -343,7 +344,7 @@ func (p *Partition) answer(op *produce.Op) (retry bool, err error) {
 		if p.w.ctx.Err() != nil {
 			return false, p.errorf("produce", ErrClosed)
 		}
-		return isRetriable(op.Err), p.errorf("produce", op.Err)
+		return cluster.IsRetriable(op.Err), p.errorf("produce", op.Err)
 	case op.ErrCode == 0:
 		return false, nil
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/core/batch"
-	"github.com/kmirror/kmirror/core/internal/coalesce"
+	"github.com/kmirror/kmirror/core/writer/internal/cluster"
 )
 
 // ResumeReport says what Partition.Resume found on the destination for each
@@ -294,11 +294,11 @@ func (p *Partition) resync(ctx context.Context, tw *txnWriter) error {
 func (p *Partition) describeTxns(ctx context.Context, txids []string) (map[string]txnState, error) {
 	out := make(map[string]txnState, len(txids))
 	pending := slices.Clone(txids)
-	r := p.w.newRetrier()
+	r := p.dest.NewRetrier()
 	for len(pending) > 0 {
 		req := kmsg.NewPtrDescribeTransactionsRequest()
 		req.TransactionalIDs = pending
-		resp, err := p.w.routed(ctx, req)
+		resp, err := p.dest.Routed(ctx, req)
 		var next []string
 		if err == nil {
 			answered := make(map[string]bool, len(pending))
@@ -319,7 +319,7 @@ func (p *Partition) describeTxns(ctx context.Context, txids []string) (map[strin
 					out[ts.TransactionalID] = st
 				case errors.Is(ke, kerr.TransactionalIDNotFound):
 					out[ts.TransactionalID] = txnState{}
-				case isRetriable(ke):
+				case cluster.IsRetriable(ke):
 					next = append(next, ts.TransactionalID)
 					err = fmt.Errorf("DescribeTransactions %s: %w", ts.TransactionalID, ke)
 				default:
@@ -332,14 +332,14 @@ func (p *Partition) describeTxns(ctx context.Context, txids []string) (map[strin
 					err = fmt.Errorf("DescribeTransactions has no answer for %s", txid)
 				}
 			}
-		} else if !isRetriable(err) {
+		} else if !cluster.IsRetriable(err) {
 			return nil, p.errorf("DescribeTransactions", err)
 		} else {
 			next = pending
 		}
 		pending = next
 		if len(pending) > 0 {
-			if err := r.backoff(ctx, err); err != nil {
+			if err := r.Backoff(ctx, err); err != nil {
 				return nil, p.errorf("DescribeTransactions", err)
 			}
 		}
@@ -351,19 +351,16 @@ func (p *Partition) describeTxns(ctx context.Context, txids []string) (map[strin
 // producer id, in one DescribeProducers with the other partitions of the
 // topic asking at the same time (the Writer's batcher).
 func (p *Partition) describeProducers(ctx context.Context) (map[int64]kmsg.DescribeProducersResponseTopicPartitionActiveProducer, error) {
-	r := p.w.newRetrier()
+	r := p.dest.NewRetrier()
 	for {
-		out, err := p.w.producers.Get(ctx, p.topic, p.partition)
+		out, err := p.dest.Producers(ctx, p.topic, p.partition)
 		if err == nil {
 			return out, nil
 		}
-		if errors.Is(err, coalesce.ErrNoAnswer) {
-			err = errNoProducersAnswer
-		}
-		if !isRetriable(err) {
+		if !cluster.IsRetriable(err) {
 			return nil, p.errorf("DescribeProducers", err)
 		}
-		if err := r.backoff(ctx, err); err != nil {
+		if err := r.Backoff(ctx, err); err != nil {
 			return nil, p.errorf("DescribeProducers", err)
 		}
 	}

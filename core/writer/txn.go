@@ -69,7 +69,7 @@ func (p *Partition) initTxnWriter(ctx context.Context, tw *txnWriter) error {
 	txid := tw.info.TransactionalID
 	req := kmsg.NewPtrInitProducerIDRequest()
 	req.TransactionalID = &txid
-	req.TransactionTimeoutMillis = p.w.transactionTimeout(ctx)
+	req.TransactionTimeoutMillis = p.dest.TransactionTimeout(ctx)
 	req.ProducerID, req.ProducerEpoch = -1, -1
 	resp, err := p.coordinated(ctx, tw, "InitProducerId", req, initProducerIDVersion, func(r kmsg.Response) error {
 		return kerr.ErrorForCode(r.(*kmsg.InitProducerIDResponse).ErrorCode)
@@ -167,48 +167,14 @@ func (p *Partition) isLegacy(tw *txnWriter) bool {
 }
 
 // coordinated sends a transaction request for tw to its coordinator at most
-// at version maxVersion, retrying coordinator moves and loads, transport
-// errors and CONCURRENT_TRANSACTIONS (a previous transaction of the id still
-// completing) for up to RetryTimeout. check extracts the response's error.
+// at version maxVersion, retrying for up to RetryTimeout
+// (cluster.Client.Coordinated). check extracts the response's error.
 func (p *Partition) coordinated(ctx context.Context, tw *txnWriter, what string, req kmsg.Request, maxVersion int16,
 	check func(kmsg.Response) error,
 ) (kmsg.Response, error) {
-	what = what + " for " + tw.info.TransactionalID
-	r := p.w.newRetrier()
-	pin := &pinned{Request: req, max: maxVersion}
-	for {
-		var err error
-		if tw.coordinator < 0 {
-			tw.coordinator, err = p.w.findCoordinator(ctx, tw.info.TransactionalID)
-		}
-		if err == nil {
-			var resp kmsg.Response
-			if resp, err = p.w.request(ctx, tw.coordinator, pin); err == nil {
-				if err = check(resp); err == nil {
-					return resp, nil
-				}
-			}
-		}
-		var ke *kerr.Error
-		switch {
-		case ctx.Err() != nil:
-			return nil, p.errorf(what, errors.Join(context.Cause(ctx), err))
-		case errors.Is(err, kerr.NotCoordinator), errors.Is(err, kerr.CoordinatorNotAvailable):
-			tw.coordinator = -1
-		case errors.Is(err, kerr.CoordinatorLoadInProgress), errors.Is(err, kerr.ConcurrentTransactions):
-		case errors.As(err, &ke):
-			if !ke.Retriable {
-				return nil, p.errorf(what, err)
-			}
-		case !isRetriable(err):
-			return nil, p.errorf(what, err)
-		default: // transport error: the coordinator may have moved or be unknown to the client
-			tw.coordinator = -1
-			p.w.refreshBrokers(ctx)
-		}
-		p.log.Debug("retrying transaction request", "request", what, "error", err)
-		if err := r.backoff(ctx, err); err != nil {
-			return nil, p.errorf(what, err)
-		}
+	resp, err := p.dest.Coordinated(ctx, p.log, &tw.coordinator, tw.info.TransactionalID, what, req, maxVersion, check)
+	if err != nil {
+		return nil, p.wrap(err)
 	}
+	return resp, nil
 }
