@@ -12,6 +12,7 @@ import (
 	"github.com/kmirror/kmirror/core/failpoint"
 	"github.com/kmirror/kmirror/core/writer/internal/cluster"
 	"github.com/kmirror/kmirror/core/writer/internal/produce"
+	"github.com/kmirror/kmirror/core/writer/internal/txn"
 )
 
 // confirmTTL is how recently a producer's last append on the partition must
@@ -31,9 +32,9 @@ type pending struct {
 	b      batch.Batch
 	src    int64 // source base offset, restored into b once answered
 	expect int64
-	tw     *txnWriter // nil: the idempotent producer
-	seq    int32      // base sequence stamped
-	closed bool       // answered (or abandoned): no longer counted in flight
+	tw     *txn.Writer // nil: the idempotent producer
+	seq    int32       // base sequence stamped
+	closed bool        // answered (or abandoned): no longer counted in flight
 }
 
 // answered takes pd out of the Writer's count of appends in flight.
@@ -177,7 +178,7 @@ func (p *Partition) canPipeline(b batch.Batch) bool {
 	if p.w.cfg.maxInflightPartition < 2 || b.IsControl() || !b.Dense() || p.leader < 0 || p.next < 0 || p.next != b.BaseOffset() {
 		return false
 	}
-	var head *txnWriter
+	var head *txn.Writer
 	if len(p.pipe) > 0 {
 		head = p.pipe[0].tw
 	}
@@ -185,14 +186,14 @@ func (p *Partition) canPipeline(b batch.Batch) bool {
 		st := p.idem
 		return head == nil && (len(p.pipe) > 0 || (st.pid >= 0 && !st.stale && time.Since(st.confirmed) < confirmTTL))
 	}
-	tw := p.writers[b.ProducerID()]
-	if tw == nil || !tw.open || tw.stale || tw.needInit {
+	tw := p.txns.Get(b.ProducerID())
+	if tw == nil || !tw.Open || tw.Stale || tw.NeedInit {
 		return false
 	}
 	if len(p.pipe) > 0 {
 		return head == tw
 	}
-	return time.Since(tw.confirmed) < confirmTTL
+	return time.Since(tw.Confirmed) < confirmTTL
 }
 
 // send stamps b with its producer's next sequence and hands it to the
@@ -205,8 +206,8 @@ func (p *Partition) send(i int, b batch.Batch) error {
 		txnID string
 	)
 	if b.IsTransactional() {
-		pd.tw = p.writers[b.ProducerID()]
-		pid, epoch, pd.seq, txnID = pd.tw.info.ProducerID, pd.tw.info.Epoch, pd.tw.seq, pd.tw.info.TransactionalID
+		pd.tw = p.txns.Get(b.ProducerID())
+		pid, epoch, pd.seq, txnID = pd.tw.Info.ProducerID, pd.tw.Info.Epoch, pd.tw.Seq, pd.tw.Info.TransactionalID
 	} else {
 		pid, epoch, pd.seq = p.idem.pid, p.idem.epoch, p.idem.seq
 	}
@@ -225,7 +226,7 @@ func (p *Partition) send(i int, b batch.Batch) error {
 	}
 	next := batch.IncrementSequence(pd.seq, b.LastOffsetDelta()+1)
 	if pd.tw != nil {
-		pd.tw.seq = next
+		pd.tw.Seq = next
 	} else {
 		p.idem.seq = next
 	}
@@ -424,14 +425,14 @@ func (p *Partition) abandon() {
 // landed records that b, stamped with base sequence seq by tw (nil: the
 // idempotent producer), was written as op says, and checks it landed at
 // expect.
-func (p *Partition) landed(tw *txnWriter, seq int32, b batch.Batch, op *produce.Op, expect int64) (Result, error) {
+func (p *Partition) landed(tw *txn.Writer, seq int32, b batch.Batch, op *produce.Op, expect int64) (Result, error) {
 	delta := b.LastOffsetDelta()
 	now := time.Now()
 	if tw != nil {
 		failpoint.Reach("writer-txn-appended")
-		tw.lastUsed, tw.confirmed = now, now
-		if tw.startOffset < 0 {
-			p.locked(func() { tw.startOffset = op.BaseOffset })
+		tw.LastUsed, tw.Confirmed = now, now
+		if tw.StartOffset < 0 {
+			p.txns.Locked(func() { tw.StartOffset = op.BaseOffset })
 		}
 	} else {
 		p.idem.confirmed = now
@@ -453,18 +454,18 @@ func (p *Partition) landed(tw *txnWriter, seq int32, b batch.Batch, op *produce.
 
 // staleProducer marks the producer of a failed append: its sequence can no
 // longer be trusted.
-func (p *Partition) staleProducer(tw *txnWriter) {
+func (p *Partition) staleProducer(tw *txn.Writer) {
 	if tw != nil {
-		tw.stale = true
+		tw.Stale = true
 	} else {
 		p.idem.stale = true
 	}
 }
 
 // unconfirm makes the producer's next append go alone.
-func (p *Partition) unconfirm(tw *txnWriter) {
+func (p *Partition) unconfirm(tw *txn.Writer) {
 	if tw != nil {
-		tw.confirmed = time.Time{}
+		tw.Confirmed = time.Time{}
 	} else {
 		p.idem.confirmed = time.Time{}
 	}

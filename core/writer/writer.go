@@ -12,6 +12,7 @@ import (
 
 	"github.com/kmirror/kmirror/core/writer/internal/cluster"
 	"github.com/kmirror/kmirror/core/writer/internal/produce"
+	"github.com/kmirror/kmirror/core/writer/internal/txn"
 )
 
 // Request versions pinned to transaction protocol v1 (see the package doc).
@@ -19,9 +20,9 @@ import (
 // would bump the epoch after every transaction (KIP-890 part 2).
 const (
 	produceVersion            int16 = produce.Version
-	initProducerIDVersion     int16 = 4
-	addPartitionsToTxnVersion int16 = 3
-	endTxnVersion             int16 = 4
+	initProducerIDVersion     int16 = txn.InitProducerIDVersion
+	addPartitionsToTxnVersion int16 = txn.AddPartitionsToTxnVersion
+	endTxnVersion             int16 = txn.EndTxnVersion
 )
 
 // Writer writes one mirror's batches to one destination cluster. It owns a
