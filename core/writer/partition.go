@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kmirror/kmirror/core/batch"
 	"github.com/kmirror/kmirror/core/writer/internal/cluster"
@@ -46,19 +45,6 @@ type Result struct {
 // partition (-1 while it holds no data).
 type OpenTransaction = txn.OpenTransaction
 
-// idemState is a partition's use of an idempotent producer. It belongs to
-// the Writer, so a reopened Partition continues the sequence.
-type idemState struct {
-	pid   int64 // -1: use the Writer's shared producer
-	epoch int16
-	seq   int32
-	stale bool // the last append's fate is unknown: take a fresh producer id
-	// confirmed is when the destination last answered an append of the
-	// producer on the partition (zero: not since it was taken): appends are
-	// pipelined only behind a confirmed producer (see confirmTTL).
-	confirmed time.Time
-}
-
 // Partition writes one destination partition. Append, AppendAt, AbortAll
 // and Resume run one at a time (a call waits for the one in progress);
 // OpenTransactions, TxnWriters and EndOffset may be called at any time.
@@ -73,29 +59,30 @@ type Partition struct {
 	txns *txn.Set
 
 	opMu sync.Mutex // one operation at a time; guards the fields below
-	// leader is the destination broker leading the partition, -1 unknown.
-	leader int32
+	// route is the way to the partition's leader: its sink, the
+	// partition's produce ops, the answers' handling.
+	route *produce.Route
 	// next is the destination end offset as this writer knows it, -1 when
 	// it must be read (first use, after a failure or a marker).
 	next      int64
-	idem      *idemState
-	free      []*produce.Op // answered ops for reuse
-	pipe      []*pending    // appends in flight, oldest first (AppendAll)
+	idem      *cluster.Idempotent
+	pipe      []*pending // appends in flight, oldest first (AppendAll)
 	lastSweep time.Time
 
 	mu     sync.Mutex // guards closed
 	closed bool
 }
 
-func newPartition(w *Writer, topic string, partition int32, hook func(context.Context, TxnWriterInfo) error, idem *idemState) *Partition {
+func newPartition(w *Writer, topic string, partition int32, hook func(context.Context, TxnWriterInfo) error, idem *cluster.Idempotent) *Partition {
 	log := w.log.With("topic", topic, "partition", partition)
+	where := cluster.Where{Mirror: w.cfg.mirror, Topic: topic, Partition: partition}
 	return &Partition{
 		w:         w,
 		dest:      w.dest,
 		topic:     topic,
 		partition: partition,
 		log:       log,
-		leader:    -1,
+		route:     produce.NewRoute(w.sinks, w.dest, where, log),
 		next:      -1,
 		idem:      idem,
 		lastSweep: time.Now(),
@@ -142,16 +129,10 @@ func (p *Partition) checkOpen() error {
 	return nil
 }
 
-// wrap wraps err, which says what failed, with the mirror and the
-// destination partition.
-func (p *Partition) wrap(err error) error {
-	return fmt.Errorf("writer: mirror %q, destination %s/%d: %w", p.w.cfg.mirror, p.topic, p.partition, err)
-}
-
 // errorf wraps err with the mirror, the destination partition and what
 // failed.
 func (p *Partition) errorf(what string, err error) error {
-	return fmt.Errorf("writer: mirror %q, destination %s/%d: %s: %w", p.w.cfg.mirror, p.topic, p.partition, what, err)
+	return cluster.Where{Mirror: p.w.cfg.mirror, Topic: p.topic, Partition: p.partition}.Errorf(what, err)
 }
 
 func (p *Partition) mismatch(expected, got int64, what string) error {
@@ -238,7 +219,7 @@ func (p *Partition) appendData(ctx context.Context, b batch.Batch, expect int64)
 		if err := p.readyIdempotent(ctx); err != nil {
 			return Result{}, err
 		}
-		pid, epoch, seq = p.idem.pid, p.idem.epoch, p.idem.seq
+		pid, epoch, seq = p.idem.PID, p.idem.Epoch, p.idem.Seq
 	}
 
 	srcOffset := b.BaseOffset()
@@ -250,7 +231,7 @@ func (p *Partition) appendData(ctx context.Context, b batch.Batch, expect int64)
 	if tw != nil {
 		txnID = tw.Info.TransactionalID
 	}
-	op, inFlight, err := p.produce(ctx, b, txnID)
+	op, inFlight, err := p.route.Produce(ctx, b, txnID)
 	if !inFlight {
 		b.SetBaseOffset(srcOffset)
 	}
@@ -266,10 +247,10 @@ func (p *Partition) appendData(ctx context.Context, b batch.Batch, expect int64)
 	if tw != nil {
 		tw.Seq = next
 	} else {
-		p.idem.seq = next
+		p.idem.Seq = next
 	}
 	res, err := p.landed(tw, seq, b, op, expect)
-	p.putOp(op)
+	p.route.Put(op)
 	if err != nil {
 		p.unconfirm(tw)
 	}
@@ -360,19 +341,11 @@ func (p *Partition) EndOffset(ctx context.Context) (int64, error) {
 }
 
 func (p *Partition) endOffset(ctx context.Context) (int64, error) {
-	r := p.dest.NewRetrier()
-	for {
-		end, err := p.listEnd(ctx)
-		if err == nil {
-			return end, nil
-		}
-		if !cluster.IsRetriable(err) {
-			return -1, p.errorf("read the end offset", err)
-		}
-		if err := r.Backoff(ctx, err); err != nil {
-			return -1, p.errorf("read the end offset", err)
-		}
+	end, err := p.dest.EndOffset(ctx, p.topic, p.partition)
+	if err != nil {
+		return -1, p.errorf("read the end offset", err)
 	}
+	return end, nil
 }
 
 // listEnd asks the partition leader for the end offset once (with the
@@ -381,125 +354,15 @@ func (p *Partition) listEnd(ctx context.Context) (int64, error) {
 	return p.dest.ListEnd(ctx, p.topic, p.partition)
 }
 
-// produce sends b through the leader's sink until it is appended, retrying
-// retriable errors. inFlight reports that it gave up (ctx ended) while a
-// request carrying b was in flight: b must not be modified then.
-//
-// txnID is the destination transactional id of a transactional batch, ""
-// otherwise: brokers verify a request's transactional batches against the
-// request's one transactional id, so the sink never puts two in a request.
-func (p *Partition) produce(ctx context.Context, b batch.Batch, txnID string) (op *produce.Op, inFlight bool, err error) {
-	op = p.takeOp()
-	defer func() {
-		if err != nil && !inFlight {
-			p.putOp(op)
-		}
-		if err != nil {
-			op = nil
-		}
-	}()
-	r := p.dest.NewRetrier()
-	for {
-		var retryErr error
-		if p.leader < 0 {
-			leader, err := p.dest.Leader(ctx, p.topic, p.partition, r.Retries() > 0)
-			if err != nil {
-				if !cluster.IsRetriable(err) {
-					return nil, false, p.errorf("find the partition leader", err)
-				}
-				if err := r.Backoff(ctx, err); err != nil {
-					return nil, false, p.errorf("find the partition leader", err)
-				}
-				continue
-			}
-			p.leader = leader
-		}
-		s, err := p.w.sink(p.leader)
-		if err != nil {
-			return nil, false, p.errorf("produce", err)
-		}
-		op.Records = b
-		op.TxnID = txnID
-		if err := s.Enqueue(op); err != nil {
-			return nil, false, p.errorf("produce", err)
-		}
-		select {
-		case <-op.Done:
-		case <-ctx.Done():
-			if s.Remove(op) {
-				return nil, false, p.errorf("produce", context.Cause(ctx))
-			}
-			return nil, true, p.errorf("produce", context.Cause(ctx)) // a worker holds op: leave it to it
-		}
-		switch {
-		case op.Err != nil:
-			if p.w.ctx.Err() != nil {
-				return nil, false, p.errorf("produce", ErrClosed)
-			}
-			if !cluster.IsRetriable(op.Err) {
-				return nil, false, p.errorf("produce", op.Err)
-			}
-			p.leader = -1 // the broker may be gone: look the leader up again
-			retryErr = op.Err
-		case op.ErrCode == 0:
-			return op, false, nil
-		default:
-			kerrE := withBrokerMessage(kerr.ErrorForCode(op.ErrCode), op.ErrMsg)
-			switch {
-			case leaderMoved(op.ErrCode):
-				p.leader = op.CurrentLeader // -1 unless the broker named the new leader
-			case !kerr.IsRetriable(kerr.ErrorForCode(op.ErrCode)):
-				return nil, false, p.errorf(fmt.Sprintf("produce (v%d)", op.RequestVersion), kerrE)
-			}
-			retryErr = kerrE
-		}
-		p.log.Debug("retrying append", "error", retryErr, "attempt", r.Retries()+1)
-		if err := r.Backoff(ctx, retryErr); err != nil {
-			return nil, false, p.errorf("produce", err)
-		}
-	}
-}
-
-// leaderMoved reports the produce errors after which the partition's leader
-// must be looked up again.
-func leaderMoved(code int16) bool {
-	switch code {
-	case kerr.NotLeaderForPartition.Code, kerr.LeaderNotAvailable.Code, kerr.UnknownTopicOrPartition.Code,
-		kerr.FencedLeaderEpoch.Code, kerr.UnknownLeaderEpoch.Code, kerr.KafkaStorageError.Code:
-		return true
-	}
-	return false
-}
-
-func withBrokerMessage(err error, msg string) error {
-	if msg == "" {
-		return err
-	}
-	return fmt.Errorf("%w (broker: %s)", err, msg)
-}
-
+// readyIdempotent makes the partition's idempotent producer usable
+// (cluster.Client.ReadyIdempotent).
 func (p *Partition) readyIdempotent(ctx context.Context) error {
-	st := p.idem
-	if st.pid >= 0 && !st.stale {
+	if st := p.idem; st.PID >= 0 && !st.Stale {
 		return nil
 	}
-	var (
-		pid   int64
-		epoch int16
-		err   error
-	)
-	if st.stale {
-		pid, epoch, err = p.dest.InitIdempotent(ctx)
-		if err == nil {
-			p.log.Info("fresh idempotent producer after an append whose outcome is unknown", "producer_id", pid)
-		}
-	} else {
-		pid, epoch, err = p.dest.IdempotentProducer(ctx)
-	}
-	if err != nil {
+	if err := p.dest.ReadyIdempotent(ctx, p.idem, p.log); err != nil {
 		return p.errorf("initialise the idempotent producer", err)
 	}
-	st.pid, st.epoch, st.seq, st.stale, st.confirmed = pid, epoch, 0, false, time.Time{}
 	return nil
 }
 

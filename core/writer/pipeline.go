@@ -6,11 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
-
 	"github.com/kmirror/kmirror/core/batch"
 	"github.com/kmirror/kmirror/core/failpoint"
-	"github.com/kmirror/kmirror/core/writer/internal/cluster"
 	"github.com/kmirror/kmirror/core/writer/internal/produce"
 	"github.com/kmirror/kmirror/core/writer/internal/txn"
 )
@@ -175,7 +172,7 @@ func (p *Partition) sendAll(ctx context.Context, bs []batch.Batch, landed landed
 
 // canPipeline says whether b can be sent behind the appends in flight.
 func (p *Partition) canPipeline(b batch.Batch) bool {
-	if p.w.cfg.maxInflightPartition < 2 || b.IsControl() || !b.Dense() || p.leader < 0 || p.next < 0 || p.next != b.BaseOffset() {
+	if p.w.cfg.maxInflightPartition < 2 || b.IsControl() || !b.Dense() || p.route.Leader < 0 || p.next < 0 || p.next != b.BaseOffset() {
 		return false
 	}
 	var head *txn.Writer
@@ -184,7 +181,7 @@ func (p *Partition) canPipeline(b batch.Batch) bool {
 	}
 	if !b.IsTransactional() {
 		st := p.idem
-		return head == nil && (len(p.pipe) > 0 || (st.pid >= 0 && !st.stale && time.Since(st.confirmed) < confirmTTL))
+		return head == nil && (len(p.pipe) > 0 || (st.PID >= 0 && !st.Stale && time.Since(st.Confirmed) < confirmTTL))
 	}
 	tw := p.txns.Get(b.ProducerID())
 	if tw == nil || !tw.Open || tw.Stale || tw.NeedInit {
@@ -209,26 +206,26 @@ func (p *Partition) send(i int, b batch.Batch) error {
 		pd.tw = p.txns.Get(b.ProducerID())
 		pid, epoch, pd.seq, txnID = pd.tw.Info.ProducerID, pd.tw.Info.Epoch, pd.tw.Seq, pd.tw.Info.TransactionalID
 	} else {
-		pid, epoch, pd.seq = p.idem.pid, p.idem.epoch, p.idem.seq
+		pid, epoch, pd.seq = p.idem.PID, p.idem.Epoch, p.idem.Seq
 	}
-	s, err := p.w.sink(p.leader)
+	s, err := p.route.Sink()
 	if err != nil {
 		return p.errorf("produce", err)
 	}
 	b.SetBaseOffset(0)
 	b.Restamp(pid, epoch, pd.seq)
-	pd.op = p.takeOp()
+	pd.op = p.route.Take()
 	pd.op.Records, pd.op.TxnID, pd.s = b, txnID, s
 	if err := s.Enqueue(pd.op); err != nil {
 		b.SetBaseOffset(pd.src)
-		p.putOp(pd.op)
+		p.route.Put(pd.op)
 		return p.errorf("produce", err)
 	}
 	next := batch.IncrementSequence(pd.seq, b.LastOffsetDelta()+1)
 	if pd.tw != nil {
 		pd.tw.Seq = next
 	} else {
-		p.idem.seq = next
+		p.idem.Seq = next
 	}
 	p.next = pd.expect + int64(b.LastOffsetDelta()) + 1
 	p.pipe = append(p.pipe, pd)
@@ -259,11 +256,11 @@ func (p *Partition) completeOldest(ctx context.Context, landed landedFunc) error
 		p.abandon()
 		return p.errorf("produce", context.Cause(ctx))
 	}
-	retry, err := p.answer(pd.op)
+	retry, err := p.route.Answer(pd.op)
 	if err == nil {
 		p.popPipe()
 		pd.b.SetBaseOffset(pd.src)
-		p.putOp(pd.op)
+		p.route.Put(pd.op)
 		res, err := p.landed(pd.tw, pd.seq, pd.b, pd.op, pd.expect)
 		if err != nil {
 			p.unconfirm(pd.tw)
@@ -293,7 +290,7 @@ func (p *Partition) completeOldest(ctx context.Context, landed landedFunc) error
 	}
 	var okAfter bool
 	for _, q := range p.pipe[1:] {
-		if _, e := p.answer(q.op); e == nil {
+		if _, e := p.route.Answer(q.op); e == nil {
 			okAfter = true
 		}
 	}
@@ -312,8 +309,8 @@ func (p *Partition) completeOldest(ctx context.Context, landed landedFunc) error
 	p.log.Debug("resending pipelined appends", "count", len(p.pipe), "error", err)
 	for len(p.pipe) > 0 {
 		pd := p.popPipe()
-		op, inFlight, err := p.produce(ctx, pd.b, pd.op.TxnID)
-		p.putOp(pd.op)
+		op, inFlight, err := p.route.Produce(ctx, pd.b, pd.op.TxnID)
+		p.route.Put(pd.op)
 		if !inFlight {
 			pd.b.SetBaseOffset(pd.src)
 		}
@@ -325,7 +322,7 @@ func (p *Partition) completeOldest(ctx context.Context, landed landedFunc) error
 			return err
 		}
 		res, err := p.landed(pd.tw, pd.seq, pd.b, op, pd.expect)
-		p.putOp(op)
+		p.route.Put(op)
 		if err != nil {
 			p.unconfirm(pd.tw)
 			p.next = -1
@@ -335,32 +332,6 @@ func (p *Partition) completeOldest(ctx context.Context, landed landedFunc) error
 		landed(pd, res)
 	}
 	return nil
-}
-
-// answer reads a finished op: nil for a success; otherwise the error, and
-// whether the append may be sent again with the same sequence.
-func (p *Partition) answer(op *produce.Op) (retry bool, err error) {
-	switch {
-	case op.Err != nil:
-		if p.w.ctx.Err() != nil {
-			return false, p.errorf("produce", ErrClosed)
-		}
-		return cluster.IsRetriable(op.Err), p.errorf("produce", op.Err)
-	case op.ErrCode == 0:
-		return false, nil
-	}
-	kerrE := withBrokerMessage(kerr.ErrorForCode(op.ErrCode), op.ErrMsg)
-	err = p.errorf(fmt.Sprintf("produce (v%d)", op.RequestVersion), kerrE)
-	switch {
-	case leaderMoved(op.ErrCode):
-		p.leader = op.CurrentLeader
-		return true, err
-	case op.ErrCode == kerr.OutOfOrderSequenceNumber.Code:
-		// It reached the broker before the append it follows (each was
-		// sent in order, but on different requests): refused, not written.
-		return true, err
-	}
-	return kerr.IsRetriable(kerr.ErrorForCode(op.ErrCode)), err
 }
 
 // waitAll waits for the answers of every append in flight (they stay in
@@ -397,7 +368,7 @@ func (p *Partition) popPipe() *pending {
 func (p *Partition) restoreAll() {
 	for _, q := range p.pipe {
 		q.b.SetBaseOffset(q.src)
-		p.putOp(q.op)
+		p.route.Put(q.op)
 	}
 	clear(p.pipe)
 	p.pipe = p.pipe[:0]
@@ -412,7 +383,7 @@ func (p *Partition) abandon() {
 		p.answered(q)
 		if q.s.Remove(q.op) {
 			q.b.SetBaseOffset(q.src)
-			p.putOp(q.op)
+			p.route.Put(q.op)
 		}
 		p.staleProducer(q.tw)
 		p.unconfirm(q.tw)
@@ -435,7 +406,7 @@ func (p *Partition) landed(tw *txn.Writer, seq int32, b batch.Batch, op *produce
 			p.txns.Locked(func() { tw.StartOffset = op.BaseOffset })
 		}
 	} else {
-		p.idem.confirmed = now
+		p.idem.Confirmed = now
 	}
 	res := Result{
 		BaseOffset:    op.BaseOffset,
@@ -458,7 +429,7 @@ func (p *Partition) staleProducer(tw *txn.Writer) {
 	if tw != nil {
 		tw.Stale = true
 	} else {
-		p.idem.stale = true
+		p.idem.Stale = true
 	}
 }
 
@@ -467,29 +438,6 @@ func (p *Partition) unconfirm(tw *txn.Writer) {
 	if tw != nil {
 		tw.Confirmed = time.Time{}
 	} else {
-		p.idem.confirmed = time.Time{}
+		p.idem.Confirmed = time.Time{}
 	}
-}
-
-// takeOp returns a free produce op of the partition.
-func (p *Partition) takeOp() *produce.Op {
-	if n := len(p.free); n > 0 {
-		op := p.free[n-1]
-		p.free = p.free[:n-1]
-		return op
-	}
-	return produce.NewOp(p.topic, p.partition)
-}
-
-// putOp returns an answered op for reuse.
-func (p *Partition) putOp(op *produce.Op) {
-	if op == nil {
-		return
-	}
-	op.Records, op.TxnID = nil, ""
-	select {
-	case <-op.Done: // drain a signal nobody read
-	default:
-	}
-	p.free = append(p.free, op)
 }

@@ -39,9 +39,9 @@ type Writer struct {
 
 	mu     sync.Mutex
 	closed bool
-	sinks  map[int32]*produce.Sink
+	sinks  *produce.Sinks
 	parts  map[tpKey]*Partition
-	idem   map[tpKey]*idemState // survives Partition.Close: sequences continue
+	idem   map[tpKey]*cluster.Idempotent // survives Partition.Close: sequences continue
 
 	// dest asks the destination cluster everything but Produce (leaders,
 	// end offsets, producer and transaction states, coordinators), with
@@ -89,14 +89,17 @@ func New(client *kgo.Client, opts ...Option) (*Writer, error) {
 		log:    cfg.logger.With("mirror", cfg.mirror),
 		ctx:    ctx,
 		cancel: cancel,
-		sinks:  make(map[int32]*produce.Sink),
 		parts:  make(map[tpKey]*Partition),
-		idem:   make(map[tpKey]*idemState),
+		idem:   make(map[tpKey]*cluster.Idempotent),
 	}
 	w.dest = cluster.New(ctx, cluster.Config{
 		Client: client, RequestTimeout: cfg.requestTimeout, Retry: cfg.retryPolicy(),
 		TxnTimeout: cfg.txnTimeout, Log: w.log,
 	})
+	w.sinks = produce.NewSinks(ctx, &w.wg, produce.Config{
+		Client: client, MaxRequestBytes: cfg.maxRequestBytes, RequestTimeout: cfg.requestTimeout,
+		Observer: cfg.observer, Closed: ErrClosed,
+	}, cfg.maxInflight)
 	return w, nil
 }
 
@@ -107,6 +110,7 @@ func (w *Writer) Close() {
 	w.mu.Lock()
 	w.closed = true
 	w.mu.Unlock()
+	w.sinks.Close()
 	w.cancel()
 	w.wg.Wait()
 }
@@ -127,7 +131,7 @@ func (w *Writer) Partition(topic string, partition int32, onTxnWriter func(conte
 	switch {
 	case topic == "":
 		return nil, errors.New("writer: Partition: empty topic name")
-	case !legalTopic(topic):
+	case !txn.LegalTopic(topic):
 		// Transactional ids rely on topic names holding no ':'.
 		return nil, fmt.Errorf("writer: Partition %q/%d: not a legal Kafka topic name (letters, digits, '.', '_' and '-', at most 249 characters)", topic, partition)
 	case partition < 0:
@@ -146,7 +150,7 @@ func (w *Writer) Partition(topic string, partition int32, onTxnWriter func(conte
 	}
 	idem := w.idem[k]
 	if idem == nil {
-		idem = &idemState{pid: -1}
+		idem = &cluster.Idempotent{PID: -1}
 		w.idem[k] = idem
 	}
 	p := newPartition(w, topic, partition, onTxnWriter, idem)
@@ -160,42 +164,4 @@ func (w *Writer) release(p *Partition) {
 	if w.parts[tpKey{p.topic, p.partition}] == p {
 		delete(w.parts, tpKey{p.topic, p.partition})
 	}
-}
-
-// sink returns the sink of destination broker node, starting it on first
-// use.
-func (w *Writer) sink(node int32) (*produce.Sink, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		return nil, ErrClosed
-	}
-	s := w.sinks[node]
-	if s == nil {
-		s = produce.NewSink(produce.Config{
-			Client: w.cl, Node: node, MaxRequestBytes: w.cfg.maxRequestBytes,
-			RequestTimeout: w.cfg.requestTimeout, Observer: w.cfg.observer, Closed: ErrClosed,
-		})
-		w.sinks[node] = s
-		for range w.cfg.maxInflight {
-			w.wg.Go(func() { s.Work(w.ctx) })
-		}
-	}
-	return s, nil
-}
-
-// legalTopic says whether topic is made of what Kafka allows in a topic
-// name: [A-Za-z0-9._-], at most 249 characters.
-func legalTopic(topic string) bool {
-	if len(topic) > 249 {
-		return false
-	}
-	for i := 0; i < len(topic); i++ {
-		switch c := topic[i]; {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '_', c == '-':
-		default:
-			return false
-		}
-	}
-	return true
 }

@@ -123,3 +123,21 @@ func (c *Client) ListEnd(ctx context.Context, topic string, partition int32) (in
 	}
 	return end, nil
 }
+
+// EndOffset reads the end offset of topic/partition (ListEnd), retrying
+// retriable errors for up to the retry timeout.
+func (c *Client) EndOffset(ctx context.Context, topic string, partition int32) (int64, error) {
+	r := c.NewRetrier()
+	for {
+		end, err := c.ListEnd(ctx, topic, partition)
+		if err == nil {
+			return end, nil
+		}
+		if !IsRetriable(err) {
+			return -1, err
+		}
+		if err := r.Backoff(ctx, err); err != nil {
+			return -1, err
+		}
+	}
+}

@@ -366,3 +366,60 @@ func (c *Client) topicLeaders(ctx context.Context, k leaderKey, parts []int32) (
 	}
 	return out, nil
 }
+
+// Where names a mirror's destination partition in errors.
+type Where struct {
+	Mirror    string
+	Topic     string
+	Partition int32
+}
+
+// Errorf wraps err with the mirror, the destination partition and what
+// failed.
+func (w Where) Errorf(what string, err error) error {
+	return fmt.Errorf("writer: mirror %q, destination %s/%d: %s: %w", w.Mirror, w.Topic, w.Partition, what, err)
+}
+
+// Wrap wraps err, which says what failed, with the mirror and the
+// destination partition.
+func (w Where) Wrap(err error) error {
+	return fmt.Errorf("writer: mirror %q, destination %s/%d: %w", w.Mirror, w.Topic, w.Partition, err)
+}
+
+// Idempotent is a partition's use of an idempotent producer. It belongs to
+// the Writer, so a reopened Partition continues the sequence.
+type Idempotent struct {
+	PID   int64 // -1: use the Writer's shared producer
+	Epoch int16
+	Seq   int32
+	Stale bool // the last append's fate is unknown: take a fresh producer id
+	// Confirmed is when the destination last answered an append of the
+	// producer on the partition (zero: not since it was taken): appends are
+	// pipelined only behind a confirmed producer (see core/writer's
+	// confirmTTL).
+	Confirmed time.Time
+}
+
+// ReadyIdempotent gives st a producer: the mirror's shared one on first
+// use, a fresh producer id after an append whose outcome is unknown
+// (Stale); its sequence starts at 0.
+func (c *Client) ReadyIdempotent(ctx context.Context, st *Idempotent, log hclog.Logger) error {
+	var (
+		pid   int64
+		epoch int16
+		err   error
+	)
+	if st.Stale {
+		pid, epoch, err = c.InitIdempotent(ctx)
+		if err == nil {
+			log.Info("fresh idempotent producer after an append whose outcome is unknown", "producer_id", pid)
+		}
+	} else {
+		pid, epoch, err = c.IdempotentProducer(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	st.PID, st.Epoch, st.Seq, st.Stale, st.Confirmed = pid, epoch, 0, false, time.Time{}
+	return nil
+}

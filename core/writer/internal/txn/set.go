@@ -13,7 +13,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strconv"
 	"sync"
@@ -157,13 +156,13 @@ func (s *Set) Locked(fn func()) {
 // errorf wraps err with the mirror, the destination partition and what
 // failed, as core/writer's Partition does.
 func (s *Set) errorf(what string, err error) error {
-	return fmt.Errorf("writer: mirror %q, destination %s/%d: %s: %w", s.mirror, s.topic, s.partition, what, err)
+	return cluster.Where{Mirror: s.mirror, Topic: s.topic, Partition: s.partition}.Errorf(what, err)
 }
 
 // wrap wraps err, which says what failed, with the mirror and the
 // destination partition.
 func (s *Set) wrap(err error) error {
-	return fmt.Errorf("writer: mirror %q, destination %s/%d: %w", s.mirror, s.topic, s.partition, err)
+	return cluster.Where{Mirror: s.mirror, Topic: s.topic, Partition: s.partition}.Wrap(err)
 }
 
 // ID returns the destination transactional id of the writer replaying
@@ -238,4 +237,21 @@ func (s *Set) All() []*Writer {
 	s.mu.Unlock()
 	slices.SortFunc(tws, func(a, b *Writer) int { return cmp.Compare(a.Info.SourceProducerID, b.Info.SourceProducerID) })
 	return tws
+}
+
+// LegalTopic says whether topic is made of what Kafka allows in a topic
+// name: [A-Za-z0-9._-], at most 249 characters. Transactional ids rely
+// on topic names holding no ':'.
+func LegalTopic(topic string) bool {
+	if len(topic) > 249 {
+		return false
+	}
+	for i := 0; i < len(topic); i++ {
+		switch c := topic[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '_', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
 }
