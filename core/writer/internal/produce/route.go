@@ -45,11 +45,17 @@ func (ss *Sinks) Get(node int32) (*Sink, error) {
 		cfg.Node = node
 		s = NewSink(cfg)
 		ss.sinks[node] = s
-		for range ss.workers {
-			ss.wg.Go(func() { s.Work(ss.ctx) })
-		}
+		ss.start(s)
 	}
 	return s, nil
+}
+
+// start runs s's workers. Apart from Get, so that Get's s, which the
+// workers' closures capture, is not moved to the heap on every call.
+func (ss *Sinks) start(s *Sink) {
+	for range ss.workers {
+		ss.wg.Go(func() { s.Work(ss.ctx) })
+	}
 }
 
 // Close starts no sink any more (the Writer is closing; its context stops
