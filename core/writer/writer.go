@@ -15,16 +15,6 @@ import (
 	"github.com/kmirror/kmirror/core/writer/internal/txn"
 )
 
-// Request versions pinned to transaction protocol v1 (see the package doc).
-// Produce v12 would add partitions to transactions implicitly and EndTxn v5
-// would bump the epoch after every transaction (KIP-890 part 2).
-const (
-	produceVersion            int16 = produce.Version
-	initProducerIDVersion     int16 = txn.InitProducerIDVersion
-	addPartitionsToTxnVersion int16 = txn.AddPartitionsToTxnVersion
-	endTxnVersion             int16 = txn.EndTxnVersion
-)
-
 // Writer writes one mirror's batches to one destination cluster. It owns a
 // sink per destination broker (started on first use) and the partition
 // writers it hands out. Close stops the sinks and waits for them.
