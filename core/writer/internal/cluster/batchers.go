@@ -21,9 +21,9 @@ type ActiveProducers = map[int64]kmsg.DescribeProducersResponseTopicPartitionAct
 // partitions of a mirror resuming together share one request per broker.
 const producersWindow = 5 * time.Millisecond
 
-// ErrNoProducersAnswer is a partition's error when DescribeProducers
+// errNoProducersAnswer is a partition's error when DescribeProducers
 // answered without it.
-var ErrNoProducersAnswer = errors.New("DescribeProducers response has no answer for the partition")
+var errNoProducersAnswer = errors.New("DescribeProducers response has no answer for the partition")
 
 // newProducersBatcher returns the Client's DescribeProducers batcher: the
 // requests for partitions of one topic that arrive together go out as one
@@ -106,7 +106,7 @@ func (c *Client) sharded(ctx context.Context, req kmsg.Request) []kgo.ResponseSh
 func (c *Client) Producers(ctx context.Context, topic string, partition int32) (ActiveProducers, error) {
 	out, err := c.producers.Get(ctx, topic, partition)
 	if errors.Is(err, coalesce.ErrNoAnswer) {
-		err = ErrNoProducersAnswer
+		err = errNoProducersAnswer
 	}
 	return out, err
 }

@@ -57,9 +57,9 @@ func (op *Op) finish() {
 	}
 }
 
-// ErrMissingPartition: a ProduceResponse did not answer a partition the
+// errMissingPartition: a ProduceResponse did not answer a partition the
 // request carried. The append is retried.
-var ErrMissingPartition = errors.New("produce response has no answer for the partition")
+var errMissingPartition = errors.New("produce response has no answer for the partition")
 
 // Observer is told of every ProduceRequest a sink sends, for metrics
 // (request latency, requests in flight, bytes produced). Its methods are
@@ -383,7 +383,7 @@ func (wk *worker) send(ctx context.Context, ticket uint64) {
 		if _, ok := answered[tpKey{op.Topic, op.Partition}]; !ok {
 			op.Err = err
 			if err == nil {
-				op.Err = ErrMissingPartition
+				op.Err = errMissingPartition
 			}
 			op.CurrentLeader = -1
 		}

@@ -56,9 +56,7 @@ func (s *Set) newTxnWriter(ctx context.Context, src int64) (*Writer, error) {
 	if err := s.Init(ctx, tw); err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	s.writers[src] = tw
-	s.mu.Unlock()
+	s.Add(tw)
 	return tw, nil
 }
 
