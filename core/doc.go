@@ -42,6 +42,9 @@
 //   - verify:           record-by-record comparison of a destination log with its source log
 //   - version:          build information
 //   - writer:           the destination side of the data path: ordered appends that keep offsets
+//   - writer/internal/cluster: what a writer asks of the destination besides Produce (leaders, end offsets, producer states, coordinators), with its retries
+//   - writer/internal/produce: the per-broker produce sinks that gather partitions' appends into requests, and a partition's route to its leader's sink
+//   - writer/internal/txn: the destination transactional writers of a partition: created, recorded, opened and ended, resumed after a restart
 //
 // Layering (guarded by layering_test.go): sdk imports nothing of ours;
 // plugins import only sdk; core never imports plugins or cmd, and cmd wires

@@ -90,7 +90,8 @@ var layeringRules = []layeringRule{
 		func(string) bool { return false }, "core/backoff must import nothing of kmirror's",
 		module + "/core/writer"},
 	// The data path's layers never reach up into the engine, its operator
-	// API or the command line (core/runner's sub-packages included).
+	// API or the command line; within covers their sub-packages too
+	// (core/runner/prove, core/writer/internal/produce, …).
 	{module + "/core/...", func(pkg string) bool {
 		return within(pkg, module+"/core/fetcher") || within(pkg, module+"/core/writer") || within(pkg, module+"/core/runner")
 	}, func(dep string) bool {

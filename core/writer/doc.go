@@ -59,6 +59,16 @@
 //     transactional writer re-reads its state from the destination before
 //     its next append.
 //
+// # Where the code is
+//
+// This package holds the public API and a partition's appends (producer
+// and sequence, the pipeline, offset checks, markers). The Partition uses
+// three internal packages through concrete types: internal/produce (the
+// sink per broker, and a partition's Route to its leader's sink),
+// internal/txn (a partition's transactional writers: created, recorded,
+// resumed) and internal/cluster (what is asked of the destination besides
+// Produce, gathered per topic, with the retry policy).
+//
 // Append modifies the batch it is given: the producer id, epoch, base
 // sequence and CRC are re-stamped in place (records stay byte-identical);
 // the base offset is sent as 0 and restored before Append returns, unless

@@ -3,6 +3,9 @@ package writer
 import (
 	"errors"
 	"fmt"
+
+	"github.com/kmirror/kmirror/core/writer/internal/cluster"
+	"github.com/kmirror/kmirror/core/writer/internal/txn"
 )
 
 // Sentinel errors. Errors returned by this package wrap at most one of them,
@@ -40,7 +43,7 @@ var (
 	// a transactional id this Partition has no writer for. Initialising it
 	// would abort that transaction; call Partition.Resume with the writers
 	// recorded through OnTxnWriter before appending.
-	ErrUnresumedTransaction = errors.New("destination transaction is open for a transactional id that was not resumed")
+	ErrUnresumedTransaction = txn.ErrUnresumedTransaction
 
 	// ErrWriterLost: the destination no longer holds a transactional
 	// writer's producer id and epoch: its transaction timed out and was
@@ -48,7 +51,7 @@ var (
 	// transactional id. Records of that transaction may be aborted on the
 	// destination while the source commits them; compare the partition with
 	// the source (Partition.Resume reports such writers as Lost).
-	ErrWriterLost = errors.New("destination transactional writer was fenced or its transaction aborted by the destination")
+	ErrWriterLost = txn.ErrWriterLost
 
 	// ErrUnsupportedControl: a control batch holds a record other than a
 	// transaction marker (COMMIT or ABORT), which only KRaft metadata logs
@@ -56,7 +59,7 @@ var (
 	ErrUnsupportedControl = errors.New("control record is not a COMMIT or ABORT marker")
 
 	// ErrClosed: the Writer or Partition was closed.
-	ErrClosed = errors.New("writer closed")
+	ErrClosed = cluster.ErrClosed
 )
 
 // OffsetMismatchError says where a batch or marker landed, or would have

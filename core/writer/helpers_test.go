@@ -11,10 +11,22 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/core/batch"
+	"github.com/kmirror/kmirror/core/writer/internal/produce"
+	"github.com/kmirror/kmirror/core/writer/internal/txn"
 	"github.com/kmirror/kmirror/internal/kfaketest"
 )
 
 const testTopic = "mirrored"
+
+// The request versions the writer pins: transaction protocol v1 (see the
+// package doc). Produce v12 would add partitions to transactions implicitly
+// and EndTxn v5 would bump the epoch after every transaction (KIP-890 part 2).
+const (
+	produceVersion            int16 = produce.Version
+	initProducerIDVersion     int16 = txn.InitProducerIDVersion
+	addPartitionsToTxnVersion int16 = txn.AddPartitionsToTxnVersion
+	endTxnVersion             int16 = txn.EndTxnVersion
+)
 
 // newCluster starts the package's default cluster, closed with the test:
 // three brokers and testTopic with one partition; opts apply after these.

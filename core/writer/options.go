@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/kmirror/kmirror/core/backoff"
+	"github.com/kmirror/kmirror/core/writer/internal/cluster"
 )
 
 // Option configures a Writer. Options are validated once, by New.
@@ -40,7 +41,7 @@ const (
 	DefaultRetryBackoffMin         = 10 * time.Millisecond
 	DefaultRetryBackoffMax         = time.Second
 	DefaultIdleWriterTimeout       = 15 * time.Minute
-	DefaultTransactionTimeout      = 900000 * time.Millisecond // Kafka's transaction.max.timeout.ms default
+	DefaultTransactionTimeout      = cluster.DefaultTransactionTimeout // Kafka's transaction.max.timeout.ms default
 )
 
 func defaultConfig() config {

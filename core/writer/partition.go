@@ -1,55 +1,28 @@
 package writer
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmirror/kmirror/core/batch"
-	"github.com/kmirror/kmirror/core/internal/coalesce"
+	"github.com/kmirror/kmirror/core/writer/internal/cluster"
+	"github.com/kmirror/kmirror/core/writer/internal/produce"
+	"github.com/kmirror/kmirror/core/writer/internal/txn"
 )
 
 // TxnWriterInfo identifies a destination transactional writer: the
 // destination producer that replays the transactions of one source producer
-// on one partition. The runner persists it (OnTxnWriter) before the writer
-// opens a transaction, and hands the recorded ones to Partition.Resume after
-// a restart.
-type TxnWriterInfo struct {
-	// SourceProducerID is the source producer whose transactions the
-	// writer replays.
-	SourceProducerID int64 `json:"source_producer_id"`
-	// TransactionalID is
-	// kmirror-<mirror>:<topic>:<partition>:<source producer id>, e.g.
-	// kmirror-dc1:eu-orders:0:4001. Mirror names ([A-Za-z0-9._-]) and
-	// topic names ([A-Za-z0-9._-], at most 249 characters) never hold ':',
-	// so two writers of different mirrors, topics or partitions never share
-	// an id and never fence each other. Nothing is hashed: an id is at most
-	// the mirror name plus 290 bytes, far below the 32767 bytes Kafka allows
-	// for a transactional.id (a protocol string), and it keeps the
-	// kmirror- prefix that ACLs on TransactionalId can match.
-	//
-	// Writers recorded by kmirror before this format hold
-	// kmirror-<mirror>-<topic>-<partition>-<source producer id> (ambiguous:
-	// mirror dc1 with topic eu-orders and mirror dc1-eu with topic orders
-	// share it). Resume accepts such a writer of the partition so the
-	// transaction it left open is finished under its id; once that
-	// transaction ends the writer is retired, and the source producer's
-	// next transaction gets a writer with the current format.
-	TransactionalID string `json:"transactional_id"`
-	// ProducerID and Epoch are what the destination's InitProducerId
-	// assigned.
-	ProducerID int64 `json:"producer_id"`
-	Epoch      int16 `json:"epoch"`
-}
+// on one partition (source producer id, transactional id
+// kmirror-<mirror>:<topic>:<partition>:<source producer id>, producer id and
+// epoch). The runner persists it (OnTxnWriter) before the writer opens a
+// transaction, and hands the recorded ones to Partition.Resume after a
+// restart. Its fields are documented on txn.Info.
+type TxnWriterInfo = txn.Info
 
 // Result says where an appended batch landed.
 type Result struct {
@@ -67,90 +40,55 @@ type Result struct {
 	LogAppendTime int64
 }
 
-// OpenTransaction is a destination transaction the partition holds open.
-type OpenTransaction struct {
-	Writer TxnWriterInfo
-	// StartOffset is the destination offset of the transaction's first
-	// batch on the partition, -1 while it holds no data (a marker-only
-	// transaction being opened, or one resumed without data).
-	StartOffset int64
-}
-
-// idemState is a partition's use of an idempotent producer. It belongs to
-// the Writer, so a reopened Partition continues the sequence.
-type idemState struct {
-	pid   int64 // -1: use the Writer's shared producer
-	epoch int16
-	seq   int32
-	stale bool // the last append's fate is unknown: take a fresh producer id
-	// confirmed is when the destination last answered an append of the
-	// producer on the partition (zero: not since it was taken): appends are
-	// pipelined only behind a confirmed producer (see confirmTTL).
-	confirmed time.Time
-}
-
-// txnWriter is a destination transactional writer of the partition.
-type txnWriter struct {
-	info        TxnWriterInfo
-	coordinator int32 // -1: look it up
-	seq         int32
-	open        bool
-	startOffset int64
-	lastUsed    time.Time
-	needInit    bool      // InitProducerId (a new epoch) before the next use; nothing is open
-	stale       bool      // open/sequence unknown after a failure: re-read from the destination
-	confirmed   time.Time // as idemState.confirmed
-}
+// OpenTransaction is a destination transaction the partition holds open:
+// its writer, and the destination offset of its first batch on the
+// partition (-1 while it holds no data).
+type OpenTransaction = txn.OpenTransaction
 
 // Partition writes one destination partition. Append, AppendAt, AbortAll
 // and Resume run one at a time (a call waits for the one in progress);
 // OpenTransactions, TxnWriters and EndOffset may be called at any time.
 type Partition struct {
-	w           *Writer
-	topic       string
-	partition   int32
-	onTxnWriter func(context.Context, TxnWriterInfo) error
-	log         hclog.Logger
+	w         *Writer
+	dest      *cluster.Client // w.dest
+	topic     string
+	partition int32
+	log       hclog.Logger
+
+	// txns are the partition's transactional writers.
+	txns *txn.Set
 
 	opMu sync.Mutex // one operation at a time; guards the fields below
-	// leader is the destination broker leading the partition, -1 unknown.
-	leader int32
+	// route is the way to the partition's leader: its sink, the
+	// partition's produce ops, the answers' handling.
+	route *produce.Route
 	// next is the destination end offset as this writer knows it, -1 when
 	// it must be read (first use, after a failure or a marker).
 	next      int64
-	idem      *idemState
-	free      []*produceOp // answered ops for reuse
-	pipe      []*pending   // appends in flight, oldest first (AppendAll)
+	idem      *cluster.Idempotent
+	pipe      []*pending // appends in flight, oldest first (AppendAll)
 	lastSweep time.Time
 
-	// mu guards writers, closed, and the info, open and startOffset fields
-	// of the writers, which OpenTransactions and TxnWriters read while an
-	// operation runs. Operations (holding opMu) read them without it.
-	mu      sync.Mutex
-	writers map[int64]*txnWriter
-	closed  bool
+	mu     sync.Mutex // guards closed
+	closed bool
 }
 
-// locked runs fn under p.mu: for operations changing what OpenTransactions
-// and TxnWriters read.
-func (p *Partition) locked(fn func()) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	fn()
-}
-
-func newPartition(w *Writer, topic string, partition int32, hook func(context.Context, TxnWriterInfo) error, idem *idemState) *Partition {
+func newPartition(w *Writer, topic string, partition int32, hook func(context.Context, TxnWriterInfo) error, idem *cluster.Idempotent) *Partition {
+	log := w.log.With("topic", topic, "partition", partition)
+	where := cluster.Where{Mirror: w.cfg.mirror, Topic: topic, Partition: partition}
 	return &Partition{
-		w:           w,
-		topic:       topic,
-		partition:   partition,
-		onTxnWriter: hook,
-		log:         w.log.With("topic", topic, "partition", partition),
-		leader:      -1,
-		next:        -1,
-		idem:        idem,
-		lastSweep:   time.Now(),
-		writers:     make(map[int64]*txnWriter),
+		w:         w,
+		dest:      w.dest,
+		topic:     topic,
+		partition: partition,
+		log:       log,
+		route:     produce.NewRoute(w.sinks, w.dest, where, log),
+		next:      -1,
+		idem:      idem,
+		lastSweep: time.Now(),
+		txns: txn.NewSet(txn.Config{
+			Dest: w.dest, Mirror: w.cfg.mirror, Topic: topic, Partition: partition, OnTxnWriter: hook, Log: log,
+		}),
 	}
 }
 
@@ -159,7 +97,7 @@ func newPartition(w *Writer, topic string, partition int32, hook func(context.Co
 // kmirror-<mirror>:<topic>:<partition>:<source producer id> (see
 // TxnWriterInfo.TransactionalID).
 func (p *Partition) TransactionalID(sourceProducerID int64) string {
-	return TransactionalID(p.w.cfg.mirror, p.topic, p.partition, sourceProducerID)
+	return p.txns.ID(sourceProducerID)
 }
 
 // TransactionalID returns the destination transactional id of mirror's
@@ -168,17 +106,7 @@ func (p *Partition) TransactionalID(sourceProducerID int64) string {
 // mirror name nor a topic name can hold ':', so the id names one (mirror,
 // topic, partition, producer) and no other.
 func TransactionalID(mirror, topic string, partition int32, sourceProducerID int64) string {
-	return "kmirror-" + mirror + ":" + topic + ":" + strconv.Itoa(int(partition)) + ":" + strconv.FormatInt(sourceProducerID, 10)
-}
-
-// legacyTransactionalID is the transactional id kmirror gave the writer
-// before ids became unambiguous: kmirror-<mirror>-<topic>-<partition>-<id>,
-// where mirror dc1 with topic eu-orders and mirror dc1-eu with topic orders
-// collide. Resume still accepts it for a writer recorded by an older kmirror,
-// so that the transaction it left open is resumed rather than lost; the
-// writer is retired once that transaction ends.
-func (p *Partition) legacyTransactionalID(sourceProducerID int64) string {
-	return "kmirror-" + p.w.cfg.mirror + "-" + p.topic + "-" + strconv.Itoa(int(p.partition)) + "-" + strconv.FormatInt(sourceProducerID, 10)
+	return txn.ID(mirror, topic, partition, sourceProducerID)
 }
 
 // Close releases the partition in its Writer. Open destination transactions
@@ -204,7 +132,7 @@ func (p *Partition) checkOpen() error {
 // errorf wraps err with the mirror, the destination partition and what
 // failed.
 func (p *Partition) errorf(what string, err error) error {
-	return fmt.Errorf("writer: mirror %q, destination %s/%d: %s: %w", p.w.cfg.mirror, p.topic, p.partition, what, err)
+	return cluster.Where{Mirror: p.w.cfg.mirror, Topic: p.topic, Partition: p.partition}.Errorf(what, err)
 }
 
 func (p *Partition) mismatch(expected, got int64, what string) error {
@@ -271,27 +199,27 @@ func (p *Partition) appendData(ctx context.Context, b batch.Batch, expect int64)
 		return Result{}, err
 	}
 	var (
-		tw    *txnWriter
+		tw    *txn.Writer
 		pid   int64
 		epoch int16
 		seq   int32
 	)
 	if b.IsTransactional() {
 		var err error
-		if tw, err = p.txnWriterFor(ctx, b.ProducerID()); err != nil {
+		if tw, err = p.txns.WriterFor(ctx, b.ProducerID()); err != nil {
 			return Result{}, err
 		}
-		if !tw.open {
-			if err := p.addPartition(ctx, tw); err != nil {
+		if !tw.Open {
+			if err := p.txns.AddPartition(ctx, tw); err != nil {
 				return Result{}, err
 			}
 		}
-		pid, epoch, seq = tw.info.ProducerID, tw.info.Epoch, tw.seq
+		pid, epoch, seq = tw.Info.ProducerID, tw.Info.Epoch, tw.Seq
 	} else {
 		if err := p.readyIdempotent(ctx); err != nil {
 			return Result{}, err
 		}
-		pid, epoch, seq = p.idem.pid, p.idem.epoch, p.idem.seq
+		pid, epoch, seq = p.idem.PID, p.idem.Epoch, p.idem.Seq
 	}
 
 	srcOffset := b.BaseOffset()
@@ -301,9 +229,9 @@ func (p *Partition) appendData(ctx context.Context, b batch.Batch, expect int64)
 	b.Restamp(pid, epoch, seq)
 	txnID := ""
 	if tw != nil {
-		txnID = tw.info.TransactionalID
+		txnID = tw.Info.TransactionalID
 	}
-	op, inFlight, err := p.produce(ctx, b, txnID)
+	op, inFlight, err := p.route.Produce(ctx, b, txnID)
 	if !inFlight {
 		b.SetBaseOffset(srcOffset)
 	}
@@ -317,12 +245,12 @@ func (p *Partition) appendData(ctx context.Context, b batch.Batch, expect int64)
 	}
 	next := batch.IncrementSequence(seq, b.LastOffsetDelta()+1)
 	if tw != nil {
-		tw.seq = next
+		tw.Seq = next
 	} else {
-		p.idem.seq = next
+		p.idem.Seq = next
 	}
 	res, err := p.landed(tw, seq, b, op, expect)
-	p.putOp(op)
+	p.route.Put(op)
 	if err != nil {
 		p.unconfirm(tw)
 	}
@@ -341,18 +269,18 @@ func (p *Partition) appendMarker(ctx context.Context, b batch.Batch, expect int6
 	if err := p.checkNext(ctx, expect); err != nil {
 		return Result{}, err
 	}
-	tw, err := p.txnWriterFor(ctx, b.ProducerID())
+	tw, err := p.txns.WriterFor(ctx, b.ProducerID())
 	if err != nil {
 		return Result{}, err
 	}
-	if !tw.open {
+	if !tw.Open {
 		// A marker whose data lies before the mirrored range (or an
 		// empty source transaction): a marker-only transaction.
-		if err := p.addPartition(ctx, tw); err != nil {
+		if err := p.txns.AddPartition(ctx, tw); err != nil {
 			return Result{}, err
 		}
 	}
-	if err := p.endTxn(ctx, tw, ct == batch.ControlCommit); err != nil {
+	if err := p.txns.EndTxn(ctx, tw, ct == batch.ControlCommit); err != nil {
 		return Result{}, err
 	}
 	p.next = -1
@@ -381,8 +309,8 @@ func (p *Partition) checkNext(ctx context.Context, expect int64) error {
 
 // waitMarker waits until the destination's end offset is marker+1: the
 // marker written after EndTxn returned.
-func (p *Partition) waitMarker(ctx context.Context, tw *txnWriter, marker int64) error {
-	r := p.w.newRetrier()
+func (p *Partition) waitMarker(ctx context.Context, tw *txn.Writer, marker int64) error {
+	r := p.dest.NewRetrier()
 	for {
 		end, err := p.listEnd(ctx)
 		if err == nil {
@@ -390,17 +318,17 @@ func (p *Partition) waitMarker(ctx context.Context, tw *txnWriter, marker int64)
 			case end == marker+1:
 				return nil
 			case end > marker+1:
-				if p.duplicateMarkers(ctx, tw.info.ProducerID, marker, end) {
+				if p.dest.DuplicateMarkers(ctx, p.topic, p.partition, tw.Info.ProducerID, marker, end) {
 					p.next = end
 					return &DuplicateMarkerError{Mirror: p.w.cfg.mirror, Topic: p.topic, Partition: p.partition, Marker: marker, End: end}
 				}
 				return p.mismatch(marker, end-1, "destination end offset passed the marker (last offset shown as got)")
 			}
 			err = fmt.Errorf("marker expected at offset %d not visible yet, destination end offset %d", marker, end)
-		} else if !isRetriable(err) {
+		} else if !cluster.IsRetriable(err) {
 			return p.errorf("wait for the marker", err)
 		}
-		if err := r.backoff(ctx, err); err != nil {
+		if err := r.Backoff(ctx, err); err != nil {
 			return p.errorf("wait for the marker", err)
 		}
 	}
@@ -413,173 +341,28 @@ func (p *Partition) EndOffset(ctx context.Context) (int64, error) {
 }
 
 func (p *Partition) endOffset(ctx context.Context) (int64, error) {
-	r := p.w.newRetrier()
-	for {
-		end, err := p.listEnd(ctx)
-		if err == nil {
-			return end, nil
-		}
-		if !isRetriable(err) {
-			return -1, p.errorf("read the end offset", err)
-		}
-		if err := r.backoff(ctx, err); err != nil {
-			return -1, p.errorf("read the end offset", err)
-		}
-	}
-}
-
-// listEnd asks the partition leader for the end offset once (with the
-// partitions of the topic asking at the same time: Writer.ends).
-func (p *Partition) listEnd(ctx context.Context) (int64, error) {
-	end, err := p.w.ends.Get(ctx, p.topic, p.partition)
-	if errors.Is(err, coalesce.ErrNoAnswer) {
-		return -1, errors.New("ListOffsets response has no answer for the partition")
-	}
+	end, err := p.dest.EndOffset(ctx, p.topic, p.partition)
 	if err != nil {
-		return -1, err
+		return -1, p.errorf("read the end offset", err)
 	}
 	return end, nil
 }
 
-// produce sends b through the leader's sink until it is appended, retrying
-// retriable errors. inFlight reports that it gave up (ctx ended) while a
-// request carrying b was in flight: b must not be modified then.
-//
-// txnID is the destination transactional id of a transactional batch, ""
-// otherwise: brokers verify a request's transactional batches against the
-// request's one transactional id, so the sink never puts two in a request.
-func (p *Partition) produce(ctx context.Context, b batch.Batch, txnID string) (op *produceOp, inFlight bool, err error) {
-	op = p.takeOp()
-	defer func() {
-		if err != nil && !inFlight {
-			p.putOp(op)
-		}
-		if err != nil {
-			op = nil
-		}
-	}()
-	r := p.w.newRetrier()
-	for {
-		var retryErr error
-		if p.leader < 0 {
-			leader, err := p.w.leader(ctx, p.topic, p.partition, r.Retries() > 0)
-			if err != nil {
-				if !isRetriable(err) {
-					return nil, false, p.errorf("find the partition leader", err)
-				}
-				if err := r.backoff(ctx, err); err != nil {
-					return nil, false, p.errorf("find the partition leader", err)
-				}
-				continue
-			}
-			p.leader = leader
-		}
-		s, err := p.w.sink(p.leader)
-		if err != nil {
-			return nil, false, p.errorf("produce", err)
-		}
-		op.records = b
-		op.txnID = txnID
-		if err := s.enqueue(op); err != nil {
-			return nil, false, p.errorf("produce", err)
-		}
-		select {
-		case <-op.done:
-		case <-ctx.Done():
-			if s.remove(op) {
-				return nil, false, p.errorf("produce", context.Cause(ctx))
-			}
-			return nil, true, p.errorf("produce", context.Cause(ctx)) // a worker holds op: leave it to it
-		}
-		switch {
-		case op.err != nil:
-			if p.w.ctx.Err() != nil {
-				return nil, false, p.errorf("produce", ErrClosed)
-			}
-			if !isRetriable(op.err) {
-				return nil, false, p.errorf("produce", op.err)
-			}
-			p.leader = -1 // the broker may be gone: look the leader up again
-			retryErr = op.err
-		case op.errCode == 0:
-			return op, false, nil
-		default:
-			kerrE := withBrokerMessage(kerr.ErrorForCode(op.errCode), op.errMsg)
-			switch {
-			case leaderMoved(op.errCode):
-				p.leader = op.currentLeader // -1 unless the broker named the new leader
-			case !kerr.IsRetriable(kerr.ErrorForCode(op.errCode)):
-				return nil, false, p.errorf(fmt.Sprintf("produce (v%d)", op.requestVersion), kerrE)
-			}
-			retryErr = kerrE
-		}
-		p.log.Debug("retrying append", "error", retryErr, "attempt", r.Retries()+1)
-		if err := r.backoff(ctx, retryErr); err != nil {
-			return nil, false, p.errorf("produce", err)
-		}
-	}
+// listEnd asks the partition leader for the end offset once (with the
+// partitions of the topic asking at the same time: cluster.Client.ListEnd).
+func (p *Partition) listEnd(ctx context.Context) (int64, error) {
+	return p.dest.ListEnd(ctx, p.topic, p.partition)
 }
 
-// leaderMoved reports the produce errors after which the partition's leader
-// must be looked up again.
-func leaderMoved(code int16) bool {
-	switch code {
-	case kerr.NotLeaderForPartition.Code, kerr.LeaderNotAvailable.Code, kerr.UnknownTopicOrPartition.Code,
-		kerr.FencedLeaderEpoch.Code, kerr.UnknownLeaderEpoch.Code, kerr.KafkaStorageError.Code:
-		return true
-	}
-	return false
-}
-
-// isRetriable: Kafka's retriable errors, and transport errors (which are not
-// Kafka errors), but not a closed client or an ended context.
-func isRetriable(err error) bool {
-	switch {
-	case err == nil:
-		return false
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		// A request timeout is retriable; the caller's context is checked
-		// by the retrier.
-		return errors.Is(err, context.DeadlineExceeded)
-	case errors.Is(err, kgo.ErrClientClosed), errors.Is(err, ErrClosed):
-		return false
-	}
-	var ke *kerr.Error
-	if errors.As(err, &ke) {
-		return ke.Retriable
-	}
-	return true
-}
-
-func withBrokerMessage(err error, msg string) error {
-	if msg == "" {
-		return err
-	}
-	return fmt.Errorf("%w (broker: %s)", err, msg)
-}
-
+// readyIdempotent makes the partition's idempotent producer usable
+// (cluster.Client.ReadyIdempotent).
 func (p *Partition) readyIdempotent(ctx context.Context) error {
-	st := p.idem
-	if st.pid >= 0 && !st.stale {
+	if st := p.idem; st.PID >= 0 && !st.Stale {
 		return nil
 	}
-	var (
-		pid   int64
-		epoch int16
-		err   error
-	)
-	if st.stale {
-		pid, epoch, err = p.w.initIdempotent(ctx)
-		if err == nil {
-			p.log.Info("fresh idempotent producer after an append whose outcome is unknown", "producer_id", pid)
-		}
-	} else {
-		pid, epoch, err = p.w.idempotentProducer(ctx)
-	}
-	if err != nil {
+	if err := p.dest.ReadyIdempotent(ctx, p.idem, p.log); err != nil {
 		return p.errorf("initialise the idempotent producer", err)
 	}
-	st.pid, st.epoch, st.seq, st.stale, st.confirmed = pid, epoch, 0, false, time.Time{}
 	return nil
 }
 
@@ -592,46 +375,69 @@ func (p *Partition) maybeSweep() {
 		return
 	}
 	p.lastSweep = now
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for x, tw := range p.writers {
-		if !tw.open && !tw.stale && now.Sub(tw.lastUsed) >= idle {
-			delete(p.writers, x)
-			p.log.Debug("idle transactional writer forgotten", "transactional_id", tw.info.TransactionalID)
-		}
-	}
+	p.txns.Sweep(idle, now)
 }
 
 // OpenTransactions lists the destination transactions this partition holds
 // open, by start offset.
-func (p *Partition) OpenTransactions() []OpenTransaction {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var out []OpenTransaction
-	for _, tw := range p.writers {
-		if tw.open {
-			out = append(out, OpenTransaction{Writer: tw.info, StartOffset: tw.startOffset})
-		}
-	}
-	slices.SortFunc(out, func(a, b OpenTransaction) int {
-		return cmp.Or(cmp.Compare(a.StartOffset, b.StartOffset), cmp.Compare(a.Writer.SourceProducerID, b.Writer.SourceProducerID))
-	})
-	return out
-}
+func (p *Partition) OpenTransactions() []OpenTransaction { return p.txns.OpenTransactions() }
 
 // TxnWriters lists the transactional writers the partition keeps in memory
 // (open or idle), by source producer id. A recorded writer missing from it
 // was forgotten after IdleWriterTimeout and can be dropped from the state
 // record.
-func (p *Partition) TxnWriters() []TxnWriterInfo {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	out := make([]TxnWriterInfo, 0, len(p.writers))
-	for _, tw := range p.writers {
-		out = append(out, tw.info)
+func (p *Partition) TxnWriters() []TxnWriterInfo { return p.txns.Infos() }
+
+// ResumeReport says what Partition.Resume found on the destination for each
+// recorded transactional writer: Resumed (an open transaction continued),
+// Idle (kept for reuse), Expired (transactional id unknown to the
+// destination), Lost (fenced, or its transaction aborted by the
+// destination: the caller compares the partition with the source), and
+// Foreign producers with an open transaction no recorded writer owns. Its
+// fields are documented on txn.ResumeReport.
+type ResumeReport = txn.ResumeReport
+
+// ResumedWriter is a writer whose open transaction Resume continued, with
+// its next sequence and the destination offset of its transaction's first
+// batch (-1 when it holds none yet).
+type ResumedWriter = txn.ResumedWriter
+
+// LostWriter is a recorded writer the destination no longer holds as it
+// was recorded, with the producer id, epoch and state the destination's
+// coordinator holds for its transactional id now.
+type LostWriter = txn.LostWriter
+
+// ForeignProducer is a producer with an open transaction on the
+// destination partition that is not one of the recorded writers.
+type ForeignProducer = txn.ForeignProducer
+
+// Resume takes over the recorded transactional writers of the partition
+// after a restart (or a new Partition for a partition written before). Call
+// it before the partition's first Append, with every writer recorded
+// through OnTxnWriter that was not dropped since; then read the resume point
+// with EndOffset.
+//
+// For each writer, DescribeTransactions (on its coordinator) says whether
+// the destination still knows its producer id and epoch and has a
+// transaction open with the partition, and DescribeProducers (on the
+// partition's leader) gives its last sequence. Transactions still
+// completing (PREPARE_COMMIT/PREPARE_ABORT) are waited for, so their markers
+// are in the end offset read afterwards.
+func (p *Partition) Resume(ctx context.Context, recorded []TxnWriterInfo) (ResumeReport, error) {
+	p.opMu.Lock()
+	defer p.opMu.Unlock()
+	if err := p.checkOpen(); err != nil {
+		return ResumeReport{}, err
 	}
-	slices.SortFunc(out, func(a, b TxnWriterInfo) int { return cmp.Compare(a.SourceProducerID, b.SourceProducerID) })
-	return out
+	if len(p.pipe) > 0 {
+		return ResumeReport{}, p.errorf("Resume", ErrNotFlushed)
+	}
+	report, err := p.txns.Resume(ctx, recorded)
+	if err != nil {
+		return ResumeReport{}, err
+	}
+	p.next = -1
+	return report, nil
 }
 
 // AbortAll aborts every destination transaction the partition holds open
@@ -647,23 +453,17 @@ func (p *Partition) AbortAll(ctx context.Context) error {
 	if len(p.pipe) > 0 {
 		return p.errorf("AbortAll", ErrNotFlushed)
 	}
-	p.mu.Lock()
-	tws := make([]*txnWriter, 0, len(p.writers))
-	for _, tw := range p.writers {
-		tws = append(tws, tw)
-	}
-	p.mu.Unlock()
-	slices.SortFunc(tws, func(a, b *txnWriter) int { return cmp.Compare(a.info.SourceProducerID, b.info.SourceProducerID) })
+	tws := p.txns.All()
 
 	var errs []error
 	for _, tw := range tws {
-		if tw.stale {
-			if err := p.resync(ctx, tw); err != nil {
+		if tw.Stale {
+			if err := p.txns.Resync(ctx, tw); err != nil {
 				errs = append(errs, err)
 				continue
 			}
 		}
-		if !tw.open {
+		if !tw.Open {
 			continue
 		}
 		if p.next < 0 {
@@ -675,7 +475,7 @@ func (p *Partition) AbortAll(ctx context.Context) error {
 			p.next = end
 		}
 		marker := p.next
-		if err := p.endTxn(ctx, tw, false); err != nil {
+		if err := p.txns.EndTxn(ctx, tw, false); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -685,7 +485,7 @@ func (p *Partition) AbortAll(ctx context.Context) error {
 			continue
 		}
 		p.next = marker + 1
-		p.log.Info("destination transaction aborted", "transactional_id", tw.info.TransactionalID, "marker_offset", marker)
+		p.log.Info("destination transaction aborted", "transactional_id", tw.Info.TransactionalID, "marker_offset", marker)
 	}
 	return errors.Join(errs...)
 }

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
-
 	"github.com/kmirror/kmirror/core/batch"
 	"github.com/kmirror/kmirror/core/failpoint"
+	"github.com/kmirror/kmirror/core/writer/internal/produce"
+	"github.com/kmirror/kmirror/core/writer/internal/txn"
 )
 
 // confirmTTL is how recently a producer's last append on the partition must
@@ -24,14 +24,14 @@ const confirmTTL = time.Minute
 // pending is an append of a partition's pipeline: sent, not yet answered.
 type pending struct {
 	i      int // index in AppendAll's batches
-	op     *produceOp
-	s      *sink // the sink op was queued on
+	op     *produce.Op
+	s      *produce.Sink // the sink op was queued on
 	b      batch.Batch
 	src    int64 // source base offset, restored into b once answered
 	expect int64
-	tw     *txnWriter // nil: the idempotent producer
-	seq    int32      // base sequence stamped
-	closed bool       // answered (or abandoned): no longer counted in flight
+	tw     *txn.Writer // nil: the idempotent producer
+	seq    int32       // base sequence stamped
+	closed bool        // answered (or abandoned): no longer counted in flight
 }
 
 // answered takes pd out of the Writer's count of appends in flight.
@@ -172,25 +172,25 @@ func (p *Partition) sendAll(ctx context.Context, bs []batch.Batch, landed landed
 
 // canPipeline says whether b can be sent behind the appends in flight.
 func (p *Partition) canPipeline(b batch.Batch) bool {
-	if p.w.cfg.maxInflightPartition < 2 || b.IsControl() || !b.Dense() || p.leader < 0 || p.next < 0 || p.next != b.BaseOffset() {
+	if p.w.cfg.maxInflightPartition < 2 || b.IsControl() || !b.Dense() || p.route.Leader < 0 || p.next < 0 || p.next != b.BaseOffset() {
 		return false
 	}
-	var head *txnWriter
+	var head *txn.Writer
 	if len(p.pipe) > 0 {
 		head = p.pipe[0].tw
 	}
 	if !b.IsTransactional() {
 		st := p.idem
-		return head == nil && (len(p.pipe) > 0 || (st.pid >= 0 && !st.stale && time.Since(st.confirmed) < confirmTTL))
+		return head == nil && (len(p.pipe) > 0 || (st.PID >= 0 && !st.Stale && time.Since(st.Confirmed) < confirmTTL))
 	}
-	tw := p.writers[b.ProducerID()]
-	if tw == nil || !tw.open || tw.stale || tw.needInit {
+	tw := p.txns.Get(b.ProducerID())
+	if tw == nil || !tw.Open || tw.Stale || tw.NeedInit {
 		return false
 	}
 	if len(p.pipe) > 0 {
 		return head == tw
 	}
-	return time.Since(tw.confirmed) < confirmTTL
+	return time.Since(tw.Confirmed) < confirmTTL
 }
 
 // send stamps b with its producer's next sequence and hands it to the
@@ -203,29 +203,29 @@ func (p *Partition) send(i int, b batch.Batch) error {
 		txnID string
 	)
 	if b.IsTransactional() {
-		pd.tw = p.writers[b.ProducerID()]
-		pid, epoch, pd.seq, txnID = pd.tw.info.ProducerID, pd.tw.info.Epoch, pd.tw.seq, pd.tw.info.TransactionalID
+		pd.tw = p.txns.Get(b.ProducerID())
+		pid, epoch, pd.seq, txnID = pd.tw.Info.ProducerID, pd.tw.Info.Epoch, pd.tw.Seq, pd.tw.Info.TransactionalID
 	} else {
-		pid, epoch, pd.seq = p.idem.pid, p.idem.epoch, p.idem.seq
+		pid, epoch, pd.seq = p.idem.PID, p.idem.Epoch, p.idem.Seq
 	}
-	s, err := p.w.sink(p.leader)
+	s, err := p.route.Sink()
 	if err != nil {
 		return p.errorf("produce", err)
 	}
 	b.SetBaseOffset(0)
 	b.Restamp(pid, epoch, pd.seq)
-	pd.op = p.takeOp()
-	pd.op.records, pd.op.txnID, pd.s = b, txnID, s
-	if err := s.enqueue(pd.op); err != nil {
+	pd.op = p.route.Take()
+	pd.op.Records, pd.op.TxnID, pd.s = b, txnID, s
+	if err := s.Enqueue(pd.op); err != nil {
 		b.SetBaseOffset(pd.src)
-		p.putOp(pd.op)
+		p.route.Put(pd.op)
 		return p.errorf("produce", err)
 	}
 	next := batch.IncrementSequence(pd.seq, b.LastOffsetDelta()+1)
 	if pd.tw != nil {
-		pd.tw.seq = next
+		pd.tw.Seq = next
 	} else {
-		p.idem.seq = next
+		p.idem.Seq = next
 	}
 	p.next = pd.expect + int64(b.LastOffsetDelta()) + 1
 	p.pipe = append(p.pipe, pd)
@@ -250,17 +250,17 @@ func (p *Partition) drain(ctx context.Context, landed landedFunc) error {
 func (p *Partition) completeOldest(ctx context.Context, landed landedFunc) error {
 	pd := p.pipe[0]
 	select {
-	case <-pd.op.done:
+	case <-pd.op.Done:
 		p.answered(pd)
 	case <-ctx.Done():
 		p.abandon()
 		return p.errorf("produce", context.Cause(ctx))
 	}
-	retry, err := p.answer(pd.op)
+	retry, err := p.route.Answer(pd.op)
 	if err == nil {
 		p.popPipe()
 		pd.b.SetBaseOffset(pd.src)
-		p.putOp(pd.op)
+		p.route.Put(pd.op)
 		res, err := p.landed(pd.tw, pd.seq, pd.b, pd.op, pd.expect)
 		if err != nil {
 			p.unconfirm(pd.tw)
@@ -290,7 +290,7 @@ func (p *Partition) completeOldest(ctx context.Context, landed landedFunc) error
 	}
 	var okAfter bool
 	for _, q := range p.pipe[1:] {
-		if _, e := p.answer(q.op); e == nil {
+		if _, e := p.route.Answer(q.op); e == nil {
 			okAfter = true
 		}
 	}
@@ -309,8 +309,8 @@ func (p *Partition) completeOldest(ctx context.Context, landed landedFunc) error
 	p.log.Debug("resending pipelined appends", "count", len(p.pipe), "error", err)
 	for len(p.pipe) > 0 {
 		pd := p.popPipe()
-		op, inFlight, err := p.produce(ctx, pd.b, pd.op.txnID)
-		p.putOp(pd.op)
+		op, inFlight, err := p.route.Produce(ctx, pd.b, pd.op.TxnID)
+		p.route.Put(pd.op)
 		if !inFlight {
 			pd.b.SetBaseOffset(pd.src)
 		}
@@ -322,7 +322,7 @@ func (p *Partition) completeOldest(ctx context.Context, landed landedFunc) error
 			return err
 		}
 		res, err := p.landed(pd.tw, pd.seq, pd.b, op, pd.expect)
-		p.putOp(op)
+		p.route.Put(op)
 		if err != nil {
 			p.unconfirm(pd.tw)
 			p.next = -1
@@ -334,32 +334,6 @@ func (p *Partition) completeOldest(ctx context.Context, landed landedFunc) error
 	return nil
 }
 
-// answer reads a finished op: nil for a success; otherwise the error, and
-// whether the append may be sent again with the same sequence.
-func (p *Partition) answer(op *produceOp) (retry bool, err error) {
-	switch {
-	case op.err != nil:
-		if p.w.ctx.Err() != nil {
-			return false, p.errorf("produce", ErrClosed)
-		}
-		return isRetriable(op.err), p.errorf("produce", op.err)
-	case op.errCode == 0:
-		return false, nil
-	}
-	kerrE := withBrokerMessage(kerr.ErrorForCode(op.errCode), op.errMsg)
-	err = p.errorf(fmt.Sprintf("produce (v%d)", op.requestVersion), kerrE)
-	switch {
-	case leaderMoved(op.errCode):
-		p.leader = op.currentLeader
-		return true, err
-	case op.errCode == kerr.OutOfOrderSequenceNumber.Code:
-		// It reached the broker before the append it follows (each was
-		// sent in order, but on different requests): refused, not written.
-		return true, err
-	}
-	return kerr.IsRetriable(kerr.ErrorForCode(op.errCode)), err
-}
-
 // waitAll waits for the answers of every append in flight (they stay in
 // the pipeline).
 func (p *Partition) waitAll(ctx context.Context) error {
@@ -368,7 +342,7 @@ func (p *Partition) waitAll(ctx context.Context) error {
 			continue
 		}
 		select {
-		case <-q.op.done:
+		case <-q.op.Done:
 			p.answered(q)
 		case <-ctx.Done():
 			p.abandon()
@@ -394,7 +368,7 @@ func (p *Partition) popPipe() *pending {
 func (p *Partition) restoreAll() {
 	for _, q := range p.pipe {
 		q.b.SetBaseOffset(q.src)
-		p.putOp(q.op)
+		p.route.Put(q.op)
 	}
 	clear(p.pipe)
 	p.pipe = p.pipe[:0]
@@ -407,9 +381,9 @@ func (p *Partition) restoreAll() {
 func (p *Partition) abandon() {
 	for _, q := range p.pipe {
 		p.answered(q)
-		if q.s.remove(q.op) {
+		if q.s.Remove(q.op) {
 			q.b.SetBaseOffset(q.src)
-			p.putOp(q.op)
+			p.route.Put(q.op)
 		}
 		p.staleProducer(q.tw)
 		p.unconfirm(q.tw)
@@ -422,71 +396,48 @@ func (p *Partition) abandon() {
 // landed records that b, stamped with base sequence seq by tw (nil: the
 // idempotent producer), was written as op says, and checks it landed at
 // expect.
-func (p *Partition) landed(tw *txnWriter, seq int32, b batch.Batch, op *produceOp, expect int64) (Result, error) {
+func (p *Partition) landed(tw *txn.Writer, seq int32, b batch.Batch, op *produce.Op, expect int64) (Result, error) {
 	delta := b.LastOffsetDelta()
 	now := time.Now()
 	if tw != nil {
 		failpoint.Reach("writer-txn-appended")
-		tw.lastUsed, tw.confirmed = now, now
-		if tw.startOffset < 0 {
-			p.locked(func() { tw.startOffset = op.baseOffset })
+		tw.LastUsed, tw.Confirmed = now, now
+		if tw.StartOffset < 0 {
+			p.txns.Locked(func() { tw.StartOffset = op.BaseOffset })
 		}
 	} else {
-		p.idem.confirmed = now
+		p.idem.Confirmed = now
 	}
 	res := Result{
-		BaseOffset:    op.baseOffset,
-		NextOffset:    op.baseOffset + int64(delta) + 1,
-		LogAppendTime: op.logAppendTime,
+		BaseOffset:    op.BaseOffset,
+		NextOffset:    op.BaseOffset + int64(delta) + 1,
+		LogAppendTime: op.LogAppendTime,
 	}
 	if len(p.pipe) == 0 {
 		p.next = res.NextOffset
 	}
-	if op.baseOffset != expect {
+	if op.BaseOffset != expect {
 		p.next = res.NextOffset
-		return res, p.mismatch(expect, op.baseOffset, "batch appended at another offset")
+		return res, p.mismatch(expect, op.BaseOffset, "batch appended at another offset")
 	}
 	return res, nil
 }
 
 // staleProducer marks the producer of a failed append: its sequence can no
 // longer be trusted.
-func (p *Partition) staleProducer(tw *txnWriter) {
+func (p *Partition) staleProducer(tw *txn.Writer) {
 	if tw != nil {
-		tw.stale = true
+		tw.Stale = true
 	} else {
-		p.idem.stale = true
+		p.idem.Stale = true
 	}
 }
 
 // unconfirm makes the producer's next append go alone.
-func (p *Partition) unconfirm(tw *txnWriter) {
+func (p *Partition) unconfirm(tw *txn.Writer) {
 	if tw != nil {
-		tw.confirmed = time.Time{}
+		tw.Confirmed = time.Time{}
 	} else {
-		p.idem.confirmed = time.Time{}
+		p.idem.Confirmed = time.Time{}
 	}
-}
-
-// takeOp returns a free produce op of the partition.
-func (p *Partition) takeOp() *produceOp {
-	if n := len(p.free); n > 0 {
-		op := p.free[n-1]
-		p.free = p.free[:n-1]
-		return op
-	}
-	return newProduceOp(p.topic, p.partition)
-}
-
-// putOp returns an answered op for reuse.
-func (p *Partition) putOp(op *produceOp) {
-	if op == nil {
-		return
-	}
-	op.records, op.txnID = nil, ""
-	select {
-	case <-op.done: // drain a signal nobody read
-	default:
-	}
-	p.free = append(p.free, op)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/core/batch"
+	"github.com/kmirror/kmirror/core/writer/internal/txn"
 	"github.com/kmirror/kmirror/internal/kfaketest"
 )
 
@@ -101,14 +102,14 @@ func TestResumeContinuesATransactionOpenedUnderTheOldTransactionalID(t *testing.
 		t.Fatal(err)
 	}
 	oldID := "kmirror-test-" + testTopic + "-0-4001"
-	if got := p1.legacyTransactionalID(4001); got != oldID {
+	if got := p1.txns.LegacyID(4001); got != oldID {
 		t.Fatalf("legacyTransactionalID = %q, want %q", got, oldID)
 	}
-	tw := &txnWriter{info: TxnWriterInfo{SourceProducerID: 4001, TransactionalID: oldID, ProducerID: -1, Epoch: -1}, coordinator: -1, startOffset: -1}
-	if err := p1.initTxnWriter(ctx, tw); err != nil {
+	tw := &txn.Writer{Info: TxnWriterInfo{SourceProducerID: 4001, TransactionalID: oldID, ProducerID: -1, Epoch: -1}, Coordinator: -1, StartOffset: -1}
+	if err := p1.txns.Init(ctx, tw); err != nil {
 		t.Fatal(err)
 	}
-	p1.writers[4001] = tw
+	p1.txns.Add(tw)
 	mustAppend(t, p1, kvBatch(t, 0, 4001, true, "A", "1"))
 	mustAppend(t, p1, kvBatch(t, 1, -1, false, "plain", "1"))
 	w1.Close()
@@ -168,12 +169,12 @@ func TestResumeRetiresAnIdleOldFormatWriter(t *testing.T) {
 	rec := &recorder{}
 	w := newWriter(t, c)
 	p1 := openPartition(t, w, testTopic, 0, rec)
-	oldID := p1.legacyTransactionalID(4001)
-	tw := &txnWriter{info: TxnWriterInfo{SourceProducerID: 4001, TransactionalID: oldID, ProducerID: -1, Epoch: -1}, coordinator: -1, startOffset: -1}
-	if err := p1.initTxnWriter(ctx, tw); err != nil {
+	oldID := p1.txns.LegacyID(4001)
+	tw := &txn.Writer{Info: TxnWriterInfo{SourceProducerID: 4001, TransactionalID: oldID, ProducerID: -1, Epoch: -1}, Coordinator: -1, StartOffset: -1}
+	if err := p1.txns.Init(ctx, tw); err != nil {
 		t.Fatal(err)
 	}
-	p1.writers[4001] = tw
+	p1.txns.Add(tw)
 	mustAppend(t, p1, kvBatch(t, 0, 4001, true, "A", "1"))
 	mustAppend(t, p1, markerBatch(t, 1, 4001, batch.ControlCommit))
 	p1.Close()

@@ -4,29 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
-	"strconv"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kmirror/kmirror/core/backoff"
-	"github.com/kmirror/kmirror/core/internal/coalesce"
-)
-
-// Request versions pinned to transaction protocol v1 (see the package doc).
-// Produce v12 would add partitions to transactions implicitly and EndTxn v5
-// would bump the epoch after every transaction (KIP-890 part 2).
-const (
-	produceVersion            int16 = 11
-	initProducerIDVersion     int16 = 4
-	addPartitionsToTxnVersion int16 = 3
-	endTxnVersion             int16 = 4
+	"github.com/kmirror/kmirror/core/writer/internal/cluster"
+	"github.com/kmirror/kmirror/core/writer/internal/produce"
+	"github.com/kmirror/kmirror/core/writer/internal/txn"
 )
 
 // Writer writes one mirror's batches to one destination cluster. It owns a
@@ -43,26 +29,16 @@ type Writer struct {
 
 	mu     sync.Mutex
 	closed bool
-	sinks  map[int32]*sink
+	sinks  *produce.Sinks
 	parts  map[tpKey]*Partition
-	idem   map[tpKey]*idemState // survives Partition.Close: sequences continue
+	idem   map[tpKey]*cluster.Idempotent // survives Partition.Close: sequences continue
 
-	pidMu    sync.Mutex
-	pid      int64 // the mirror's idempotent producer; -1 until initialised
-	pidEpoch int16
-
-	timeoutMu  sync.Mutex
-	txnTimeout int32 // ms; 0 until read from the destination
+	// dest asks the destination cluster everything but Produce (leaders,
+	// end offsets, producer and transaction states, coordinators), with
+	// the retry policy.
+	dest *cluster.Client
 
 	inflight atomic.Int64 // pipelined appends sent and not yet answered
-	// producers gathers the partitions' DescribeProducers per topic
-	// (producers.go).
-	producers *coalesce.Group[string, int32, activeProducers]
-	// ends gathers the partitions' end-offset reads per topic
-	// (producers.go).
-	ends *coalesce.Group[string, int32, int64]
-	// leaders gathers the partitions' leader lookups per topic (leader).
-	leaders *coalesce.Group[leaderKey, int32, int32]
 }
 
 // InflightAppends returns how many pipelined appends (Send, AppendAll) of the
@@ -103,13 +79,17 @@ func New(client *kgo.Client, opts ...Option) (*Writer, error) {
 		log:    cfg.logger.With("mirror", cfg.mirror),
 		ctx:    ctx,
 		cancel: cancel,
-		sinks:  make(map[int32]*sink),
 		parts:  make(map[tpKey]*Partition),
-		idem:   make(map[tpKey]*idemState),
-		pid:    -1,
+		idem:   make(map[tpKey]*cluster.Idempotent),
 	}
-	w.producers, w.ends = newProducersBatcher(w), newEndsBatcher(w)
-	w.leaders = coalesce.New(0, w.topicLeaders)
+	w.dest = cluster.New(ctx, cluster.Config{
+		Client: client, RequestTimeout: cfg.requestTimeout, Retry: cfg.retryPolicy(),
+		TxnTimeout: cfg.txnTimeout, Log: w.log,
+	})
+	w.sinks = produce.NewSinks(ctx, &w.wg, produce.Config{
+		Client: client, MaxRequestBytes: cfg.maxRequestBytes, RequestTimeout: cfg.requestTimeout,
+		Observer: cfg.observer, Closed: ErrClosed,
+	}, cfg.maxInflight)
 	return w, nil
 }
 
@@ -120,6 +100,7 @@ func (w *Writer) Close() {
 	w.mu.Lock()
 	w.closed = true
 	w.mu.Unlock()
+	w.sinks.Close()
 	w.cancel()
 	w.wg.Wait()
 }
@@ -140,7 +121,7 @@ func (w *Writer) Partition(topic string, partition int32, onTxnWriter func(conte
 	switch {
 	case topic == "":
 		return nil, errors.New("writer: Partition: empty topic name")
-	case !legalTopic(topic):
+	case !txn.LegalTopic(topic):
 		// Transactional ids rely on topic names holding no ':'.
 		return nil, fmt.Errorf("writer: Partition %q/%d: not a legal Kafka topic name (letters, digits, '.', '_' and '-', at most 249 characters)", topic, partition)
 	case partition < 0:
@@ -159,7 +140,7 @@ func (w *Writer) Partition(topic string, partition int32, onTxnWriter func(conte
 	}
 	idem := w.idem[k]
 	if idem == nil {
-		idem = &idemState{pid: -1}
+		idem = &cluster.Idempotent{PID: -1}
 		w.idem[k] = idem
 	}
 	p := newPartition(w, topic, partition, onTxnWriter, idem)
@@ -173,316 +154,4 @@ func (w *Writer) release(p *Partition) {
 	if w.parts[tpKey{p.topic, p.partition}] == p {
 		delete(w.parts, tpKey{p.topic, p.partition})
 	}
-}
-
-// sink returns the sink of destination broker node, starting it on first
-// use.
-func (w *Writer) sink(node int32) (*sink, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		return nil, ErrClosed
-	}
-	s := w.sinks[node]
-	if s == nil {
-		s = newSink(w, node)
-		w.sinks[node] = s
-		for range w.cfg.maxInflight {
-			wk := newSinkWorker(s)
-			w.wg.Go(func() { wk.run(w.ctx) })
-		}
-	}
-	return s, nil
-}
-
-// pinned sends a request at most at version max, whatever the broker and
-// franz-go support. franz-go sets the version to the smaller of the
-// request's MaxVersion and the broker's; overriding MaxVersion is how a
-// request is pinned through Broker.Request.
-type pinned struct {
-	kmsg.Request
-	max int16
-}
-
-func (p *pinned) MaxVersion() int16 { return p.max }
-
-// pinnedProduce pins a ProduceRequest. It keeps ProduceRequest's Timeout
-// methods, so franz-go extends the read deadline by the request's timeout;
-// and, not being a *kmsg.ProduceRequest, its acks are not rewritten to the
-// client's.
-type pinnedProduce struct{ *kmsg.ProduceRequest }
-
-func (pinnedProduce) MaxVersion() int16 { return produceVersion }
-
-// retrier paces the retries of one operation with the Writer's retry
-// policy: waits double from the RetryBackoff minimum to its maximum, each
-// drawn with full jitter (core/backoff), and the operation gives up when
-// the next wait would end more than RetryTimeout after it started.
-type retrier struct {
-	w *Writer
-	*backoff.Retry
-}
-
-func (w *Writer) newRetrier() retrier {
-	return retrier{w: w, Retry: w.cfg.retryPolicy().Start()}
-}
-
-// backoff waits before the next attempt after lastErr. It returns an error
-// wrapping lastErr when the retry timeout has passed, and the context's
-// error when ctx ends or the Writer closes.
-func (r *retrier) backoff(ctx context.Context, lastErr error) error {
-	d, ok := r.Next()
-	if !ok {
-		return fmt.Errorf("gave up after %d attempts in %v (RetryTimeout): %w", r.Retries(), r.w.cfg.retryTimeout, lastErr)
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return errors.Join(context.Cause(ctx), lastErr)
-	case <-r.w.ctx.Done():
-		return errors.Join(ErrClosed, lastErr)
-	}
-}
-
-// request sends req to broker node with the RequestTimeout.
-func (w *Writer) request(ctx context.Context, node int32, req kmsg.Request) (kmsg.Response, error) {
-	ctx, cancel := context.WithTimeout(ctx, w.cfg.requestTimeout)
-	defer cancel()
-	return w.cl.Broker(int(node)).Request(ctx, req)
-}
-
-// routed sends req through franz-go's routing (partition leaders for
-// ListOffsets and DescribeProducers, coordinators for DescribeTransactions),
-// with the RequestTimeout.
-func (w *Writer) routed(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
-	ctx, cancel := context.WithTimeout(ctx, w.cfg.requestTimeout)
-	defer cancel()
-	return w.cl.Request(ctx, req)
-}
-
-// refreshBrokers makes the client reload the destination's broker list (a
-// Metadata request without topics), so that Broker(id) knows a coordinator
-// or leader that joined since. Errors are left to the retried request.
-func (w *Writer) refreshBrokers(ctx context.Context) {
-	_, _ = w.routed(ctx, kmsg.NewPtrMetadataRequest())
-}
-
-// idempotentProducer returns the mirror's idempotent producer id and epoch,
-// initialising it on first use.
-func (w *Writer) idempotentProducer(ctx context.Context) (int64, int16, error) {
-	w.pidMu.Lock()
-	defer w.pidMu.Unlock()
-	if w.pid >= 0 {
-		return w.pid, w.pidEpoch, nil
-	}
-	pid, epoch, err := w.initIdempotent(ctx)
-	if err != nil {
-		return 0, 0, err
-	}
-	w.pid, w.pidEpoch = pid, epoch
-	w.log.Debug("idempotent producer initialised", "producer_id", pid, "epoch", epoch)
-	return pid, epoch, nil
-}
-
-// initIdempotent sends InitProducerId without transactional id: a fresh
-// producer id. Any broker answers it.
-func (w *Writer) initIdempotent(ctx context.Context) (int64, int16, error) {
-	r := w.newRetrier()
-	for {
-		req := kmsg.NewPtrInitProducerIDRequest()
-		req.TransactionTimeoutMillis = -1
-		req.ProducerID, req.ProducerEpoch = -1, -1
-		resp, err := w.routed(ctx, req)
-		if err == nil {
-			ir := resp.(*kmsg.InitProducerIDResponse)
-			if err = kerr.ErrorForCode(ir.ErrorCode); err == nil {
-				return ir.ProducerID, ir.ProducerEpoch, nil
-			}
-			if !kerr.IsRetriable(err) {
-				return 0, 0, fmt.Errorf("InitProducerId (idempotent): %w", err)
-			}
-		}
-		if err := r.backoff(ctx, err); err != nil {
-			return 0, 0, fmt.Errorf("InitProducerId (idempotent): %w", err)
-		}
-	}
-}
-
-// transactionTimeout returns the InitProducerId transaction timeout in ms:
-// the option, else the smallest transaction.max.timeout.ms of the
-// destination brokers, else Kafka's default.
-func (w *Writer) transactionTimeout(ctx context.Context) int32 {
-	if w.cfg.txnTimeout > 0 {
-		return int32(w.cfg.txnTimeout.Milliseconds())
-	}
-	w.timeoutMu.Lock()
-	defer w.timeoutMu.Unlock()
-	if w.txnTimeout > 0 {
-		return w.txnTimeout
-	}
-	ms, err := w.describeMaxTxnTimeout(ctx)
-	if err != nil {
-		fallback := int32(DefaultTransactionTimeout.Milliseconds())
-		w.log.Warn("cannot read transaction.max.timeout.ms from the destination brokers; using Kafka's default",
-			"timeout_ms", fallback, "error", err)
-		return fallback // not cached: the next writer tries again
-	}
-	w.txnTimeout = ms
-	w.log.Debug("destination transaction timeout", "timeout_ms", ms)
-	return ms
-}
-
-func (w *Writer) describeMaxTxnTimeout(ctx context.Context) (int32, error) {
-	mresp, err := w.routed(ctx, kmsg.NewPtrMetadataRequest()) // no topics: brokers only
-	if err != nil {
-		return 0, fmt.Errorf("metadata: %w", err)
-	}
-	req := kmsg.NewPtrDescribeConfigsRequest()
-	for _, b := range mresp.(*kmsg.MetadataResponse).Brokers {
-		res := kmsg.NewDescribeConfigsRequestResource()
-		res.ResourceType = kmsg.ConfigResourceTypeBroker
-		res.ResourceName = strconv.Itoa(int(b.NodeID))
-		res.ConfigNames = []string{"transaction.max.timeout.ms"}
-		req.Resources = append(req.Resources, res)
-	}
-	if len(req.Resources) == 0 {
-		return 0, errors.New("metadata lists no broker")
-	}
-	resp, err := w.routed(ctx, req)
-	if err != nil {
-		return 0, fmt.Errorf("DescribeConfigs: %w", err)
-	}
-	least := int64(math.MaxInt32)
-	var found bool
-	for _, res := range resp.(*kmsg.DescribeConfigsResponse).Resources {
-		if err := kerr.ErrorForCode(res.ErrorCode); err != nil {
-			return 0, fmt.Errorf("DescribeConfigs broker %s: %w", res.ResourceName, err)
-		}
-		for _, c := range res.Configs {
-			if c.Name != "transaction.max.timeout.ms" || c.Value == nil {
-				continue
-			}
-			v, err := strconv.ParseInt(*c.Value, 10, 32)
-			if err != nil || v <= 0 {
-				return 0, fmt.Errorf("broker %s: transaction.max.timeout.ms %q is not a positive int32", res.ResourceName, *c.Value)
-			}
-			least = min(least, v)
-			found = true
-		}
-	}
-	if !found {
-		return 0, errors.New("no broker reported transaction.max.timeout.ms")
-	}
-	return int32(least), nil
-}
-
-// findCoordinator returns the transaction coordinator of txid
-// (FindCoordinator, key type 1).
-func (w *Writer) findCoordinator(ctx context.Context, txid string) (int32, error) {
-	req := kmsg.NewPtrFindCoordinatorRequest()
-	req.CoordinatorType = 1
-	req.CoordinatorKey = txid
-	req.CoordinatorKeys = []string{txid}
-	resp, err := w.routed(ctx, req)
-	if err != nil {
-		return -1, err
-	}
-	fr := resp.(*kmsg.FindCoordinatorResponse)
-	code, node := fr.ErrorCode, fr.NodeID
-	if len(fr.Coordinators) > 0 {
-		code, node = fr.Coordinators[0].ErrorCode, fr.Coordinators[0].NodeID
-	}
-	if err := kerr.ErrorForCode(code); err != nil {
-		return -1, err
-	}
-	return node, nil
-}
-
-// leader returns the leader of topic/partition from metadata, at most
-// MetadataMinAge old unless fresh is set. The partitions of a topic looking
-// up their leaders while a lookup is in flight share the next one
-// (Writer.leaders): many partitions starting together send one Metadata
-// request, not one each.
-func (w *Writer) leader(ctx context.Context, topic string, partition int32, fresh bool) (int32, error) {
-	l, err := w.leaders.Get(ctx, leaderKey{topic, fresh}, partition)
-	if errors.Is(err, coalesce.ErrNoAnswer) {
-		return -1, kerr.UnknownTopicOrPartition
-	}
-	if err != nil {
-		return -1, err
-	}
-	return l, nil
-}
-
-// leaderKey groups leader lookups: one topic, from the cache or fresh.
-type leaderKey struct {
-	topic string
-	fresh bool
-}
-
-// topicLeaders answers the leaders of parts of the topic from one Metadata
-// request (see leader); a partition without a leader gets
-// LeaderNotAvailable, one the answer lacks UnknownTopicOrPartition.
-func (w *Writer) topicLeaders(ctx context.Context, k leaderKey, parts []int32) (map[int32]coalesce.Result[int32], error) {
-	topic := k.topic
-	req := kmsg.NewPtrMetadataRequest()
-	rt := kmsg.NewMetadataRequestTopic()
-	rt.Topic = kmsg.StringPtr(topic)
-	req.Topics = append(req.Topics, rt)
-	var (
-		resp *kmsg.MetadataResponse
-		err  error
-	)
-	rctx, cancel := context.WithTimeout(ctx, w.cfg.requestTimeout)
-	defer cancel()
-	if k.fresh {
-		var r kmsg.Response
-		if r, err = w.cl.Request(rctx, req); err == nil {
-			resp = r.(*kmsg.MetadataResponse)
-		}
-	} else {
-		resp, err = w.cl.RequestCachedMetadata(rctx, req, 0)
-	}
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[int32]coalesce.Result[int32], len(parts))
-	for _, t := range resp.Topics {
-		if t.Topic == nil || *t.Topic != topic {
-			continue
-		}
-		if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
-			return nil, err
-		}
-		for _, p := range t.Partitions {
-			switch err := kerr.ErrorForCode(p.ErrorCode); {
-			case err != nil:
-				out[p.Partition] = coalesce.Result[int32]{Value: -1, Err: err}
-			case p.Leader < 0:
-				out[p.Partition] = coalesce.Result[int32]{Value: -1, Err: kerr.LeaderNotAvailable}
-			default:
-				out[p.Partition] = coalesce.Result[int32]{Value: p.Leader}
-			}
-		}
-	}
-	return out, nil
-}
-
-// legalTopic says whether topic is made of what Kafka allows in a topic
-// name: [A-Za-z0-9._-], at most 249 characters.
-func legalTopic(topic string) bool {
-	if len(topic) > 249 {
-		return false
-	}
-	for i := 0; i < len(topic); i++ {
-		switch c := topic[i]; {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '_', c == '-':
-		default:
-			return false
-		}
-	}
-	return true
 }

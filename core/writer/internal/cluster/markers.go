@@ -1,4 +1,4 @@
-package writer
+package cluster
 
 import (
 	"context"
@@ -13,14 +13,14 @@ import (
 // topic ids).
 const fetchVersion int16 = 12
 
-// duplicateMarkers reports whether the destination partition holds, from
+// DuplicateMarkers reports whether destination partition topic/partition holds, from
 // offset marker to end, only markers of producer pid of one control type:
 // the marker a replay asked for, written again by the destination's
-// transaction coordinator after it failed over (see ErrDuplicateMarker).
+// transaction coordinator after it failed over (the writer package's ErrDuplicateMarker).
 // Anything else there — a data record, another producer's marker, a marker
 // of the other type — or a read that fails is not such a case (false).
-func (p *Partition) duplicateMarkers(ctx context.Context, pid, marker, end int64) bool {
-	leader, err := p.w.leader(ctx, p.topic, p.partition, true)
+func (c *Client) DuplicateMarkers(ctx context.Context, topic string, partition int32, pid, marker, end int64) bool {
+	leader, err := c.Leader(ctx, topic, partition, true)
 	if err != nil {
 		return false
 	}
@@ -31,22 +31,22 @@ func (p *Partition) duplicateMarkers(ctx context.Context, pid, marker, end int64
 	req.MaxBytes = 1 << 20
 	req.IsolationLevel = 0
 	rt := kmsg.NewFetchRequestTopic()
-	rt.Topic = p.topic
+	rt.Topic = topic
 	rp := kmsg.NewFetchRequestTopicPartition()
-	rp.Partition = p.partition
+	rp.Partition = partition
 	rp.FetchOffset = marker
 	rp.PartitionMaxBytes = 1 << 20
 	rp.CurrentLeaderEpoch = -1
 	rp.LogStartOffset = -1
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	resp, err := p.w.request(ctx, leader, &pinned{Request: req, max: fetchVersion})
+	resp, err := c.Request(ctx, leader, &Pinned{Request: req, Max: fetchVersion})
 	if err != nil {
 		return false
 	}
 	for _, t := range resp.(*kmsg.FetchResponse).Topics {
 		for _, fp := range t.Partitions {
-			if t.Topic != p.topic || fp.Partition != p.partition || kerr.ErrorForCode(fp.ErrorCode) != nil {
+			if t.Topic != topic || fp.Partition != partition || kerr.ErrorForCode(fp.ErrorCode) != nil {
 				continue
 			}
 			return onlyMarkers(fp.RecordBatches, pid, marker, end)
@@ -56,7 +56,7 @@ func (p *Partition) duplicateMarkers(ctx context.Context, pid, marker, end int64
 }
 
 // onlyMarkers checks records (a fetch answer from offset marker) for
-// duplicateMarkers: every offset from marker to end is a marker of pid, all
+// DuplicateMarkers: every offset from marker to end is a marker of pid, all
 // of one type.
 func onlyMarkers(records []byte, pid, marker, end int64) bool {
 	s := batch.NewScanner(records)

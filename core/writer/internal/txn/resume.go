@@ -1,4 +1,4 @@
-package writer
+package txn
 
 import (
 	"cmp"
@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/core/batch"
-	"github.com/kmirror/kmirror/core/internal/coalesce"
+	"github.com/kmirror/kmirror/core/writer/internal/cluster"
 )
 
 // ResumeReport says what Partition.Resume found on the destination for each
@@ -26,13 +26,13 @@ type ResumeReport struct {
 	Resumed []ResumedWriter
 	// Idle writers have no open transaction and are kept for reuse, except
 	// one recorded with a transactional id of the format before the current
-	// one (TxnWriterInfo.TransactionalID): the source producer's next
+	// one (Info.TransactionalID): the source producer's next
 	// transaction starts a writer with the current id.
-	Idle []TxnWriterInfo
+	Idle []Info
 	// Expired writers' transactional ids are unknown to the destination
 	// (transactional.id.expiration.ms passed). Nothing of theirs is open;
 	// the source producer's next transaction starts a new writer.
-	Expired []TxnWriterInfo
+	Expired []Info
 	// Lost writers' transactional ids now carry another producer id or
 	// epoch, or a transaction that is not theirs: the destination timed
 	// their transaction out and aborted it (its ABORT marker then sits where
@@ -47,7 +47,7 @@ type ResumeReport struct {
 
 // ResumedWriter is a writer whose open transaction Resume continued.
 type ResumedWriter struct {
-	Writer TxnWriterInfo
+	Writer Info
 	// NextSequence is the sequence of its next batch (the destination's
 	// last sequence + 1).
 	NextSequence int32
@@ -60,7 +60,7 @@ type ResumedWriter struct {
 // LostWriter is a recorded writer the destination no longer holds as it
 // was recorded.
 type LostWriter struct {
-	Writer TxnWriterInfo
+	Writer Info
 	// ProducerID, Epoch and State are what the destination's transaction
 	// coordinator holds for the transactional id now.
 	ProducerID int64
@@ -107,32 +107,24 @@ const (
 // partition's leader) gives its last sequence. Transactions still
 // completing (PREPARE_COMMIT/PREPARE_ABORT) are waited for, so their markers
 // are in the end offset read afterwards.
-func (p *Partition) Resume(ctx context.Context, recorded []TxnWriterInfo) (ResumeReport, error) {
-	p.opMu.Lock()
-	defer p.opMu.Unlock()
-	if err := p.checkOpen(); err != nil {
-		return ResumeReport{}, err
-	}
-	if len(p.pipe) > 0 {
-		return ResumeReport{}, p.errorf("Resume", ErrNotFlushed)
-	}
-	p.mu.Lock()
-	n := len(p.writers)
-	p.mu.Unlock()
+func (s *Set) Resume(ctx context.Context, recorded []Info) (ResumeReport, error) {
+	s.mu.Lock()
+	n := len(s.writers)
+	s.mu.Unlock()
 	if n > 0 {
-		return ResumeReport{}, p.errorf("resume", errors.New("Resume must come before the partition's first Append"))
+		return ResumeReport{}, s.errorf("resume", errors.New("Resume must come before the partition's first Append"))
 	}
 	txids := make([]string, 0, len(recorded))
 	seen := make(map[int64]bool, len(recorded))
 	for _, w := range recorded {
 		// A writer recorded before the current id format keeps its id
-		// until its open transaction ends (TxnWriterInfo.TransactionalID).
-		if want := p.TransactionalID(w.SourceProducerID); w.TransactionalID != want && w.TransactionalID != p.legacyTransactionalID(w.SourceProducerID) {
-			return ResumeReport{}, p.errorf("resume", fmt.Errorf("recorded writer of source producer %d has transactional id %q, this partition's is %q (a record of another mirror or partition?)",
+		// until its open transaction ends (Info.TransactionalID).
+		if want := s.ID(w.SourceProducerID); w.TransactionalID != want && w.TransactionalID != s.LegacyID(w.SourceProducerID) {
+			return ResumeReport{}, s.errorf("resume", fmt.Errorf("recorded writer of source producer %d has transactional id %q, this partition's is %q (a record of another mirror or partition?)",
 				w.SourceProducerID, w.TransactionalID, want))
 		}
 		if seen[w.SourceProducerID] {
-			return ResumeReport{}, p.errorf("resume", fmt.Errorf("source producer %d is recorded twice", w.SourceProducerID))
+			return ResumeReport{}, s.errorf("resume", fmt.Errorf("source producer %d is recorded twice", w.SourceProducerID))
 		}
 		seen[w.SourceProducerID] = true
 		txids = append(txids, w.TransactionalID)
@@ -144,44 +136,44 @@ func (p *Partition) Resume(ctx context.Context, recorded []TxnWriterInfo) (Resum
 		err    error
 	)
 	if len(txids) > 0 {
-		if states, err = p.describeTxns(ctx, txids); err != nil {
+		if states, err = s.describeTxns(ctx, txids); err != nil {
 			return ResumeReport{}, err
 		}
 	}
-	producers, err := p.describeProducers(ctx)
+	producers, err := s.describeProducers(ctx)
 	if err != nil {
 		return ResumeReport{}, err
 	}
 
 	kept := make(map[int64]bool)
-	writers := make(map[int64]*txnWriter)
+	writers := make(map[int64]*Writer)
 	for _, w := range recorded {
 		st := states[w.TransactionalID]
 		var ap *kmsg.DescribeProducersResponseTopicPartitionActiveProducer
 		if a, ok := producers[w.ProducerID]; ok {
 			ap = &a
 		}
-		tw, fate := p.classify(w, st, ap)
+		tw, fate := s.classify(w, st, ap)
 		switch fate {
 		case fateResumed:
-			report.Resumed = append(report.Resumed, ResumedWriter{Writer: w, NextSequence: tw.seq, StartOffset: tw.startOffset})
-			p.log.Info("resuming open destination transaction", "transactional_id", w.TransactionalID,
-				"producer_id", w.ProducerID, "epoch", w.Epoch, "next_sequence", tw.seq, "start_offset", tw.startOffset)
+			report.Resumed = append(report.Resumed, ResumedWriter{Writer: w, NextSequence: tw.Seq, StartOffset: tw.StartOffset})
+			s.log.Info("resuming open destination transaction", "transactional_id", w.TransactionalID,
+				"producer_id", w.ProducerID, "epoch", w.Epoch, "next_sequence", tw.Seq, "start_offset", tw.StartOffset)
 		case fateIdle:
 			report.Idle = append(report.Idle, w)
 		case fateExpired:
 			report.Expired = append(report.Expired, w)
-			p.log.Info("recorded transactional id expired on the destination", "transactional_id", w.TransactionalID)
+			s.log.Info("recorded transactional id expired on the destination", "transactional_id", w.TransactionalID)
 			continue
 		case fateLost:
 			report.Lost = append(report.Lost, LostWriter{Writer: w, ProducerID: st.ProducerID, Epoch: st.Epoch, State: st.State})
-			p.log.Warn("recorded transactional writer lost: the destination aborted its transaction or another producer took the id over",
+			s.log.Warn("recorded transactional writer lost: the destination aborted its transaction or another producer took the id over",
 				"transactional_id", w.TransactionalID, "recorded_producer_id", w.ProducerID, "recorded_epoch", w.Epoch,
 				"producer_id", st.ProducerID, "epoch", st.Epoch, "state", st.State)
 			continue
 		}
 		kept[w.ProducerID] = true
-		if fate == fateIdle && p.isLegacy(tw) {
+		if fate == fateIdle && s.IsLegacy(tw) {
 			continue // nothing open under the old id: the next transaction takes the current one
 		}
 		writers[w.SourceProducerID] = tw
@@ -195,18 +187,17 @@ func (p *Partition) Resume(ctx context.Context, recorded []TxnWriterInfo) (Resum
 	}
 	slices.SortFunc(report.Foreign, func(a, b ForeignProducer) int { return cmp.Compare(a.StartOffset, b.StartOffset) })
 
-	p.mu.Lock()
-	p.writers = writers
-	p.mu.Unlock()
-	p.next = -1
+	s.mu.Lock()
+	s.writers = writers
+	s.mu.Unlock()
 	return report, nil
 }
 
 // classify decides what a recorded writer is, given the coordinator's state
 // of its transactional id and the partition leader's state of its producer
 // (nil when the leader reports none).
-func (p *Partition) classify(w TxnWriterInfo, st txnState, ap *kmsg.DescribeProducersResponseTopicPartitionActiveProducer) (*txnWriter, writerFate) {
-	tw := &txnWriter{info: w, coordinator: -1, startOffset: -1, lastUsed: time.Now()}
+func (s *Set) classify(w Info, st txnState, ap *kmsg.DescribeProducersResponseTopicPartitionActiveProducer) (*Writer, writerFate) {
+	tw := &Writer{Info: w, Coordinator: -1, StartOffset: -1, LastUsed: time.Now()}
 	if ap != nil && int16(ap.ProducerEpoch) != w.Epoch {
 		// The leader's entry is the producer's previous epoch (a writer
 		// initialised again that has appended nothing to the partition
@@ -227,9 +218,9 @@ func (p *Partition) classify(w TxnWriterInfo, st txnState, ap *kmsg.DescribeProd
 		if !st.hasPartition {
 			return nil, fateLost // a transaction of this id that kmirror did not open
 		}
-		tw.open, tw.seq = true, nextSeq
+		tw.Open, tw.Seq = true, nextSeq
 		if ap != nil {
-			tw.startOffset = ap.CurrentTxnStartOffset
+			tw.StartOffset = ap.CurrentTxnStartOffset
 		}
 		return tw, fateResumed
 	case st.State == "Empty" || st.State == "CompleteCommit" || st.State == "CompleteAbort":
@@ -239,9 +230,9 @@ func (p *Partition) classify(w TxnWriterInfo, st txnState, ap *kmsg.DescribeProd
 		// restarts sequences, and InitProducerId is harmless with nothing
 		// open.
 		if ap != nil {
-			tw.seq = nextSeq
+			tw.Seq = nextSeq
 		} else {
-			tw.needInit = true
+			tw.NeedInit = true
 		}
 		return tw, fateIdle
 	default: // PrepareEpochFence, or a state this kmirror does not know
@@ -249,56 +240,56 @@ func (p *Partition) classify(w TxnWriterInfo, st txnState, ap *kmsg.DescribeProd
 	}
 }
 
-// resync re-reads a writer's state from the destination after a failure
+// Resync re-reads a writer's state from the destination after a failure
 // left it unknown.
-func (p *Partition) resync(ctx context.Context, tw *txnWriter) error {
-	txid := tw.info.TransactionalID
-	states, err := p.describeTxns(ctx, []string{txid})
+func (s *Set) Resync(ctx context.Context, tw *Writer) error {
+	txid := tw.Info.TransactionalID
+	states, err := s.describeTxns(ctx, []string{txid})
 	if err != nil {
 		return err
 	}
-	producers, err := p.describeProducers(ctx)
+	producers, err := s.describeProducers(ctx)
 	if err != nil {
 		return err
 	}
 	var ap *kmsg.DescribeProducersResponseTopicPartitionActiveProducer
-	if a, ok := producers[tw.info.ProducerID]; ok {
+	if a, ok := producers[tw.Info.ProducerID]; ok {
 		ap = &a
 	}
 	st := states[txid]
-	nt, fate := p.classify(tw.info, st, ap)
+	nt, fate := s.classify(tw.Info, st, ap)
 	switch {
 	case fate == fateResumed || fate == fateIdle:
-		p.locked(func() {
-			tw.open = nt.open
-			if !nt.open || tw.startOffset < 0 {
-				tw.startOffset = nt.startOffset
+		s.Locked(func() {
+			tw.Open = nt.Open
+			if !nt.Open || tw.StartOffset < 0 {
+				tw.StartOffset = nt.StartOffset
 			}
 		})
-		tw.seq, tw.needInit = nt.seq, nt.needInit
-	case fate == fateExpired && !tw.open:
-		tw.needInit = true
+		tw.Seq, tw.NeedInit = nt.Seq, nt.NeedInit
+	case fate == fateExpired && !tw.Open:
+		tw.NeedInit = true
 	default:
-		return p.errorf("re-read transactional writer "+txid,
+		return s.errorf("re-read transactional writer "+txid,
 			fmt.Errorf("%w: recorded producer id %d epoch %d, destination has producer id %d epoch %d state %q",
-				ErrWriterLost, tw.info.ProducerID, tw.info.Epoch, st.ProducerID, st.Epoch, st.State))
+				ErrWriterLost, tw.Info.ProducerID, tw.Info.Epoch, st.ProducerID, st.Epoch, st.State))
 	}
-	tw.stale = false
-	p.log.Info("transactional writer state re-read from the destination", "transactional_id", txid,
-		"open", tw.open, "next_sequence", tw.seq, "reinitialise", tw.needInit)
+	tw.Stale = false
+	s.log.Info("transactional writer state re-read from the destination", "transactional_id", txid,
+		"open", tw.Open, "next_sequence", tw.Seq, "reinitialise", tw.NeedInit)
 	return nil
 }
 
 // describeTxns asks the coordinators about txids, waiting out transactions
 // that are completing.
-func (p *Partition) describeTxns(ctx context.Context, txids []string) (map[string]txnState, error) {
+func (s *Set) describeTxns(ctx context.Context, txids []string) (map[string]txnState, error) {
 	out := make(map[string]txnState, len(txids))
 	pending := slices.Clone(txids)
-	r := p.w.newRetrier()
+	r := s.dest.NewRetrier()
 	for len(pending) > 0 {
 		req := kmsg.NewPtrDescribeTransactionsRequest()
 		req.TransactionalIDs = pending
-		resp, err := p.w.routed(ctx, req)
+		resp, err := s.dest.Routed(ctx, req)
 		var next []string
 		if err == nil {
 			answered := make(map[string]bool, len(pending))
@@ -312,18 +303,18 @@ func (p *Partition) describeTxns(ctx context.Context, txids []string) (map[strin
 				case ke == nil:
 					st := txnState{found: true, State: ts.State, ProducerID: ts.ProducerID, Epoch: ts.ProducerEpoch}
 					for _, t := range ts.Topics {
-						if t.Topic == p.topic && slices.Contains(t.Partitions, p.partition) {
+						if t.Topic == s.topic && slices.Contains(t.Partitions, s.partition) {
 							st.hasPartition = true
 						}
 					}
 					out[ts.TransactionalID] = st
 				case errors.Is(ke, kerr.TransactionalIDNotFound):
 					out[ts.TransactionalID] = txnState{}
-				case isRetriable(ke):
+				case cluster.IsRetriable(ke):
 					next = append(next, ts.TransactionalID)
 					err = fmt.Errorf("DescribeTransactions %s: %w", ts.TransactionalID, ke)
 				default:
-					return nil, p.errorf("DescribeTransactions "+ts.TransactionalID, ke)
+					return nil, s.errorf("DescribeTransactions "+ts.TransactionalID, ke)
 				}
 			}
 			for _, txid := range pending {
@@ -332,15 +323,15 @@ func (p *Partition) describeTxns(ctx context.Context, txids []string) (map[strin
 					err = fmt.Errorf("DescribeTransactions has no answer for %s", txid)
 				}
 			}
-		} else if !isRetriable(err) {
-			return nil, p.errorf("DescribeTransactions", err)
+		} else if !cluster.IsRetriable(err) {
+			return nil, s.errorf("DescribeTransactions", err)
 		} else {
 			next = pending
 		}
 		pending = next
 		if len(pending) > 0 {
-			if err := r.backoff(ctx, err); err != nil {
-				return nil, p.errorf("DescribeTransactions", err)
+			if err := r.Backoff(ctx, err); err != nil {
+				return nil, s.errorf("DescribeTransactions", err)
 			}
 		}
 	}
@@ -350,21 +341,18 @@ func (p *Partition) describeTxns(ctx context.Context, txids []string) (map[strin
 // describeProducers asks the partition leader for its producers' states, by
 // producer id, in one DescribeProducers with the other partitions of the
 // topic asking at the same time (the Writer's batcher).
-func (p *Partition) describeProducers(ctx context.Context) (map[int64]kmsg.DescribeProducersResponseTopicPartitionActiveProducer, error) {
-	r := p.w.newRetrier()
+func (s *Set) describeProducers(ctx context.Context) (map[int64]kmsg.DescribeProducersResponseTopicPartitionActiveProducer, error) {
+	r := s.dest.NewRetrier()
 	for {
-		out, err := p.w.producers.Get(ctx, p.topic, p.partition)
+		out, err := s.dest.Producers(ctx, s.topic, s.partition)
 		if err == nil {
 			return out, nil
 		}
-		if errors.Is(err, coalesce.ErrNoAnswer) {
-			err = errNoProducersAnswer
+		if !cluster.IsRetriable(err) {
+			return nil, s.errorf("DescribeProducers", err)
 		}
-		if !isRetriable(err) {
-			return nil, p.errorf("DescribeProducers", err)
-		}
-		if err := r.backoff(ctx, err); err != nil {
-			return nil, p.errorf("DescribeProducers", err)
+		if err := r.Backoff(ctx, err); err != nil {
+			return nil, s.errorf("DescribeProducers", err)
 		}
 	}
 }
