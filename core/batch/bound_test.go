@@ -44,7 +44,7 @@ func allocated(f func()) uint64 {
 // raw and xerial-framed), are refused at a 1 MiB bound, and decoding them
 // allocates a small multiple of the bound, not the 64 MiB.
 func TestRecordsWithinRefusesHostileBatchesWithBoundedMemory(t *testing.T) {
-	t.Parallel()
+	// Not parallel: allocated reads the process-wide allocation count.
 	const (
 		inflated = 64 << 20
 		bound    = 1 << 20
@@ -114,7 +114,7 @@ func TestRecordsWithinBoundIsTheDecodedSize(t *testing.T) {
 // far more decoded) count against the bound with their decoded size, and
 // the record count is checked before anything is decoded.
 func TestRecordsWithinCountsDecodedRecords(t *testing.T) {
-	t.Parallel()
+	// Not parallel: allocated reads the process-wide allocation count.
 	tiny := make([]byte, 0, 7*100000)
 	for i := 0; i < 100000; i++ {
 		tiny = append(tiny, 12, 0, 0, 0, 1, 1, 0) // length 6, attributes, deltas 0, null key, null value, no headers

@@ -41,6 +41,9 @@ type Path struct {
 	// partitions ask for while they prepare: one ListOffsets per topic
 	// and broker for the partitions asking together.
 	SourceBounds, DestBounds *kafkalog.BoundsBatcher
+	// SourceLeaders and DestLeaders gather the leader lookups of the
+	// partitions reading their logs raw at once (proofs, stop).
+	SourceLeaders, DestLeaders *kafkalog.LeaderBatcher
 }
 
 // Deps are what a mirror's data path is built from.
@@ -95,7 +98,8 @@ func New(d Deps) (*Path, error) {
 			PartitionMaxBytes: st.PartitionMaxBytes, AppendsInFlight: w.InflightAppends()}
 	})
 	return &Path{log: d.Log, src: src, f: f, w: w, metrics: mdp, unobserve: unobserve, topics: d.Topics,
-		SourceBounds: kafkalog.NewBoundsBatcher(src, kafkalog.BoundsWindow), DestBounds: kafkalog.NewBoundsBatcher(d.Dest, kafkalog.BoundsWindow)}, nil
+		SourceBounds: kafkalog.NewBoundsBatcher(src, kafkalog.BoundsWindow), DestBounds: kafkalog.NewBoundsBatcher(d.Dest, kafkalog.BoundsWindow),
+		SourceLeaders: kafkalog.NewLeaderBatcher(src, kafkalog.BoundsWindow), DestLeaders: kafkalog.NewLeaderBatcher(d.Dest, kafkalog.BoundsWindow)}, nil
 }
 
 // produceMetrics records the writer's ProduceRequests in the mirror's

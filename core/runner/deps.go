@@ -9,6 +9,7 @@ import (
 
 	"github.com/kmirror/kmirror/core/batch"
 	"github.com/kmirror/kmirror/core/fetcher"
+	"github.com/kmirror/kmirror/core/kafkalog"
 	"github.com/kmirror/kmirror/core/partition"
 	"github.com/kmirror/kmirror/core/writer"
 	"github.com/kmirror/kmirror/sdk/statestore"
@@ -41,6 +42,9 @@ type Deps struct {
 	// (kafkalog.BoundsBatcher); nil: the runner asks for its partition
 	// alone.
 	SourceBounds, DestBounds Bounds
+	// SourceLeaders and DestLeaders, when set, gather the leader lookups of
+	// the mirror's partitions reading their logs raw; nil: one each.
+	SourceLeaders, DestLeaders *kafkalog.LeaderBatcher
 
 	// Path is the mirror's shared fetcher and writer.
 	Path DataPath

@@ -15,6 +15,7 @@ func (r *Runner) newProof() *prove.Partition {
 	return &prove.Partition{
 		Mirror: r.d.Mirror, Topic: r.topic, Partition: r.partition,
 		State: r.state, Maps: r.maps, Writer: r.dest, Source: r.d.Source, Dest: r.d.Dest,
+		SourceLeaders: r.d.SourceLeaders, DestLeaders: r.d.DestLeaders,
 		SourceBounds: func(ctx context.Context) (int64, int64, error) { return r.offsets(ctx, true) },
 		DestBounds:   func(ctx context.Context) (int64, int64, error) { return r.offsets(ctx, false) },
 		Mismatch:     func(action string) { r.d.Events.Mismatch(r.topic, r.partition, action) },

@@ -37,6 +37,7 @@ func runnerFor(m *Mirror, t sourceTopic, part *partition.Partition) *runner.Runn
 		Store: m.d.Store, Log: m.log,
 		Source: m.dp.Source(), Dest: m.dst, DestAdmin: m.dstAdm,
 		SourceBounds: m.dp.SourceBounds, DestBounds: m.dp.DestBounds,
+		SourceLeaders: m.dp.SourceLeaders, DestLeaders: m.dp.DestLeaders,
 		Path: m.dp, Control: m.d.Rules(), Events: newMirrorEvents(m),
 		Settings: runner.Settings{
 			AlignmentBudget: m.dcfg.OffsetAlignmentMaxRecords,

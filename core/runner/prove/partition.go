@@ -34,6 +34,10 @@ type Partition struct {
 	Writer *destination.Writer
 	// Source and Dest are the clusters' clients the logs are read raw from.
 	Source, Dest *kgo.Client
+	// SourceLeaders and DestLeaders, when set, gather the leader lookups
+	// of the mirror's partitions reading their logs at once (a stop of
+	// 10,000 partitions); nil: one Metadata request per lookup.
+	SourceLeaders, DestLeaders *kafkalog.LeaderBatcher
 	// SourceBounds and DestBounds read the partition's log start and end
 	// offsets on each cluster.
 	SourceBounds, DestBounds func(ctx context.Context) (start, end int64, err error)
@@ -204,9 +208,9 @@ func (p *Partition) CheckTail(ctx context.Context, rec partition.Record, lb Boun
 		m.TruncateDest(lb.DstEnd)
 	}
 	diff, from, err := Tail(ctx, rec, lb, m, func(off int64) BatchReader {
-		return kafkalog.NewReader(p.Source, p.Topic, p.Partition, off, lb.SrcEnd)
+		return kafkalog.NewReader(p.Source, p.Topic, p.Partition, off, lb.SrcEnd).WithLeaders(p.SourceLeaders)
 	}, func(off int64) BatchReader {
-		return kafkalog.NewReader(p.Dest, p.Topic, p.Partition, off, lb.DstEnd)
+		return kafkalog.NewReader(p.Dest, p.Topic, p.Partition, off, lb.DstEnd).WithLeaders(p.DestLeaders)
 	})
 	if err != nil {
 		return nil, p.errorf("%w", err)
