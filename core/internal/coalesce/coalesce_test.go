@@ -155,7 +155,9 @@ func TestErrorsPerItemAndMissingAnswers(t *testing.T) {
 func TestTheCallOutlivesItsFirstRequestButNotAllOfThem(t *testing.T) {
 	t.Parallel()
 	rec := &recorder{started: make(chan struct{}, 10), block: make(chan struct{})}
-	g := New(10*time.Millisecond, rec.do)
+	// A window long enough that both requests join the batch before it is
+	// sent, on a loaded machine too (the test waits for the first to join).
+	g := New(2*time.Second, rec.do)
 	ctx1, cancel1 := context.WithCancel(context.Background())
 	errs := make(chan error, 2)
 	go func() { _, err := g.Get(ctx1, "t", 1); errs <- err }()
