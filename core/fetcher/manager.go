@@ -15,6 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/core/fetcher/internal/budget"
 )
 
 // PartitionSpec names a source partition and where to fetch it from.
@@ -97,7 +99,7 @@ type Manager struct {
 	log hclog.Logger
 
 	wake   chan struct{} // the placement loop in Run
-	budget *Budget
+	budget *budget.Budget
 
 	inFlight atomic.Int64 // fetch requests sent and not yet answered
 
@@ -180,7 +182,7 @@ func New(client *kgo.Client, opts ...Option) (*Manager, error) {
 		cfg:      cfg,
 		log:      cfg.log,
 		wake:     make(chan struct{}, 1),
-		budget:   cfg.budget,
+		budget:   cfg.budget.b,
 		parts:    make(map[tp]*fetchPartition),
 		pending:  make(map[tp]*fetchPartition),
 		sessions: make(map[sessionKey]*session),
@@ -226,7 +228,7 @@ func (m *Manager) Add(p PartitionSpec, sink Sink) error {
 	}
 	m.parts[key] = part
 	m.pending[key] = part
-	m.budget.addPartitions(1)
+	m.budget.AddPartitions(1)
 	m.signal()
 	return nil
 }
@@ -247,7 +249,7 @@ func (m *Manager) Remove(topic string, partition int32) bool {
 	delete(m.parts, key)
 	delete(m.pending, key)
 	p.state = psRemoved
-	m.budget.addPartitions(-1)
+	m.budget.AddPartitions(-1)
 	// What it delivered is dropped with it: no Done comes for it.
 	m.unbuffer(p, p.outstanding)
 	return true
@@ -346,13 +348,13 @@ func (m *Manager) unbuffer(p *fetchPartition, n int64) {
 		p.held = nil // let the backing array go
 	}
 	m.buffered -= freed
-	m.budget.release(freed)
+	m.budget.Release(freed)
 }
 
 // partitionMax is the PartitionMaxBytes of a fetch: replica.fetch.max.bytes,
 // or less when the budget is shared by many partitions.
 func (m *Manager) partitionMax() int32 {
-	return m.budget.partitionMax(m.cfg.partitionMaxBytes)
+	return m.budget.PartitionMax(m.cfg.partitionMaxBytes)
 }
 
 // pauseAt is how many outstanding bytes pause a partition.
@@ -386,10 +388,7 @@ func (m *Manager) Stats() Stats {
 	m.mu.Lock()
 	buffered := m.buffered
 	m.mu.Unlock()
-	b := m.budget
-	b.mu.Lock()
-	bmax, bbuf, bres := b.max, b.buffered, b.reserved
-	b.mu.Unlock()
+	bmax, bbuf, bres := m.budget.Figures()
 	return Stats{
 		FetchesInFlight:     int(m.inFlight.Load()),
 		BufferedBytes:       buffered,

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kmirror/kmirror/core/backoff"
 	"github.com/kmirror/kmirror/core/batch"
+	"github.com/kmirror/kmirror/core/fetcher/internal/budget"
 )
 
 // maxCorruptRefetches is how many times a partition refetches a batch that
@@ -33,6 +34,8 @@ type session struct {
 	key  sessionKey
 	cl   *kgo.Client
 	wake chan struct{}
+	// waiter is the session's place in the budget's queue.
+	waiter budget.Waiter
 
 	// Guarded by m.mu.
 	parts   map[tp]*fetchPartition
@@ -130,9 +133,9 @@ type fetchResult struct {
 func (s *session) run(ctx context.Context) {
 	defer s.m.wg.Done()
 	m := s.m
-	m.budget.addSessions(1)
-	defer m.budget.addSessions(-1)
-	defer m.budget.leave(s)
+	m.budget.AddSessions(1)
+	defer m.budget.AddSessions(-1)
+	defer m.budget.Leave(&s.waiter)
 	results := make(chan fetchResult, 2)
 	for {
 		m.mu.Lock()
@@ -174,7 +177,7 @@ func (s *session) run(ctx context.Context) {
 		if budgetWait == nil {
 			// Nothing to ask the budget for now (or granted): do
 			// not hold the sessions queued behind.
-			m.budget.leave(s)
+			m.budget.Leave(&s.waiter)
 		}
 
 		select {
@@ -184,7 +187,7 @@ func (s *session) run(ctx context.Context) {
 		case r := <-results:
 			// Handling may block (throttle, backoff, out of range
 			// reports): let the sessions queued behind go first.
-			m.budget.leave(s)
+			m.budget.Leave(&s.waiter)
 			s.received(ctx, r)
 		}
 	}
@@ -209,7 +212,7 @@ func (s *session) send(ctx context.Context, in *inflight, cl *kgo.Client, result
 		}
 	}
 	want = min(max(want, floor), int64(m.cfg.responseMaxBytes))
-	grant, wait := m.budget.reserve(s, want, floor)
+	grant, wait := m.budget.Reserve(&s.waiter, want, floor)
 	if grant == 0 {
 		return wait
 	}
@@ -248,7 +251,7 @@ func (s *session) settle(r fetchResult, delivered int64) {
 	} else if r.in == s.release {
 		s.release = nil
 	}
-	m.budget.settle(r.in.reserved, delivered)
+	m.budget.Settle(r.in.reserved, delivered)
 }
 
 // received handles a request's result in the session goroutine.
