@@ -20,6 +20,7 @@
 //   - failpoint:        named crash points the end-to-end tests stop a process at
 //   - fetcher:          the source side of the data path: raw record batches fetched per source broker
 //   - fetcher/internal/budget: the daemon-wide bound on bytes buffered between fetch and append, and the per-partition fetch size it implies
+//   - fetcher/internal/wire: the fetcher's Kafka requests and responses without its state (version-capped Fetch, batches cut from a response, ListOffsets, Metadata, retriable errors, Kafka's fetcher id)
 //   - groupsync:        the consumer-group and share-group offset sync loop of one mirror
 //   - internal/coalesce: concurrent requests of one topic gathered into one call, never answered from an older one
 //   - kafkalog:         a partition's log read raw: bounds, leader, batches in bounded memory, entries

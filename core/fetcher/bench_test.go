@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/core/batch"
+	"github.com/kmirror/kmirror/core/fetcher/internal/wire"
 )
 
 // BenchmarkResponse measures what a session does with one fetch response
@@ -73,7 +74,7 @@ func BenchmarkResponse(b *testing.B) {
 					p.held = p.held[:0] // as if acknowledged
 				}
 				s.epoch = int32(i%1000 + 1)
-				scans := scanResponse(resp)
+				scans := wire.Scan(resp)
 				m.mu.Lock()
 				oor, _, _ := s.handle(in, resp, scans)
 				m.mu.Unlock()

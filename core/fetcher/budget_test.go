@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/core/batch"
+	"github.com/kmirror/kmirror/core/fetcher/internal/wire"
 	"github.com/kmirror/kmirror/internal/kfaketest"
 )
 
@@ -324,7 +325,7 @@ func TestResponseBufferCountsUntilItsLastDeliveryIsAcknowledged(t *testing.T) {
 	}
 	resp.Topics = append(resp.Topics, rt)
 	m.mu.Lock()
-	_, _, counted := s.handle(in, resp, scanResponse(resp))
+	_, _, counted := s.handle(in, resp, wire.Scan(resp))
 	m.budget.Settle(0, counted) // what the session does once handle returns
 	m.mu.Unlock()
 

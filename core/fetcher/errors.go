@@ -3,8 +3,6 @@ package fetcher
 import (
 	"errors"
 	"fmt"
-
-	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // Sentinel errors delivered in Fetched.Err. Each is fatal for the partition:
@@ -100,40 +98,10 @@ func offsetString(o int64) string {
 	return fmt.Sprint(o)
 }
 
-// isAuthenticationErr reports whether err is a SASL failure on a broker
-// connection.
-func isAuthenticationErr(err error) bool {
-	return errors.Is(err, kerr.SaslAuthenticationFailed) ||
-		errors.Is(err, kerr.IllegalSaslState) ||
-		errors.Is(err, kerr.UnsupportedSaslMechanism)
-}
-
 func authenticationError(broker int32, err error) error {
 	return fmt.Errorf("%w: broker %d: %w (check the source SASL credentials and mechanism of this mirror)", ErrAuthentication, broker, err)
 }
 
 func authorizationError(topic string, partition int32, err error) error {
 	return fmt.Errorf("%w: %s-%d: %w (grant READ and DESCRIBE on the topic to the mirror's source principal)", ErrAuthorization, topic, partition, err)
-}
-
-// retriable reports whether a partition error code is worth retrying from
-// fresh metadata rather than failing the partition.
-func retriable(err error) bool {
-	switch {
-	case errors.Is(err, kerr.NotLeaderForPartition),
-		errors.Is(err, kerr.FencedLeaderEpoch),
-		errors.Is(err, kerr.UnknownLeaderEpoch),
-		errors.Is(err, kerr.LeaderNotAvailable),
-		errors.Is(err, kerr.ReplicaNotAvailable),
-		errors.Is(err, kerr.KafkaStorageError),
-		errors.Is(err, kerr.UnknownTopicOrPartition),
-		errors.Is(err, kerr.UnknownTopicID),
-		errors.Is(err, kerr.InconsistentTopicID),
-		errors.Is(err, kerr.OffsetNotAvailable),
-		errors.Is(err, kerr.NotCoordinator),
-		errors.Is(err, kerr.RequestTimedOut),
-		errors.Is(err, kerr.UnknownServerError):
-		return true
-	}
-	return kerr.IsRetriable(err)
 }

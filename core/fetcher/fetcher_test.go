@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/kmirror/kmirror/core/batch"
+	"github.com/kmirror/kmirror/core/fetcher/internal/wire"
 	"github.com/kmirror/kmirror/core/kafkalog"
 	"github.com/kmirror/kmirror/internal/kfaketest"
 )
@@ -961,7 +962,7 @@ func TestFetchersPerBrokerAndCleanStop(t *testing.T) {
 	want := make(map[sessionKey][]tp)
 	for p := range int32(8) {
 		k := tp{"fan", p}
-		want[sessionKey{c.LeaderFor(k.topic, p), fetcherID(k.topic, p, 2)}] = append(want[sessionKey{c.LeaderFor(k.topic, p), fetcherID(k.topic, p, 2)}], k)
+		want[sessionKey{c.LeaderFor(k.topic, p), wire.FetcherID(k.topic, p, 2)}] = append(want[sessionKey{c.LeaderFor(k.topic, p), wire.FetcherID(k.topic, p, 2)}], k)
 	}
 	var fulls []seenFetch
 	for _, r := range log.all() {

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf16"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -17,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/core/fetcher/internal/budget"
+	"github.com/kmirror/kmirror/core/fetcher/internal/wire"
 )
 
 // PartitionSpec names a source partition and where to fetch it from.
@@ -568,14 +568,7 @@ func (m *Manager) resolve(ctx context.Context, due []*fetchPartition) {
 	for _, p := range due {
 		topics[p.key.topic] = struct{}{}
 	}
-	req := kmsg.NewPtrMetadataRequest()
-	for t := range topics {
-		rt := kmsg.NewMetadataRequestTopic()
-		rt.Topic = kmsg.StringPtr(t)
-		req.Topics = append(req.Topics, rt)
-	}
-	req.AllowAutoTopicCreation = false
-	resp, err := req.RequestWith(ctx, m.cl)
+	resp, err := wire.Metadata(ctx, m.cl, topics)
 	if ctx.Err() != nil {
 		return
 	}
@@ -590,7 +583,7 @@ func (m *Manager) resolve(ctx context.Context, due []*fetchPartition) {
 		}
 	}
 	if err != nil {
-		auth := isAuthenticationErr(err)
+		auth := wire.IsAuthenticationErr(err)
 		m.metaFail++
 		logf := m.log.Debug
 		if m.metaFail == 1 || m.metaFail%30 == 0 || auth {
@@ -631,7 +624,7 @@ func (m *Manager) resolve(ctx context.Context, due []*fetchPartition) {
 			if p.topicID == ([16]byte{}) {
 				p.topicID = t.TopicID
 			} else if p.topicID != t.TopicID {
-				m.fail(p, fmt.Errorf("%w: %s had id %s and now has %s: the partition is a different log; stop mirroring it or re-seed it", ErrTopicIDChanged, p.key, uuidString(p.topicID), uuidString(t.TopicID)))
+				m.fail(p, fmt.Errorf("%w: %s had id %s and now has %s: the partition is a different log; stop mirroring it or re-seed it", ErrTopicIDChanged, p.key, wire.UUIDString(p.topicID), wire.UUIDString(t.TopicID)))
 				continue
 			}
 		}
@@ -662,7 +655,7 @@ func (m *Manager) resolve(ctx context.Context, due []*fetchPartition) {
 // session's goroutine if it is not running. Called with m.mu held, from
 // Run's goroutine only.
 func (m *Manager) assign(ctx context.Context, p *fetchPartition, leader, epoch int32) {
-	key := sessionKey{broker: leader, fetcher: fetcherID(p.key.topic, p.key.partition, m.cfg.fetchers)}
+	key := sessionKey{broker: leader, fetcher: wire.FetcherID(p.key.topic, p.key.partition, m.cfg.fetchers)}
 	s := m.sessions[key]
 	if s == nil {
 		s = newSession(m, key, m.clients[key.fetcher])
@@ -740,29 +733,4 @@ func (m *Manager) signal() {
 	case m.wake <- struct{}{}:
 	default:
 	}
-}
-
-// fetcherID is Kafka's AbstractFetcherManager.getFetcherId:
-// abs(31 * topic.hashCode() + partition) % n, with Java's String.hashCode
-// over UTF-16 code units, so a partition lands on the same fetcher id as on
-// a Kafka broker.
-func fetcherID(topic string, partition int32, n int) int {
-	if n <= 1 {
-		return 0
-	}
-	var h int32
-	for _, c := range utf16.Encode([]rune(topic)) {
-		h = 31*h + int32(c)
-	}
-	v := 31*h + partition
-	if v == -1<<31 {
-		v = 0 // Kafka's Utils.abs
-	} else if v < 0 {
-		v = -v
-	}
-	return int(v) % n
-}
-
-func uuidString(id [16]byte) string {
-	return fmt.Sprintf("%x-%x-%x-%x-%x", id[0:4], id[4:6], id[6:8], id[8:10], id[10:16])
 }

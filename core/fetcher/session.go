@@ -15,6 +15,7 @@ import (
 	"github.com/kmirror/kmirror/core/backoff"
 	"github.com/kmirror/kmirror/core/batch"
 	"github.com/kmirror/kmirror/core/fetcher/internal/budget"
+	"github.com/kmirror/kmirror/core/fetcher/internal/wire"
 )
 
 // maxCorruptRefetches is how many times a partition refetches a batch that
@@ -68,7 +69,7 @@ type sentEntry struct {
 
 // inflight is a request and the session state that its success makes true.
 type inflight struct {
-	req      *fetchRequest
+	req      *wire.FetchRequest
 	full     bool
 	release  bool                // a release fetch (see run), outside the broker's session
 	next     map[tp]sentEntry    // the broker's session after the request; a release fetch's partitions
@@ -261,7 +262,7 @@ func (s *session) received(ctx context.Context, r fetchResult) {
 	if hook := m.cfg.fetchHook; hook != nil && ctx.Err() == nil {
 		info := FetchInfo{Broker: s.key.broker, Latency: r.took, Release: in.release, Err: r.err}
 		if r.resp != nil {
-			info.Bytes = recordBytes(r.resp)
+			info.Bytes = wire.RecordBytes(r.resp)
 		}
 		hook(info)
 	}
@@ -291,7 +292,7 @@ func (s *session) received(ctx context.Context, r fetchResult) {
 		return
 	}
 	resp := r.resp
-	if n := recordBytes(resp); n > 0 && m.cfg.throttle != nil {
+	if n := wire.RecordBytes(resp); n > 0 && m.cfg.throttle != nil {
 		if err := m.cfg.throttle(ctx, n); err != nil {
 			// Nothing delivered; the broker's session moved on
 			// without us, so start a new one.
@@ -312,7 +313,7 @@ func (s *session) received(ctx context.Context, r fetchResult) {
 
 	// Cutting and CRC-checking batches is the costly part: do it
 	// before taking the Manager's lock.
-	scans := scanResponse(resp)
+	scans := wire.Scan(resp)
 	m.mu.Lock()
 	var oor []oorItem
 	var wait bool
@@ -470,9 +471,9 @@ func (s *session) request(in *inflight, useIDs bool) *kmsg.FetchRequest {
 			req.ForgottenTopics[i].Partitions = append(req.ForgottenTopics[i].Partitions, k.partition)
 		}
 	}
-	in.req = &fetchRequest{FetchRequest: req, maxVersion: 12}
+	in.req = &wire.FetchRequest{FetchRequest: req, Highest: 12}
 	if useIDs {
-		in.req.maxVersion = req.MaxVersion()
+		in.req.Highest = req.MaxVersion()
 	}
 	return req
 }
@@ -484,7 +485,7 @@ func (s *session) requestFailed(err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s.reset()
-	if isAuthenticationErr(err) {
+	if wire.IsAuthenticationErr(err) {
 		aerr := authenticationError(s.key.broker, err)
 		m.log.Error("source broker rejected the mirror's credentials; failing its partitions", "broker", s.key.broker, "partitions", len(s.parts), "error", err)
 		for _, p := range s.parts {
@@ -509,7 +510,7 @@ func (s *session) requestFailed(err error) {
 // partition. Called with m.mu held. It returns the partitions found out of
 // range (to report once their log bounds are read, without the lock),
 // whether the session should back off, and the bytes delivered.
-func (s *session) handle(in *inflight, resp *kmsg.FetchResponse, scans *scannedResponse) (oor []oorItem, wait bool, delivered int64) {
+func (s *session) handle(in *inflight, resp *kmsg.FetchResponse, scans *wire.ScannedResponse) (oor []oorItem, wait bool, delivered int64) {
 	m := s.m
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
 		s.sessionErr++
@@ -549,7 +550,7 @@ func (s *session) handle(in *inflight, resp *kmsg.FetchResponse, scans *scannedR
 	case in.full:
 		s.id, s.epoch, s.sent = resp.SessionID, 1, in.next
 	default:
-		s.epoch, s.sent = nextEpoch(s.epoch), in.next
+		s.epoch, s.sent = wire.NextEpoch(s.epoch), in.next
 	}
 
 	oor, resetSession, delivered := s.handlePartitions(in, resp, scans)
@@ -561,7 +562,7 @@ func (s *session) handle(in *inflight, resp *kmsg.FetchResponse, scans *scannedR
 
 // handleRelease applies a release fetch's response. Its partitions that got
 // nothing new are parked until the next long poll. Called with m.mu held.
-func (s *session) handleRelease(in *inflight, resp *kmsg.FetchResponse, scans *scannedResponse) (oor []oorItem, delivered int64) {
+func (s *session) handleRelease(in *inflight, resp *kmsg.FetchResponse, scans *wire.ScannedResponse) (oor []oorItem, delivered int64) {
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
 		s.m.log.Debug("release fetch failed; its partitions wait for the next long poll", "broker", s.key.broker, "error", err)
 		s.park(in)
@@ -578,10 +579,10 @@ func (s *session) handleRelease(in *inflight, resp *kmsg.FetchResponse, scans *s
 
 // handlePartitions applies each partition of an error-free response.
 // Called with m.mu held.
-func (s *session) handlePartitions(in *inflight, resp *kmsg.FetchResponse, scans *scannedResponse) (oor []oorItem, resetSession bool, delivered int64) {
+func (s *session) handlePartitions(in *inflight, resp *kmsg.FetchResponse, scans *wire.ScannedResponse) (oor []oorItem, resetSession bool, delivered int64) {
 	m := s.m
 	var pinned []held
-	defer func() { delivered += m.pin(pinned, int64(scans.bytes)-delivered) }()
+	defer func() { delivered += m.pin(pinned, int64(scans.Bytes)-delivered) }()
 	for i := range resp.Topics {
 		rt := &resp.Topics[i]
 		name := rt.Topic
@@ -602,7 +603,7 @@ func (s *session) handlePartitions(in *inflight, resp *kmsg.FetchResponse, scans
 			err := kerr.ErrorForCode(rp.ErrorCode)
 			switch {
 			case err == nil:
-				if n := s.apply(p, rp, &scans.parts[i][j], ent.maxBytes); n > 0 {
+				if n := s.apply(p, rp, &scans.Parts[i][j], ent.maxBytes); n > 0 {
 					delivered += n
 					pinned = append(pinned, held{p: p, n: n})
 				}
@@ -612,7 +613,7 @@ func (s *session) handlePartitions(in *inflight, resp *kmsg.FetchResponse, scans
 				oor = append(oor, oorItem{p: p, hw: rp.HighWatermark, ls: rp.LogStartOffset})
 			case errors.Is(err, kerr.TopicAuthorizationFailed):
 				m.fail(p, authorizationError(key.topic, key.partition, err))
-			case retriable(err):
+			case wire.Retriable(err):
 				if errors.Is(err, kerr.InconsistentTopicID) || errors.Is(err, kerr.UnknownTopicID) {
 					resetSession = true // the broker resolved the name once, at insertion
 				}
@@ -625,46 +626,10 @@ func (s *session) handlePartitions(in *inflight, resp *kmsg.FetchResponse, scans
 	return oor, resetSession, delivered
 }
 
-// scanned is one partition's Records cut into whole, CRC-checked batches.
-type scanned struct {
-	batches []batch.Batch
-	err     error  // the batch at rest is invalid
-	rest    []byte // trailing partial batch, or the invalid batch onwards
-}
-
-// scannedResponse is a response's partitions cut into batches.
-type scannedResponse struct {
-	parts [][]scanned // indexed like resp.Topics and their Partitions
-	bytes int         // record bytes of the whole response
-}
-
-// scanResponse cuts every partition's Records.
-func scanResponse(resp *kmsg.FetchResponse) *scannedResponse {
-	sr := &scannedResponse{parts: make([][]scanned, len(resp.Topics))}
-	out := sr.parts
-	for i := range resp.Topics {
-		parts := resp.Topics[i].Partitions
-		out[i] = make([]scanned, len(parts))
-		for j := range parts {
-			if len(parts[j].RecordBatches) == 0 {
-				continue
-			}
-			sr.bytes += len(parts[j].RecordBatches)
-			sc := batch.NewScanner(parts[j].RecordBatches)
-			var bs []batch.Batch
-			for sc.Next() {
-				bs = append(bs, sc.Batch())
-			}
-			out[i][j] = scanned{batches: bs, err: sc.Err(), rest: sc.Rest()}
-		}
-	}
-	return sr
-}
-
 // apply delivers one partition's error-free response, in which it was
 // asked for at most maxBytes, and returns the bytes delivered. Called with
 // m.mu held.
-func (s *session) apply(p *fetchPartition, rp *kmsg.FetchResponseTopicPartition, sc *scanned, maxBytes int32) int64 {
+func (s *session) apply(p *fetchPartition, rp *kmsg.FetchResponseTopicPartition, sc *wire.Scanned, maxBytes int32) int64 {
 	m := s.m
 	if rp.DivergingEpoch.Epoch >= 0 || rp.DivergingEpoch.EndOffset >= 0 {
 		m.fail(p, &DivergedError{
@@ -687,7 +652,7 @@ func (s *session) apply(p *fetchPartition, rp *kmsg.FetchResponseTopicPartition,
 	update(&p.lso, rp.LastStableOffset)
 	update(&p.logStart, rp.LogStartOffset)
 
-	batches := sc.batches
+	batches := sc.Batches
 	for len(batches) > 0 && batches[0].NextOffset() <= p.offset {
 		batches = batches[1:] // ends before the fetch offset
 	}
@@ -736,7 +701,7 @@ func (s *session) apply(p *fetchPartition, rp *kmsg.FetchResponseTopicPartition,
 			p.paused = true // forgotten in the next request until Done
 		}
 	}
-	if err := sc.err; err != nil {
+	if err := sc.Err; err != nil {
 		err = fmt.Errorf("%s: source batch at or after offset %d: %w", p.key, p.offset, err)
 		if errors.Is(err, batch.ErrUnsupportedMagic) || p.corrupt >= maxCorruptRefetches {
 			m.fail(p, err)
@@ -746,7 +711,7 @@ func (s *session) apply(p *fetchPartition, rp *kmsg.FetchResponseTopicPartition,
 		m.relocate(p, err)
 		return int64(n)
 	}
-	if rest := sc.rest; len(batches) == 0 && len(rest) >= batch.LogOverhead {
+	if rest := sc.Rest; len(batches) == 0 && len(rest) >= batch.LogOverhead {
 		// Only a partial batch: it is larger than the partition limit
 		// (a broker that does not return an oversized first batch
 		// whole). Ask for it whole, once.
@@ -762,9 +727,9 @@ func (s *session) apply(p *fetchPartition, rp *kmsg.FetchResponseTopicPartition,
 // and fails them with an *OffsetOutOfRangeError.
 func (s *session) reportOutOfRange(ctx context.Context, items []oorItem) {
 	m := s.m
-	parts := make([]tp, len(items))
+	parts := make([]wire.Partition, len(items))
 	for i, it := range items {
-		parts[i] = it.p.key
+		parts[i] = wire.Partition{Topic: it.p.key.topic, Partition: it.p.key.partition}
 	}
 	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	starts := m.listOffsets(lctx, parts, -2)
@@ -778,11 +743,12 @@ func (s *session) reportOutOfRange(ctx context.Context, items []oorItem) {
 		if m.parts[p.key] != p || p.state != psReporting {
 			continue
 		}
-		ls, ok := starts[p.key]
+		at := wire.Partition{Topic: p.key.topic, Partition: p.key.partition}
+		ls, ok := starts[at]
 		if !ok {
 			ls = it.ls
 		}
-		le, ok := ends[p.key]
+		le, ok := ends[at]
 		if !ok {
 			le = it.hw
 		}
@@ -802,84 +768,21 @@ func (s *session) reportOutOfRange(ctx context.Context, items []oorItem) {
 	}
 }
 
-// listOffsets returns the offsets for timestamp ts (-2 log start, -1 end)
-// of parts, leaving out any it cannot read. Best effort.
-func (m *Manager) listOffsets(ctx context.Context, parts []tp, ts int64) map[tp]int64 {
-	req := kmsg.NewPtrListOffsetsRequest()
-	req.ReplicaID = -1
-	idx := make(map[string]int)
-	for _, k := range parts {
-		i, ok := idx[k.topic]
-		if !ok {
-			t := kmsg.NewListOffsetsRequestTopic()
-			t.Topic = k.topic
-			req.Topics = append(req.Topics, t)
-			i = len(req.Topics) - 1
-			idx[k.topic] = i
-		}
-		p := kmsg.NewListOffsetsRequestTopicPartition()
-		p.Partition = k.partition
-		p.Timestamp = ts
-		req.Topics[i].Partitions = append(req.Topics[i].Partitions, p)
-	}
-	out := make(map[tp]int64)
-	resp, err := req.RequestWith(ctx, m.cl)
+// listOffsets is wire.ListOffsets, best effort: what it cannot read is
+// left out.
+func (m *Manager) listOffsets(ctx context.Context, parts []wire.Partition, ts int64) map[wire.Partition]int64 {
+	out, err := wire.ListOffsets(ctx, m.cl, parts, ts)
 	if err != nil {
 		m.log.Debug("cannot list source offsets for an out of range report", "error", err)
-		return out
-	}
-	for _, t := range resp.Topics {
-		for _, p := range t.Partitions {
-			if p.ErrorCode == 0 && p.Offset >= 0 {
-				out[tp{t.Topic, p.Partition}] = p.Offset
-			}
-		}
 	}
 	return out
 }
 
-// closeBrokerSession tells the broker to drop the session (epoch -1), so
-// stopped mirrors do not hold slots of its session cache. Best effort,
-// bounded by closeTimeout even when ctx is already done.
+// closeBrokerSession tells the broker to drop the session, so stopped
+// mirrors do not hold slots of its session cache. Best effort, bounded by
+// closeTimeout even when ctx is already done.
 func (s *session) closeBrokerSession(ctx context.Context, id int32) {
-	req := kmsg.NewPtrFetchRequest()
-	req.ReplicaID = -1
-	req.SessionID = id
-	req.SessionEpoch = -1
-	req.MaxWaitMillis = 0
-	req.MinBytes = 0
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.m.cfg.closeTimeout)
-	defer cancel()
-	if _, err := s.cl.Broker(int(s.key.broker)).Request(cctx, &fetchRequest{FetchRequest: req, maxVersion: req.MaxVersion()}); err != nil {
+	if err := wire.CloseSession(ctx, s.cl, s.key.broker, id, s.m.cfg.closeTimeout); err != nil {
 		s.m.log.Debug("closing the fetch session failed; the broker will evict it", "broker", s.key.broker, "session", id, "error", err)
 	}
-}
-
-// fetchRequest is a FetchRequest whose highest version the session decides:
-// sessions without topic ids stay at v12 (names), since kgo picks the
-// version only at send time. Timeout lets kgo extend the read deadline by
-// the long-poll wait, as it does for its own fetches.
-type fetchRequest struct {
-	*kmsg.FetchRequest
-	maxVersion int16
-}
-
-func (r *fetchRequest) MaxVersion() int16 { return r.maxVersion }
-func (r *fetchRequest) Timeout() int32    { return r.MaxWaitMillis }
-
-func recordBytes(resp *kmsg.FetchResponse) int {
-	n := 0
-	for i := range resp.Topics {
-		for j := range resp.Topics[i].Partitions {
-			n += len(resp.Topics[i].Partitions[j].RecordBatches)
-		}
-	}
-	return n
-}
-
-func nextEpoch(e int32) int32 {
-	if e == math.MaxInt32 {
-		return 1
-	}
-	return e + 1
 }
