@@ -71,7 +71,7 @@ func BenchmarkResponse(b *testing.B) {
 				// with watermarks that change, as fresh data would.
 				for _, p := range s.parts {
 					p.offset, p.hw = 0, -1
-					p.held = p.held[:0] // as if acknowledged
+					p.ledger.Reset() // as if acknowledged
 				}
 				s.epoch = int32(i%1000 + 1)
 				scans := wire.Scan(resp)

@@ -147,17 +147,15 @@ type fetchPartition struct {
 	// for its session's next long poll.
 	parked bool
 
-	// held is what the partition was delivered and has not acknowledged,
-	// oldest first, with the response buffers it keeps alive; its n add
-	// up to outstanding.
-	held []held
+	// ledger is what the partition was delivered and has not
+	// acknowledged, with the response buffers it keeps alive.
+	ledger budget.Ledger
 
 	offset       int64 // next offset to fetch
 	currentEpoch int32 // leader epoch from metadata (CurrentLeaderEpoch)
 	lastEpoch    int32 // PartitionLeaderEpoch of the last batch (LastFetchedEpoch)
 	maxBytes     int32 // > 0: one-off PartitionMaxBytes for a batch larger than the limit
-	outstanding  int64
-	corrupt      int // consecutive refetches after a corrupt batch
+	corrupt      int   // consecutive refetches after a corrupt batch
 
 	hw, lso, logStart int64
 	err               error
@@ -251,7 +249,7 @@ func (m *Manager) Remove(topic string, partition int32) bool {
 	p.state = psRemoved
 	m.budget.AddPartitions(-1)
 	// What it delivered is dropped with it: no Done comes for it.
-	m.unbuffer(p, p.outstanding)
+	m.unbuffer(p, p.ledger.Outstanding())
 	return true
 }
 
@@ -270,7 +268,7 @@ func (m *Manager) Done(topic string, partition int32, bytes int) {
 		return
 	}
 	m.unbuffer(p, int64(bytes))
-	if p.paused && p.outstanding < m.pauseAt() {
+	if p.paused && p.ledger.Outstanding() < m.pauseAt() {
 		p.paused = false
 		if p.sess != nil {
 			p.sess.signal()
@@ -278,74 +276,39 @@ func (m *Manager) Done(topic string, partition int32, bytes int) {
 	}
 }
 
-// pinnedResponse is a fetch response's buffer, kept alive by the delivered
-// batches that alias it. Batches are not copied out of it (that would
-// cost as much CPU as the rest of the response handling: bench_test.go);
-// instead the bytes of the buffer that no delivery accounts for (other
-// partitions' cut or dropped batches, protocol overhead is not counted)
-// stay in the budget until the last delivery aliasing it is acknowledged.
-// So the budget bounds the memory fetched data really holds, even when one
-// slow partition keeps a large response alive.
-type pinnedResponse struct {
-	slack int64 // record bytes of the response that no delivery counts
-	refs  int   // deliveries not yet fully acknowledged
-}
-
-// held is one delivery not yet acknowledged.
-type held struct {
-	p   *fetchPartition
-	n   int64
-	buf *pinnedResponse // nil when the response had no slack
+// delivery is one partition's share of a response, recorded in its
+// Ledger once the response's slack is known.
+type delivery struct {
+	p *fetchPartition
+	n int64
 }
 
 // pin records the deliveries of one response, and returns the slack bytes
-// to count in the budget with them. Called with m.mu held.
-func (m *Manager) pin(deliveries []held, slack int64) int64 {
+// to count in the budget with them (see budget.Pinned). Called with m.mu
+// held.
+func (m *Manager) pin(deliveries []delivery, slack int64) int64 {
 	if len(deliveries) == 0 {
 		return 0
 	}
-	var buf *pinnedResponse
-	if slack > 0 {
-		buf = &pinnedResponse{slack: slack, refs: len(deliveries)}
+	buf := budget.Pin(slack, len(deliveries))
+	if buf != nil {
 		m.buffered += slack
 	} else {
 		slack = 0
 	}
 	for _, d := range deliveries {
-		d.buf = buf
-		d.p.held = append(d.p.held, d)
+		d.p.ledger.Hold(d.n, buf)
 	}
 	return slack
 }
 
 // unbuffer takes n acknowledged bytes off p and the budget, oldest
-// delivery first, and unpins the responses no delivery holds any more.
-// Called with m.mu held.
+// delivery first, with the responses no delivery holds any more. Called
+// with m.mu held.
 func (m *Manager) unbuffer(p *fetchPartition, n int64) {
-	n = min(n, p.outstanding)
-	if n <= 0 {
+	freed := p.ledger.Ack(n)
+	if freed <= 0 {
 		return
-	}
-	p.outstanding -= n
-	freed := n
-	for n > 0 && len(p.held) > 0 {
-		h := &p.held[0]
-		k := min(n, h.n)
-		h.n -= k
-		n -= k
-		if h.n > 0 {
-			break
-		}
-		if b := h.buf; b != nil {
-			if b.refs--; b.refs == 0 {
-				freed += b.slack
-			}
-		}
-		p.held[0] = held{}
-		p.held = p.held[1:]
-	}
-	if len(p.held) == 0 {
-		p.held = nil // let the backing array go
 	}
 	m.buffered -= freed
 	m.budget.Release(freed)
@@ -436,7 +399,7 @@ func (p *fetchPartition) status() PartitionStatus {
 		HighWatermark:    p.hw,
 		LastStableOffset: p.lso,
 		LogStartOffset:   p.logStart,
-		BufferedBytes:    p.outstanding,
+		BufferedBytes:    p.ledger.Outstanding(),
 		Err:              p.err,
 	}
 	switch p.state {

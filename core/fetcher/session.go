@@ -581,7 +581,7 @@ func (s *session) handleRelease(in *inflight, resp *kmsg.FetchResponse, scans *w
 // Called with m.mu held.
 func (s *session) handlePartitions(in *inflight, resp *kmsg.FetchResponse, scans *wire.ScannedResponse) (oor []oorItem, resetSession bool, delivered int64) {
 	m := s.m
-	var pinned []held
+	var pinned []delivery
 	defer func() { delivered += m.pin(pinned, int64(scans.Bytes)-delivered) }()
 	for i := range resp.Topics {
 		rt := &resp.Topics[i]
@@ -605,7 +605,7 @@ func (s *session) handlePartitions(in *inflight, resp *kmsg.FetchResponse, scans
 			case err == nil:
 				if n := s.apply(p, rp, &scans.Parts[i][j], ent.maxBytes); n > 0 {
 					delivered += n
-					pinned = append(pinned, held{p: p, n: n})
+					pinned = append(pinned, delivery{p: p, n: n})
 				}
 			case errors.Is(err, kerr.OffsetOutOfRange):
 				m.detach(p)
@@ -695,9 +695,9 @@ func (s *session) apply(p *fetchPartition, rp *kmsg.FetchResponseTopicPartition,
 			p.maxBytes = largest
 		}
 		p.corrupt = 0
-		p.outstanding += int64(n)
+		p.ledger.Add(int64(n))
 		m.buffered += int64(n)
-		if p.outstanding >= m.pauseAt() {
+		if p.ledger.Outstanding() >= m.pauseAt() {
 			p.paused = true // forgotten in the next request until Done
 		}
 	}
