@@ -19,6 +19,7 @@
 //   - failover:         a mirror's failover: wait for catch-up, last group and ACL sync, stop the topics, where each stopped
 //   - failpoint:        named crash points the end-to-end tests stop a process at
 //   - fetcher:          the source side of the data path: raw record batches fetched per source broker
+//   - fetcher/delivery: what the fetcher delivers to a partition's consumer (Fetched), the Sink, and the Queue a runner reads from
 //   - fetcher/internal/budget: the daemon-wide bound on bytes buffered between fetch and append, and the per-partition fetch size it implies
 //   - fetcher/internal/wire: the fetcher's Kafka requests and responses without its state (version-capped Fetch, batches cut from a response, ListOffsets, Metadata, retriable errors, Kafka's fetcher id)
 //   - groupsync:        the consumer-group and share-group offset sync loop of one mirror

@@ -276,9 +276,9 @@ func (m *Manager) Done(topic string, partition int32, bytes int) {
 	}
 }
 
-// delivery is one partition's share of a response, recorded in its
+// share is one partition's delivery from a response, recorded in its
 // Ledger once the response's slack is known.
-type delivery struct {
+type share struct {
 	p *fetchPartition
 	n int64
 }
@@ -286,7 +286,7 @@ type delivery struct {
 // pin records the deliveries of one response, and returns the slack bytes
 // to count in the budget with them (see budget.Pinned). Called with m.mu
 // held.
-func (m *Manager) pin(deliveries []delivery, slack int64) int64 {
+func (m *Manager) pin(deliveries []share, slack int64) int64 {
 	if len(deliveries) == 0 {
 		return 0
 	}

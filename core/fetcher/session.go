@@ -581,7 +581,7 @@ func (s *session) handleRelease(in *inflight, resp *kmsg.FetchResponse, scans *w
 // Called with m.mu held.
 func (s *session) handlePartitions(in *inflight, resp *kmsg.FetchResponse, scans *wire.ScannedResponse) (oor []oorItem, resetSession bool, delivered int64) {
 	m := s.m
-	var pinned []delivery
+	var pinned []share
 	defer func() { delivered += m.pin(pinned, int64(scans.Bytes)-delivered) }()
 	for i := range resp.Topics {
 		rt := &resp.Topics[i]
@@ -605,7 +605,7 @@ func (s *session) handlePartitions(in *inflight, resp *kmsg.FetchResponse, scans
 			case err == nil:
 				if n := s.apply(p, rp, &scans.Parts[i][j], ent.maxBytes); n > 0 {
 					delivered += n
-					pinned = append(pinned, delivery{p: p, n: n})
+					pinned = append(pinned, share{p: p, n: n})
 				}
 			case errors.Is(err, kerr.OffsetOutOfRange):
 				m.detach(p)

@@ -1,16 +1,12 @@
 package fetcher
 
 import (
-	"context"
 	"errors"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/kmirror/kmirror/core/batch"
 )
 
 func TestNewValidatesOptionsOnce(t *testing.T) {
@@ -102,48 +98,6 @@ func TestAddRejectsBadSpecs(t *testing.T) {
 	st, ok := m.Status("t", 0)
 	if !ok || st.State != StateWaitingForLeader || st.Lag() != -1 || st.Leader != -1 {
 		t.Errorf("status before Run %+v, want waiting for a leader with unknown lag", st)
-	}
-}
-
-func TestQueueOrderAndCoalescing(t *testing.T) {
-	t.Parallel()
-	q := NewQueue()
-	b, err := batch.Encode(batch.EncodeOptions{BaseOffset: 5}, []batch.Record{{Offset: 5, Value: []byte("v")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	q.Deliver(Fetched{HighWatermark: 1})
-	q.Deliver(Fetched{HighWatermark: 2}) // replaces the first: both carry only watermarks
-	q.Deliver(Fetched{Batches: []batch.Batch{b}, HighWatermark: 6})
-	q.Deliver(Fetched{HighWatermark: 7})
-	q.Deliver(Fetched{Err: ErrDiverged})
-	q.Deliver(Fetched{HighWatermark: 8})
-	if q.Len() != 5 {
-		t.Fatalf("Len %d, want 5", q.Len())
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	var hws []int64
-	for range 5 {
-		f, err := q.Next(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		hws = append(hws, f.HighWatermark)
-		if f.HighWatermark == 6 && f.Bytes() != len(b) {
-			t.Errorf("Bytes %d, want %d", f.Bytes(), len(b))
-		}
-	}
-	if want := []int64{2, 6, 7, 0, 8}; !slices.Equal(hws, want) {
-		t.Errorf("high watermarks in order %v, want %v (an error or data separates watermark-only deliveries)", hws, want)
-	}
-	if _, ok := q.TryNext(); ok {
-		t.Error("queue not empty")
-	}
-	short, cancel2 := context.WithTimeout(context.Background(), 10*time.Millisecond)
-	defer cancel2()
-	if _, err := q.Next(short); !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("Next on an empty queue: %v", err)
 	}
 }
 
