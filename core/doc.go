@@ -45,7 +45,7 @@
 // Layering (guarded by layering_test.go): sdk imports nothing of ours;
 // plugins import only sdk; core never imports plugins or cmd, and cmd wires
 // everything. Inside core the data path's layers import one way: batch
-// imports nothing of ours, and fetcher, writer and runner never import
-// mirror, admin or cmd. config/value and config/security sit below config,
+// imports nothing of ours, fetcher's sub-packages import only batch, and
+// fetcher, writer and runner never import mirror, admin or cmd. config/value and config/security sit below config,
 // which calls them while it loads, and never import it.
 package core

@@ -97,6 +97,13 @@ var layeringRules = []layeringRule{
 		return !within(dep, module+"/core/mirror") && !within(dep, module+"/core/admin") && !within(dep, module+"/cmd")
 	}, "core/fetcher, core/writer and core/runner must never import core/mirror, core/admin or cmd",
 		module + "/cmd/kmirror"},
+	// The fetcher's parts (the delivery contract, the budget, the Kafka
+	// requests) sit below it: they import only batch, never the fetcher.
+	{module + "/core/...", func(pkg string) bool {
+		return within(pkg, module+"/core/fetcher") && pkg != module+"/core/fetcher"
+	}, func(dep string) bool { return within(dep, module+"/core/batch") },
+		"core/fetcher's sub-packages may import only core/batch (never core/fetcher)",
+		module + "/core/fetcher"},
 	// How key values parse and what the security keys name sit below
 	// core/config, which calls them while it loads: they never import it.
 	{module + "/core/...", func(pkg string) bool {
@@ -146,9 +153,9 @@ func (r layeringRule) violations(pkgs []goPackage) []string {
 
 // TestLayering enforces the layering of core/doc.go: sdk imports nothing of
 // ours; plugins import only sdk; core never imports plugins or cmd; inside
-// core, batch imports nothing of ours, fetcher, writer and runner never
-// import mirror, admin or cmd, and config's value and security packages
-// never import config.
+// core, batch imports nothing of ours, fetcher's sub-packages import only
+// batch, fetcher, writer and runner never import mirror, admin or cmd, and
+// config's value and security packages never import config.
 func TestLayering(t *testing.T) {
 	for _, r := range layeringRules {
 		var pkgs []goPackage

@@ -17,6 +17,11 @@
 // response's Records bytes into whole, CRC-checked batches that are handed
 // to the partition's Sink as views into the response.
 //
+// Its parts live in sub-packages that import only core/batch: delivery (the
+// Fetched, Sink and Queue a partition's consumer sees, also named here),
+// internal/budget (the Budget's mechanism and each partition's Ledger) and
+// internal/wire (the Kafka requests and responses that carry no state).
+//
 // # Partition life cycle
 //
 //	Add --> WAITING_FOR_LEADER --(metadata names a leader)--> FETCHING <--> PAUSED
