@@ -98,12 +98,15 @@ var layeringRules = []layeringRule{
 	}, "core/fetcher, core/writer and core/runner must never import core/mirror, core/admin or cmd",
 		module + "/cmd/kmirror"},
 	// The fetcher's parts (the delivery contract, the budget, the Kafka
-	// requests) sit below it: they import only batch, never the fetcher.
+	// requests, the sessions) sit below it: they import only batch,
+	// backoff and each other, never the fetcher itself.
 	{module + "/core/...", func(pkg string) bool {
 		return within(pkg, module+"/core/fetcher") && pkg != module+"/core/fetcher"
-	}, func(dep string) bool { return within(dep, module+"/core/batch") },
-		"core/fetcher's sub-packages may import only core/batch (never core/fetcher)",
-		module + "/core/fetcher"},
+	}, func(dep string) bool {
+		return within(dep, module+"/core/batch") || within(dep, module+"/core/backoff") ||
+			within(dep, module+"/core/fetcher") && dep != module+"/core/fetcher"
+	}, "core/fetcher's sub-packages may import only core/batch, core/backoff and each other (never core/fetcher)",
+		module + "/core/runner"},
 	// How key values parse and what the security keys name sit below
 	// core/config, which calls them while it loads: they never import it.
 	{module + "/core/...", func(pkg string) bool {
@@ -154,8 +157,9 @@ func (r layeringRule) violations(pkgs []goPackage) []string {
 // TestLayering enforces the layering of core/doc.go: sdk imports nothing of
 // ours; plugins import only sdk; core never imports plugins or cmd; inside
 // core, batch imports nothing of ours, fetcher's sub-packages import only
-// batch, fetcher, writer and runner never import mirror, admin or cmd, and
-// config's value and security packages never import config.
+// batch, backoff and each other, fetcher, writer and runner never import
+// mirror, admin or cmd, and config's value and security packages never
+// import config.
 func TestLayering(t *testing.T) {
 	for _, r := range layeringRules {
 		var pkgs []goPackage

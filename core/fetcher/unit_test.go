@@ -23,12 +23,12 @@ func TestNewValidatesOptionsOnce(t *testing.T) {
 	}
 	c := m.cfg
 	if c.fetchers != 1 || c.partitionMaxBytes != 1048576 || c.minBytes != 1 || c.responseMaxBytes != 10485760 ||
-		c.maxWait != 500*time.Millisecond || c.backoff != time.Second || m.pauseAt() != 2*1048576 || c.throttle != nil ||
+		c.maxWait != 500*time.Millisecond || c.backoff != time.Second || m.sh.PauseAt() != 2*1048576 || c.throttle != nil ||
 		c.budget == nil || c.budget.Max() != DefaultBudgetBytes {
 		t.Errorf("defaults %+v, want Kafka's replica fetcher defaults", c)
 	}
-	if m, _ := New(cl, WithPartitionMaxBytes(1000)); m.pauseAt() != 2000 {
-		t.Errorf("derived buffer limit %d, want twice the partition max bytes", m.pauseAt())
+	if m, _ := New(cl, WithPartitionMaxBytes(1000)); m.sh.PauseAt() != 2000 {
+		t.Errorf("derived buffer limit %d, want twice the partition max bytes", m.sh.PauseAt())
 	}
 
 	for _, tc := range []struct {

@@ -1,9 +1,9 @@
 // Package delivery is the contract between the fetcher and the consumer of
 // one partition (its runner): what one delivery carries (Fetched), the Sink
-// that receives it, and the Queue a runner reads deliveries from. It imports
-// only core/batch, so a consumer needs nothing else of the fetcher to read
-// what it delivers. core/fetcher names these types too (Fetched, Sink,
-// SinkFunc, Queue, NewQueue).
+// that receives it, the Queue a runner reads deliveries from, and the fatal
+// errors a delivery may carry. It imports only core/batch, so a consumer
+// needs nothing else of the fetcher to read what it delivers. core/fetcher
+// names these types and errors too.
 package delivery
 
 import (

@@ -1,4 +1,4 @@
-package fetcher
+package session
 
 import (
 	"context"
@@ -14,44 +14,47 @@ import (
 
 	"github.com/kmirror/kmirror/core/backoff"
 	"github.com/kmirror/kmirror/core/batch"
+	"github.com/kmirror/kmirror/core/fetcher/delivery"
 	"github.com/kmirror/kmirror/core/fetcher/internal/budget"
 	"github.com/kmirror/kmirror/core/fetcher/internal/wire"
 )
 
-// maxCorruptRefetches is how many times a partition refetches a batch that
+// MaxCorruptRefetches is how many times a partition refetches a batch that
 // fails its CRC check before the partition fails: damage in transit goes
 // away on a refetch, damage on the source's disk does not.
-const maxCorruptRefetches = 3
+const MaxCorruptRefetches = 3
 
-type sessionKey struct {
-	broker  int32
-	fetcher int
+// Key names a session: the source broker and the fetcher id.
+type Key struct {
+	Broker  int32
+	Fetcher int
 }
 
-// session fetches the partitions that one source broker leads and that
-// hash to one fetcher id, one FetchRequest at a time, from one goroutine.
-type session struct {
-	m    *Manager
-	key  sessionKey
+// Broker is one fetch session: it fetches the partitions that one source
+// broker leads and that hash to one fetcher id, one FetchRequest at a time,
+// from one goroutine.
+type Broker struct {
+	m    *Shared
+	key  Key
 	cl   *kgo.Client
 	wake chan struct{}
 	// waiter is the session's place in the budget's queue.
 	waiter budget.Waiter
 
-	// Guarded by m.mu.
-	parts   map[tp]*fetchPartition
-	running bool
+	// Guarded by m.Mu: the partitions placed here, and whether Run runs.
+	Parts   map[TP]*Cursor
+	Running bool
 
 	// The broker's fetch session (KIP-227) as this side knows it. Guarded
-	// by m.mu; only the session goroutine reads or writes it.
+	// by m.Mu; only the session goroutine reads or writes it.
 	id         int32
 	epoch      int32 // 0: the next request is a full fetch
 	useIDs     bool  // the broker session was created with topic ids
-	sent       map[tp]sentEntry
+	sent       map[TP]sentEntry
 	sessionErr int // consecutive top-level session errors
 	failures   int // consecutive failed requests, for quieter logs
 
-	// The requests in flight (see run). Guarded by m.mu; only the
+	// The requests in flight (see run). Guarded by m.Mu; only the
 	// session goroutine writes them.
 	main    *inflight
 	release *inflight
@@ -59,7 +62,7 @@ type session struct {
 
 // sentEntry is one partition as the broker's fetch session holds it.
 type sentEntry struct {
-	p            *fetchPartition
+	p            *Cursor
 	topicID      [16]byte
 	offset       int64
 	currentEpoch int32
@@ -72,7 +75,7 @@ type inflight struct {
 	req      *wire.FetchRequest
 	full     bool
 	release  bool                // a release fetch (see run), outside the broker's session
-	next     map[tp]sentEntry    // the broker's session after the request; a release fetch's partitions
+	next     map[TP]sentEntry    // the broker's session after the request; a release fetch's partitions
 	names    map[[16]byte]string // topic id -> name, for v13+ responses
 	reserved int64               // budget bytes reserved for the response
 }
@@ -80,21 +83,24 @@ type inflight struct {
 // oorItem is a partition whose fetch offset the source rejected as out of
 // range, with the bounds the response carried (-1 when none).
 type oorItem struct {
-	p      *fetchPartition
+	p      *Cursor
 	hw, ls int64
 }
 
-func newSession(m *Manager, key sessionKey, cl *kgo.Client) *session {
-	return &session{
+// New returns the session of key, fetching through cl. It runs once Run
+// is started (Running tells, guarded by m.Mu).
+func New(m *Shared, key Key, cl *kgo.Client) *Broker {
+	return &Broker{
 		m:     m,
 		key:   key,
 		cl:    cl,
 		wake:  make(chan struct{}, 1),
-		parts: make(map[tp]*fetchPartition),
+		Parts: make(map[TP]*Cursor),
 	}
 }
 
-func (s *session) signal() {
+// Signal wakes the session goroutine.
+func (s *Broker) Signal() {
 	select {
 	case s.wake <- struct{}{}:
 	default:
@@ -103,7 +109,7 @@ func (s *session) signal() {
 
 // reset makes the next request a full fetch that replaces the broker's
 // session (id kept so the broker drops the old one).
-func (s *session) reset() {
+func (s *Broker) reset() {
 	s.epoch = 0
 	s.sent = nil
 }
@@ -116,7 +122,7 @@ type fetchResult struct {
 	took time.Duration
 }
 
-// run is the session goroutine. It exits when ctx is done or when the
+// Run is the session goroutine. It exits when ctx is done or when the
 // session has no partition left and nothing in flight (placement starts it
 // again).
 //
@@ -131,17 +137,16 @@ type fetchResult struct {
 // Whatever the timing, a delivery is accepted only from the fetch offset
 // the partition has when it arrives (handle), so no offset is delivered
 // twice or out of order.
-func (s *session) run(ctx context.Context) {
-	defer s.m.wg.Done()
+func (s *Broker) Run(ctx context.Context) {
 	m := s.m
-	m.budget.AddSessions(1)
-	defer m.budget.AddSessions(-1)
-	defer m.budget.Leave(&s.waiter)
+	m.Budget.AddSessions(1)
+	defer m.Budget.AddSessions(-1)
+	defer m.Budget.Leave(&s.waiter)
 	results := make(chan fetchResult, 2)
 	for {
-		m.mu.Lock()
-		if ctx.Err() != nil || len(s.parts) == 0 && s.main == nil && s.release == nil {
-			s.running = false
+		m.Mu.Lock()
+		if ctx.Err() != nil || len(s.Parts) == 0 && s.main == nil && s.release == nil {
+			s.Running = false
 			pending := 0
 			for _, in := range []*inflight{s.main, s.release} {
 				if in != nil {
@@ -151,12 +156,12 @@ func (s *session) run(ctx context.Context) {
 			id, epoch := s.id, s.epoch
 			s.id = 0
 			s.reset()
-			m.mu.Unlock()
+			m.Mu.Unlock()
 			for range pending { // ctx is done: they end at once
 				r := <-results
-				m.mu.Lock()
+				m.Mu.Lock()
 				s.settle(r, 0)
-				m.mu.Unlock()
+				m.Mu.Unlock()
 			}
 			if id != 0 && epoch > 0 {
 				s.closeBrokerSession(ctx, id)
@@ -169,16 +174,16 @@ func (s *session) run(ctx context.Context) {
 				budgetWait = s.send(ctx, in, s.cl, results)
 			}
 		}
-		if s.main != nil && s.release == nil && m.release != nil && budgetWait == nil {
+		if s.main != nil && s.release == nil && m.Release != nil && budgetWait == nil {
 			if in := s.buildRelease(); in != nil {
-				budgetWait = s.send(ctx, in, m.release, results)
+				budgetWait = s.send(ctx, in, m.Release, results)
 			}
 		}
-		m.mu.Unlock()
+		m.Mu.Unlock()
 		if budgetWait == nil {
 			// Nothing to ask the budget for now (or granted): do
 			// not hold the sessions queued behind.
-			m.budget.Leave(&s.waiter)
+			m.Budget.Leave(&s.waiter)
 		}
 
 		select {
@@ -188,7 +193,7 @@ func (s *session) run(ctx context.Context) {
 		case r := <-results:
 			// Handling may block (throttle, backoff, out of range
 			// reports): let the sessions queued behind go first.
-			m.budget.Leave(&s.waiter)
+			m.Budget.Leave(&s.waiter)
 			s.received(ctx, r)
 		}
 	}
@@ -196,8 +201,8 @@ func (s *session) run(ctx context.Context) {
 
 // send reserves the request's possible response size in the budget and
 // sends it from a new goroutine, or returns a channel that tells when the
-// budget has room again. Called with m.mu held.
-func (s *session) send(ctx context.Context, in *inflight, cl *kgo.Client, results chan<- fetchResult) <-chan struct{} {
+// budget has room again. Called with m.Mu held.
+func (s *Broker) send(ctx context.Context, in *inflight, cl *kgo.Client, results chan<- fetchResult) <-chan struct{} {
 	m := s.m
 	// A partition that has caught up with its high watermark asks for
 	// its full size (the broker's session keeps it unchanged) but is
@@ -205,15 +210,15 @@ func (s *session) send(ctx context.Context, in *inflight, cl *kgo.Client, result
 	// partitions reserves only one partition's worth, and data that
 	// arrives during it comes in that much; the next fetch, no longer
 	// caught up, asks for all of it.
-	floor := int64(m.partitionMax())
+	floor := int64(m.PartitionMax())
 	var want int64
 	for _, e := range in.next {
-		if p := e.p; p.hw < 0 || p.offset < p.hw {
+		if p := e.p; p.HW < 0 || p.Offset < p.HW {
 			want += int64(e.maxBytes)
 		}
 	}
-	want = min(max(want, floor), int64(m.cfg.responseMaxBytes))
-	grant, wait := m.budget.Reserve(&s.waiter, want, floor)
+	want = min(max(want, floor), int64(m.Config.ResponseMaxBytes))
+	grant, wait := m.Budget.Reserve(&s.waiter, want, floor)
 	if grant == 0 {
 		return wait
 	}
@@ -224,11 +229,11 @@ func (s *session) send(ctx context.Context, in *inflight, cl *kgo.Client, result
 	} else {
 		s.main = in
 		for k := range in.next {
-			s.parts[k].parked = false // the long poll has it
+			s.Parts[k].Parked = false // the long poll has it
 		}
 	}
-	m.inFlight.Add(1)
-	broker := cl.Broker(int(s.key.broker))
+	m.InFlight.Add(1)
+	broker := cl.Broker(int(s.key.Broker))
 	go func() {
 		start := time.Now()
 		kresp, err := broker.Request(ctx, in.req)
@@ -242,37 +247,37 @@ func (s *session) send(ctx context.Context, in *inflight, cl *kgo.Client, result
 }
 
 // settle ends a request: it is no longer in flight, its reservation gives
-// way to the bytes it delivered. Called with m.mu held, except when the
+// way to the bytes it delivered. Called with m.Mu held, except when the
 // session exits.
-func (s *session) settle(r fetchResult, delivered int64) {
+func (s *Broker) settle(r fetchResult, delivered int64) {
 	m := s.m
-	m.inFlight.Add(-1)
+	m.InFlight.Add(-1)
 	if r.in == s.main {
 		s.main = nil
 	} else if r.in == s.release {
 		s.release = nil
 	}
-	m.budget.Settle(r.in.reserved, delivered)
+	m.Budget.Settle(r.in.reserved, delivered)
 }
 
 // received handles a request's result in the session goroutine.
-func (s *session) received(ctx context.Context, r fetchResult) {
+func (s *Broker) received(ctx context.Context, r fetchResult) {
 	m := s.m
 	in := r.in
-	if hook := m.cfg.fetchHook; hook != nil && ctx.Err() == nil {
-		info := FetchInfo{Broker: s.key.broker, Latency: r.took, Release: in.release, Err: r.err}
+	if hook := m.Config.FetchHook; hook != nil && ctx.Err() == nil {
+		info := FetchInfo{Broker: s.key.Broker, Latency: r.took, Release: in.release, Err: r.err}
 		if r.resp != nil {
 			info.Bytes = wire.RecordBytes(r.resp)
 		}
 		hook(info)
 	}
 	abandon := func(f func()) {
-		m.mu.Lock()
+		m.Mu.Lock()
 		s.settle(r, 0)
 		if f != nil {
 			f()
 		}
-		m.mu.Unlock()
+		m.Mu.Unlock()
 	}
 	if ctx.Err() != nil {
 		abandon(nil)
@@ -283,7 +288,7 @@ func (s *session) received(ctx context.Context, r fetchResult) {
 			// The long poll, on its own connections, finds out
 			// whether the broker is gone; these partitions wait for
 			// it.
-			m.log.Debug("release fetch failed; its partitions wait for the next long poll", "broker", s.key.broker, "error", r.err)
+			m.Log.Debug("release fetch failed; its partitions wait for the next long poll", "broker", s.key.Broker, "error", r.err)
 			abandon(func() { s.park(in) })
 			return
 		}
@@ -292,8 +297,8 @@ func (s *session) received(ctx context.Context, r fetchResult) {
 		return
 	}
 	resp := r.resp
-	if n := wire.RecordBytes(resp); n > 0 && m.cfg.throttle != nil {
-		if err := m.cfg.throttle(ctx, n); err != nil {
+	if n := wire.RecordBytes(resp); n > 0 && m.Config.Throttle != nil {
+		if err := m.Config.Throttle(ctx, n); err != nil {
 			// Nothing delivered; the broker's session moved on
 			// without us, so start a new one.
 			abandon(func() {
@@ -304,8 +309,8 @@ func (s *session) received(ctx context.Context, r fetchResult) {
 				}
 			})
 			if ctx.Err() == nil {
-				m.log.Warn("fetch throttle failed; refetching", "broker", s.key.broker, "error", err)
-				_ = backoff.Sleep(ctx, m.cfg.backoff) // an ended ctx ends the loop
+				m.Log.Warn("fetch throttle failed; refetching", "broker", s.key.Broker, "error", err)
+				_ = backoff.Sleep(ctx, m.Config.Backoff) // an ended ctx ends the loop
 			}
 			return
 		}
@@ -314,7 +319,7 @@ func (s *session) received(ctx context.Context, r fetchResult) {
 	// Cutting and CRC-checking batches is the costly part: do it
 	// before taking the Manager's lock.
 	scans := wire.Scan(resp)
-	m.mu.Lock()
+	m.Mu.Lock()
 	var oor []oorItem
 	var wait bool
 	var delivered int64
@@ -324,54 +329,54 @@ func (s *session) received(ctx context.Context, r fetchResult) {
 		oor, wait, delivered = s.handle(in, resp, scans)
 	}
 	s.settle(r, delivered)
-	m.mu.Unlock()
+	m.Mu.Unlock()
 	if len(oor) > 0 {
 		s.reportOutOfRange(ctx, oor)
 	}
 	if wait {
-		_ = backoff.Sleep(ctx, m.cfg.backoff) // an ended ctx ends the loop
+		_ = backoff.Sleep(ctx, m.Config.Backoff) // an ended ctx ends the loop
 	}
 }
 
 // park leaves the partitions of a release fetch to the next long poll.
-// Called with m.mu held.
-func (s *session) park(in *inflight) {
+// Called with m.Mu held.
+func (s *Broker) park(in *inflight) {
 	for k, e := range in.next {
-		if p := s.parts[k]; p == e.p {
-			p.parked = true
+		if p := s.Parts[k]; p == e.p {
+			p.Parked = true
 		}
 	}
 }
 
 // fetchable is the session's partitions that may be fetched, without
 // those that skip says to leave out, each with what to send for it.
-// Called with m.mu held.
-func (s *session) fetchable(skip func(tp, *fetchPartition) bool) (want map[tp]sentEntry, allIDs bool) {
-	partMax := s.m.partitionMax()
-	want = make(map[tp]sentEntry, len(s.parts))
+// Called with m.Mu held.
+func (s *Broker) fetchable(skip func(TP, *Cursor) bool) (want map[TP]sentEntry, allIDs bool) {
+	partMax := s.m.PartitionMax()
+	want = make(map[TP]sentEntry, len(s.Parts))
 	allIDs = true
-	for k, p := range s.parts {
-		if p.paused || skip(k, p) {
+	for k, p := range s.Parts {
+		if p.Paused || skip(k, p) {
 			continue
 		}
 		want[k] = sentEntry{
 			p:            p,
-			topicID:      p.topicID,
-			offset:       p.offset,
-			currentEpoch: p.currentEpoch,
-			lastEpoch:    p.lastEpoch,
-			maxBytes:     max(partMax, p.maxBytes),
+			topicID:      p.TopicID,
+			offset:       p.Offset,
+			currentEpoch: p.CurrentEpoch,
+			lastEpoch:    p.LastEpoch,
+			maxBytes:     max(partMax, p.MaxBytes),
 		}
-		allIDs = allIDs && p.topicID != [16]byte{}
+		allIDs = allIDs && p.TopicID != [16]byte{}
 	}
 	return want, allIDs
 }
 
 // build makes the next long poll from the session's fetchable partitions
-// (but those in a release fetch), nil when there is none. Called with m.mu
+// (but those in a release fetch), nil when there is none. Called with m.Mu
 // held.
-func (s *session) build() *inflight {
-	want, allIDs := s.fetchable(func(k tp, _ *fetchPartition) bool {
+func (s *Broker) build() *inflight {
+	want, allIDs := s.fetchable(func(k TP, _ *Cursor) bool {
 		if s.release == nil {
 			return false
 		}
@@ -390,8 +395,8 @@ func (s *session) build() *inflight {
 		s.useIDs = allIDs
 	}
 	req := s.request(in, s.useIDs)
-	req.MaxWaitMillis = int32(s.m.cfg.maxWait.Milliseconds())
-	req.MinBytes = s.m.cfg.minBytes
+	req.MaxWaitMillis = int32(s.m.Config.MaxWait.Milliseconds())
+	req.MinBytes = s.m.Config.MinBytes
 	req.SessionID = s.id
 	req.SessionEpoch = s.epoch
 	return in
@@ -399,11 +404,11 @@ func (s *session) build() *inflight {
 
 // buildRelease makes a release fetch for the session's fetchable
 // partitions that are neither in the long poll in flight nor parked, nil
-// when there is none. Called with m.mu held, while the long poll is out.
-func (s *session) buildRelease() *inflight {
-	want, allIDs := s.fetchable(func(k tp, p *fetchPartition) bool {
+// when there is none. Called with m.Mu held, while the long poll is out.
+func (s *Broker) buildRelease() *inflight {
+	want, allIDs := s.fetchable(func(k TP, p *Cursor) bool {
 		_, inMain := s.main.next[k]
-		return inMain || p.parked
+		return inMain || p.Parked
 	})
 	if len(want) == 0 {
 		return nil
@@ -421,25 +426,25 @@ func (s *session) buildRelease() *inflight {
 // request fills in.req with in.next's partitions: all of them for a full
 // fetch, else those the broker's session does not hold as they are, and
 // the ones it holds that are no longer wanted as forgotten. MaxBytes is set
-// by send. Called with m.mu held.
-func (s *session) request(in *inflight, useIDs bool) *kmsg.FetchRequest {
+// by send. Called with m.Mu held.
+func (s *Broker) request(in *inflight, useIDs bool) *kmsg.FetchRequest {
 	req := kmsg.NewPtrFetchRequest()
 	req.ReplicaID = -1     // a consumer; v15+ carries it in ReplicaState, -1 by default
 	req.IsolationLevel = 0 // read_uncommitted: markers and open transactions are mirrored as they are
 	in.names = make(map[[16]byte]string)
 
 	topicIdx := make(map[string]int)
-	add := func(k tp, e sentEntry) {
-		i, ok := topicIdx[k.topic]
+	add := func(k TP, e sentEntry) {
+		i, ok := topicIdx[k.Topic]
 		if !ok {
 			t := kmsg.NewFetchRequestTopic()
-			t.Topic, t.TopicID = k.topic, e.topicID
+			t.Topic, t.TopicID = k.Topic, e.topicID
 			req.Topics = append(req.Topics, t)
 			i = len(req.Topics) - 1
-			topicIdx[k.topic] = i
+			topicIdx[k.Topic] = i
 		}
 		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition = k.partition
+		rp.Partition = k.Partition
 		rp.FetchOffset = e.offset
 		rp.CurrentLeaderEpoch = e.currentEpoch
 		rp.LastFetchedEpoch = e.lastEpoch
@@ -448,7 +453,7 @@ func (s *session) request(in *inflight, useIDs bool) *kmsg.FetchRequest {
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 	}
 	for k, e := range in.next {
-		in.names[e.topicID] = k.topic // responses may carry any partition of the session
+		in.names[e.topicID] = k.Topic // responses may carry any partition of the session
 		if old, ok := s.sent[k]; !in.full && ok && old == e {
 			continue // the broker has it as it is
 		}
@@ -460,15 +465,15 @@ func (s *session) request(in *inflight, useIDs bool) *kmsg.FetchRequest {
 			if _, ok := in.next[k]; ok {
 				continue
 			}
-			i, ok := forgotten[k.topic]
+			i, ok := forgotten[k.Topic]
 			if !ok {
 				ft := kmsg.NewFetchRequestForgottenTopic()
-				ft.Topic, ft.TopicID = k.topic, old.topicID
+				ft.Topic, ft.TopicID = k.Topic, old.topicID
 				req.ForgottenTopics = append(req.ForgottenTopics, ft)
 				i = len(req.ForgottenTopics) - 1
-				forgotten[k.topic] = i
+				forgotten[k.Topic] = i
 			}
-			req.ForgottenTopics[i].Partitions = append(req.ForgottenTopics[i].Partitions, k.partition)
+			req.ForgottenTopics[i].Partitions = append(req.ForgottenTopics[i].Partitions, k.Partition)
 		}
 	}
 	in.req = &wire.FetchRequest{FetchRequest: req, Highest: 12}
@@ -480,37 +485,37 @@ func (s *session) request(in *inflight, useIDs bool) *kmsg.FetchRequest {
 
 // requestFailed handles a fetch that got no response: the broker is
 // unreachable, gone, or refused the connection's credentials.
-func (s *session) requestFailed(err error) {
+func (s *Broker) requestFailed(err error) {
 	m := s.m
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.Mu.Lock()
+	defer m.Mu.Unlock()
 	s.reset()
 	if wire.IsAuthenticationErr(err) {
-		aerr := authenticationError(s.key.broker, err)
-		m.log.Error("source broker rejected the mirror's credentials; failing its partitions", "broker", s.key.broker, "partitions", len(s.parts), "error", err)
-		for _, p := range s.parts {
-			m.fail(p, aerr)
+		aerr := AuthenticationError(s.key.Broker, err)
+		m.Log.Error("source broker rejected the mirror's credentials; failing its partitions", "broker", s.key.Broker, "partitions", len(s.Parts), "error", err)
+		for _, p := range s.Parts {
+			m.Fail(p, aerr)
 		}
 		return
 	}
 	// A broker that stays unreachable fails every backoff: say so once,
 	// then now and then.
 	s.failures++
-	logf := m.log.Debug
+	logf := m.Log.Debug
 	if s.failures == 1 || s.failures%30 == 0 {
-		logf = m.log.Info
+		logf = m.Log.Info
 	}
-	logf("fetch from source broker failed; partitions wait for fresh metadata", "broker", s.key.broker, "fetcher", s.key.fetcher, "partitions", len(s.parts), "consecutive_failures", s.failures, "retry_in", m.cfg.backoff, "error", err)
-	for _, p := range s.parts {
-		m.relocate(p, fmt.Errorf("%s: fetching from source broker %d: %w", p.key, s.key.broker, err))
+	logf("fetch from source broker failed; partitions wait for fresh metadata", "broker", s.key.Broker, "fetcher", s.key.Fetcher, "partitions", len(s.Parts), "consecutive_failures", s.failures, "retry_in", m.Config.Backoff, "error", err)
+	for _, p := range s.Parts {
+		m.Relocate(p, fmt.Errorf("%s: fetching from source broker %d: %w", p.Key, s.key.Broker, err))
 	}
 }
 
 // handle applies a long poll's response: session bookkeeping, then each
-// partition. Called with m.mu held. It returns the partitions found out of
+// partition. Called with m.Mu held. It returns the partitions found out of
 // range (to report once their log bounds are read, without the lock),
 // whether the session should back off, and the bytes delivered.
-func (s *session) handle(in *inflight, resp *kmsg.FetchResponse, scans *wire.ScannedResponse) (oor []oorItem, wait bool, delivered int64) {
+func (s *Broker) handle(in *inflight, resp *kmsg.FetchResponse, scans *wire.ScannedResponse) (oor []oorItem, wait bool, delivered int64) {
 	m := s.m
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
 		s.sessionErr++
@@ -521,21 +526,21 @@ func (s *session) handle(in *inflight, resp *kmsg.FetchResponse, scans *wire.Sca
 			// had room): start over with a new session.
 			s.id = 0
 			s.reset()
-			m.log.Info("fetch session not found on the broker; starting a new one", "broker", s.key.broker, "fetcher", s.key.fetcher)
+			m.Log.Info("fetch session not found on the broker; starting a new one", "broker", s.key.Broker, "fetcher", s.key.Fetcher)
 		case errors.Is(err, kerr.InvalidFetchSessionEpoch):
 			s.reset()
-			m.log.Info("fetch session epoch rejected; starting a new session", "broker", s.key.broker, "fetcher", s.key.fetcher)
+			m.Log.Info("fetch session epoch rejected; starting a new session", "broker", s.key.Broker, "fetcher", s.key.Fetcher)
 		case errors.Is(err, kerr.FetchSessionTopicIDError), errors.Is(err, kerr.InconsistentTopicID):
 			s.id = 0
 			s.reset()
-			m.log.Info("fetch session topic id error; re-reading metadata", "broker", s.key.broker, "error", err)
-			for _, p := range s.parts {
-				m.relocate(p, fmt.Errorf("%s: fetching from source broker %d: %w", p.key, s.key.broker, err))
+			m.Log.Info("fetch session topic id error; re-reading metadata", "broker", s.key.Broker, "error", err)
+			for _, p := range s.Parts {
+				m.Relocate(p, fmt.Errorf("%s: fetching from source broker %d: %w", p.Key, s.key.Broker, err))
 			}
 		default:
 			s.reset()
 			wait = true
-			m.log.Warn("unexpected fetch error from source broker; starting a new session after a backoff", "broker", s.key.broker, "error", err)
+			m.Log.Warn("unexpected fetch error from source broker; starting a new session after a backoff", "broker", s.key.Broker, "error", err)
 		}
 		return nil, wait, 0
 	}
@@ -561,25 +566,25 @@ func (s *session) handle(in *inflight, resp *kmsg.FetchResponse, scans *wire.Sca
 }
 
 // handleRelease applies a release fetch's response. Its partitions that got
-// nothing new are parked until the next long poll. Called with m.mu held.
-func (s *session) handleRelease(in *inflight, resp *kmsg.FetchResponse, scans *wire.ScannedResponse) (oor []oorItem, delivered int64) {
+// nothing new are parked until the next long poll. Called with m.Mu held.
+func (s *Broker) handleRelease(in *inflight, resp *kmsg.FetchResponse, scans *wire.ScannedResponse) (oor []oorItem, delivered int64) {
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-		s.m.log.Debug("release fetch failed; its partitions wait for the next long poll", "broker", s.key.broker, "error", err)
+		s.m.Log.Debug("release fetch failed; its partitions wait for the next long poll", "broker", s.key.Broker, "error", err)
 		s.park(in)
 		return nil, 0
 	}
 	oor, _, delivered = s.handlePartitions(in, resp, scans)
 	for k, e := range in.next {
-		if p := s.parts[k]; p == e.p && p.offset == e.offset {
-			p.parked = true
+		if p := s.Parts[k]; p == e.p && p.Offset == e.offset {
+			p.Parked = true
 		}
 	}
 	return oor, delivered
 }
 
 // handlePartitions applies each partition of an error-free response.
-// Called with m.mu held.
-func (s *session) handlePartitions(in *inflight, resp *kmsg.FetchResponse, scans *wire.ScannedResponse) (oor []oorItem, resetSession bool, delivered int64) {
+// Called with m.Mu held.
+func (s *Broker) handlePartitions(in *inflight, resp *kmsg.FetchResponse, scans *wire.ScannedResponse) (oor []oorItem, resetSession bool, delivered int64) {
 	m := s.m
 	var pinned []share
 	defer func() { delivered += m.pin(pinned, int64(scans.Bytes)-delivered) }()
@@ -591,13 +596,13 @@ func (s *session) handlePartitions(in *inflight, resp *kmsg.FetchResponse, scans
 		}
 		for j := range rt.Partitions {
 			rp := &rt.Partitions[j]
-			key := tp{name, rp.Partition}
+			key := TP{name, rp.Partition}
 			ent, ok := in.next[key]
 			if !ok {
 				continue
 			}
-			p := s.parts[key]
-			if p == nil || p != ent.p || p.state != psActive || p.offset != ent.offset {
+			p := s.Parts[key]
+			if p == nil || p != ent.p || p.Phase != Active || p.Offset != ent.offset {
 				continue // removed, re-added or moved meanwhile: stale
 			}
 			err := kerr.ErrorForCode(rp.ErrorCode)
@@ -608,18 +613,18 @@ func (s *session) handlePartitions(in *inflight, resp *kmsg.FetchResponse, scans
 					pinned = append(pinned, share{p: p, n: n})
 				}
 			case errors.Is(err, kerr.OffsetOutOfRange):
-				m.detach(p)
-				p.state = psReporting
+				m.Detach(p)
+				p.Phase = Reporting
 				oor = append(oor, oorItem{p: p, hw: rp.HighWatermark, ls: rp.LogStartOffset})
 			case errors.Is(err, kerr.TopicAuthorizationFailed):
-				m.fail(p, authorizationError(key.topic, key.partition, err))
+				m.Fail(p, AuthorizationError(key.Topic, key.Partition, err))
 			case wire.Retriable(err):
 				if errors.Is(err, kerr.InconsistentTopicID) || errors.Is(err, kerr.UnknownTopicID) {
 					resetSession = true // the broker resolved the name once, at insertion
 				}
-				m.relocate(p, fmt.Errorf("%s: fetching from source broker %d: %w", key, s.key.broker, err))
+				m.Relocate(p, fmt.Errorf("%s: fetching from source broker %d: %w", key, s.key.Broker, err))
 			default:
-				m.fail(p, fmt.Errorf("%s: fetching from source broker %d: %w (not retriable)", key, s.key.broker, err))
+				m.Fail(p, fmt.Errorf("%s: fetching from source broker %d: %w (not retriable)", key, s.key.Broker, err))
 			}
 		}
 	}
@@ -628,15 +633,15 @@ func (s *session) handlePartitions(in *inflight, resp *kmsg.FetchResponse, scans
 
 // apply delivers one partition's error-free response, in which it was
 // asked for at most maxBytes, and returns the bytes delivered. Called with
-// m.mu held.
-func (s *session) apply(p *fetchPartition, rp *kmsg.FetchResponseTopicPartition, sc *wire.Scanned, maxBytes int32) int64 {
+// m.Mu held.
+func (s *Broker) apply(p *Cursor, rp *kmsg.FetchResponseTopicPartition, sc *wire.Scanned, maxBytes int32) int64 {
 	m := s.m
 	if rp.DivergingEpoch.Epoch >= 0 || rp.DivergingEpoch.EndOffset >= 0 {
-		m.fail(p, &DivergedError{
-			Topic:              p.key.topic,
-			Partition:          p.key.partition,
-			FetchOffset:        p.offset,
-			LastFetchedEpoch:   p.lastEpoch,
+		m.Fail(p, &delivery.DivergedError{
+			Topic:              p.Key.Topic,
+			Partition:          p.Key.Partition,
+			FetchOffset:        p.Offset,
+			LastFetchedEpoch:   p.LastEpoch,
 			DivergingEpoch:     rp.DivergingEpoch.Epoch,
 			DivergingEndOffset: rp.DivergingEpoch.EndOffset,
 		})
@@ -648,12 +653,12 @@ func (s *session) apply(p *fetchPartition, rp *kmsg.FetchResponseTopicPartition,
 			*dst, changed = v, true
 		}
 	}
-	update(&p.hw, rp.HighWatermark)
-	update(&p.lso, rp.LastStableOffset)
-	update(&p.logStart, rp.LogStartOffset)
+	update(&p.HW, rp.HighWatermark)
+	update(&p.LSO, rp.LastStableOffset)
+	update(&p.LogStart, rp.LogStartOffset)
 
 	batches := sc.Batches
-	for len(batches) > 0 && batches[0].NextOffset() <= p.offset {
+	for len(batches) > 0 && batches[0].NextOffset() <= p.Offset {
 		batches = batches[1:] // ends before the fetch offset
 	}
 	n := 0
@@ -662,7 +667,7 @@ func (s *session) apply(p *fetchPartition, rp *kmsg.FetchResponseTopicPartition,
 		n += len(b)
 		largest = max(largest, int32(min(len(b), math.MaxInt32)))
 	}
-	p.err = nil
+	p.Err = nil
 	// Read what the fetcher needs from the batches before delivering them:
 	// the receiver owns them from then on and re-stamps them in place (the
 	// writer zeroes their base offset).
@@ -673,42 +678,42 @@ func (s *session) apply(p *fetchPartition, rp *kmsg.FetchResponseTopicPartition,
 		nextOffset, nextEpoch = last.NextOffset(), last.PartitionLeaderEpoch()
 	}
 	if len(batches) > 0 || changed {
-		p.sink.Deliver(Fetched{
-			Topic:            p.key.topic,
-			Partition:        p.key.partition,
-			FetchOffset:      p.offset,
+		p.Sink.Deliver(delivery.Fetched{
+			Topic:            p.Key.Topic,
+			Partition:        p.Key.Partition,
+			FetchOffset:      p.Offset,
 			Batches:          batches,
-			HighWatermark:    p.hw,
-			LastStableOffset: p.lso,
-			LogStartOffset:   p.logStart,
+			HighWatermark:    p.HW,
+			LastStableOffset: p.LSO,
+			LogStartOffset:   p.LogStart,
 		})
 	}
 	if len(batches) > 0 {
-		p.offset = nextOffset
-		p.lastEpoch = nextEpoch
+		p.Offset = nextOffset
+		p.LastEpoch = nextEpoch
 		// A partition whose batches are larger than its fetch size
 		// (which shrinks as partitions are added) asks next for the
 		// largest it just got, so that a broker does not cut its next
 		// batch (a partial batch costs a second round trip).
-		p.maxBytes = 0
-		if largest > m.partitionMax() {
-			p.maxBytes = largest
+		p.MaxBytes = 0
+		if largest > m.PartitionMax() {
+			p.MaxBytes = largest
 		}
-		p.corrupt = 0
-		p.ledger.Add(int64(n))
-		m.buffered += int64(n)
-		if p.ledger.Outstanding() >= m.pauseAt() {
-			p.paused = true // forgotten in the next request until Done
+		p.Corrupt = 0
+		p.Ledger.Add(int64(n))
+		m.Buffered += int64(n)
+		if p.Ledger.Outstanding() >= m.PauseAt() {
+			p.Paused = true // forgotten in the next request until Done
 		}
 	}
 	if err := sc.Err; err != nil {
-		err = fmt.Errorf("%s: source batch at or after offset %d: %w", p.key, p.offset, err)
-		if errors.Is(err, batch.ErrUnsupportedMagic) || p.corrupt >= maxCorruptRefetches {
-			m.fail(p, err)
+		err = fmt.Errorf("%s: source batch at or after offset %d: %w", p.Key, p.Offset, err)
+		if errors.Is(err, batch.ErrUnsupportedMagic) || p.Corrupt >= MaxCorruptRefetches {
+			m.Fail(p, err)
 			return int64(n)
 		}
-		p.corrupt++
-		m.relocate(p, err)
+		p.Corrupt++
+		m.Relocate(p, err)
 		return int64(n)
 	}
 	if rest := sc.Rest; len(batches) == 0 && len(rest) >= batch.LogOverhead {
@@ -717,7 +722,7 @@ func (s *session) apply(p *fetchPartition, rp *kmsg.FetchResponseTopicPartition,
 		// whole). Ask for it whole, once.
 		size := int64(binary.BigEndian.Uint32(rest[8:12])) + batch.LogOverhead
 		if size > int64(maxBytes) && size <= math.MaxInt32 {
-			p.maxBytes = int32(size)
+			p.MaxBytes = int32(size)
 		}
 	}
 	return int64(n)
@@ -725,25 +730,25 @@ func (s *session) apply(p *fetchPartition, rp *kmsg.FetchResponseTopicPartition,
 
 // reportOutOfRange reads the log bounds of partitions found out of range
 // and fails them with an *OffsetOutOfRangeError.
-func (s *session) reportOutOfRange(ctx context.Context, items []oorItem) {
+func (s *Broker) reportOutOfRange(ctx context.Context, items []oorItem) {
 	m := s.m
 	parts := make([]wire.Partition, len(items))
 	for i, it := range items {
-		parts[i] = wire.Partition{Topic: it.p.key.topic, Partition: it.p.key.partition}
+		parts[i] = wire.Partition{Topic: it.p.Key.Topic, Partition: it.p.Key.Partition}
 	}
 	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	starts := m.listOffsets(lctx, parts, -2)
 	ends := m.listOffsets(lctx, parts, -1)
 	cancel()
 
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.Mu.Lock()
+	defer m.Mu.Unlock()
 	for _, it := range items {
 		p := it.p
-		if m.parts[p.key] != p || p.state != psReporting {
+		if m.Parts[p.Key] != p || p.Phase != Reporting {
 			continue
 		}
-		at := wire.Partition{Topic: p.key.topic, Partition: p.key.partition}
+		at := wire.Partition{Topic: p.Key.Topic, Partition: p.Key.Partition}
 		ls, ok := starts[at]
 		if !ok {
 			ls = it.ls
@@ -753,36 +758,26 @@ func (s *session) reportOutOfRange(ctx context.Context, items []oorItem) {
 			le = it.hw
 		}
 		if ls >= 0 {
-			p.logStart = ls
+			p.LogStart = ls
 		}
 		if le >= 0 {
-			p.hw = le
+			p.HW = le
 		}
-		m.fail(p, &OffsetOutOfRangeError{
-			Topic:          p.key.topic,
-			Partition:      p.key.partition,
-			FetchOffset:    p.offset,
+		m.Fail(p, &delivery.OffsetOutOfRangeError{
+			Topic:          p.Key.Topic,
+			Partition:      p.Key.Partition,
+			FetchOffset:    p.Offset,
 			LogStartOffset: ls,
 			LogEndOffset:   le,
 		})
 	}
 }
 
-// listOffsets is wire.ListOffsets, best effort: what it cannot read is
-// left out.
-func (m *Manager) listOffsets(ctx context.Context, parts []wire.Partition, ts int64) map[wire.Partition]int64 {
-	out, err := wire.ListOffsets(ctx, m.cl, parts, ts)
-	if err != nil {
-		m.log.Debug("cannot list source offsets for an out of range report", "error", err)
-	}
-	return out
-}
-
 // closeBrokerSession tells the broker to drop the session, so stopped
 // mirrors do not hold slots of its session cache. Best effort, bounded by
 // closeTimeout even when ctx is already done.
-func (s *session) closeBrokerSession(ctx context.Context, id int32) {
-	if err := wire.CloseSession(ctx, s.cl, s.key.broker, id, s.m.cfg.closeTimeout); err != nil {
-		s.m.log.Debug("closing the fetch session failed; the broker will evict it", "broker", s.key.broker, "session", id, "error", err)
+func (s *Broker) closeBrokerSession(ctx context.Context, id int32) {
+	if err := wire.CloseSession(ctx, s.cl, s.key.Broker, id, s.m.Config.CloseTimeout); err != nil {
+		s.m.Log.Debug("closing the fetch session failed; the broker will evict it", "broker", s.key.Broker, "session", id, "error", err)
 	}
 }
