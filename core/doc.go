@@ -19,6 +19,10 @@
 //   - failover:         a mirror's failover: wait for catch-up, last group and ACL sync, stop the topics, where each stopped
 //   - failpoint:        named crash points the end-to-end tests stop a process at
 //   - fetcher:          the source side of the data path: raw record batches fetched per source broker
+//   - fetcher/delivery: what the fetcher delivers to a partition's consumer (Fetched and its fatal errors), the Sink, and the Queue a runner reads from
+//   - fetcher/internal/budget: the daemon-wide bound on bytes buffered between fetch and append, and the per-partition fetch size it implies
+//   - fetcher/internal/session: the fetch sessions (one goroutine per source leader and fetcher id: long poll, release fetches, KIP-227) and the partitions' cursors they move
+//   - fetcher/internal/wire: the fetcher's Kafka requests and responses without its state (version-capped Fetch, batches cut from a response, ListOffsets, Metadata, retriable errors, Kafka's fetcher id)
 //   - groupsync:        the consumer-group and share-group offset sync loop of one mirror
 //   - internal/coalesce: concurrent requests of one topic gathered into one call, never answered from an older one
 //   - kafkalog:         a partition's log read raw: bounds, leader, batches in bounded memory, entries
@@ -49,7 +53,8 @@
 // Layering (guarded by layering_test.go): sdk imports nothing of ours;
 // plugins import only sdk; core never imports plugins or cmd, and cmd wires
 // everything. Inside core the data path's layers import one way: batch
-// imports nothing of ours, and fetcher, writer and runner (with its
+// imports nothing of ours, fetcher's sub-packages import only batch,
+// backoff and each other, and fetcher, writer and runner (with their
 // sub-packages) never import mirror, admin or cmd. config/value and config/security sit below config,
 // which calls them while it loads, and never import it.
 package core

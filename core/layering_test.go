@@ -103,6 +103,16 @@ var layeringRules = []layeringRule{
 	{module + "/core/...", func(pkg string) bool { return strings.HasPrefix(pkg, module+"/core/runner/") },
 		func(dep string) bool { return dep != module+"/core/runner" },
 		"core/runner's sub-packages must never import core/runner", module + "/cmd/kmirror"},
+	// The fetcher's parts (the delivery contract, the budget, the Kafka
+	// requests, the sessions) sit below it: they import only batch,
+	// backoff and each other, never the fetcher itself.
+	{module + "/core/...", func(pkg string) bool {
+		return within(pkg, module+"/core/fetcher") && pkg != module+"/core/fetcher"
+	}, func(dep string) bool {
+		return within(dep, module+"/core/batch") || within(dep, module+"/core/backoff") ||
+			within(dep, module+"/core/fetcher") && dep != module+"/core/fetcher"
+	}, "core/fetcher's sub-packages may import only core/batch, core/backoff and each other (never core/fetcher)",
+		module + "/core/runner"},
 	// How key values parse and what the security keys name sit below
 	// core/config, which calls them while it loads: they never import it.
 	{module + "/core/...", func(pkg string) bool {
@@ -152,9 +162,10 @@ func (r layeringRule) violations(pkgs []goPackage) []string {
 
 // TestLayering enforces the layering of core/doc.go: sdk imports nothing of
 // ours; plugins import only sdk; core never imports plugins or cmd; inside
-// core, batch imports nothing of ours, fetcher, writer and runner never
-// import mirror, admin or cmd, and config's value and security packages
-// never import config.
+// core, batch imports nothing of ours, fetcher's sub-packages import only
+// batch, backoff and each other, fetcher, writer and runner never import
+// mirror, admin or cmd, and config's value and security packages never
+// import config.
 func TestLayering(t *testing.T) {
 	for _, r := range layeringRules {
 		var pkgs []goPackage

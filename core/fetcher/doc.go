@@ -17,6 +17,13 @@
 // response's Records bytes into whole, CRC-checked batches that are handed
 // to the partition's Sink as views into the response.
 //
+// The Manager (this package) adds, removes and places partitions; the rest
+// lives in sub-packages: internal/session (the sessions and the partitions'
+// cursors they move), delivery (the Fetched, Sink, Queue and errors a
+// partition's consumer sees, also named here), internal/budget (the
+// Budget's mechanism and each partition's Ledger) and internal/wire (the
+// Kafka requests and responses that carry no state).
+//
 // # Partition life cycle
 //
 //	Add --> WAITING_FOR_LEADER --(metadata names a leader)--> FETCHING <--> PAUSED

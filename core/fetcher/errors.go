@@ -2,35 +2,34 @@ package fetcher
 
 import (
 	"errors"
-	"fmt"
 
-	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/kmirror/kmirror/core/fetcher/delivery"
 )
 
-// Sentinel errors delivered in Fetched.Err. Each is fatal for the partition:
-// the fetcher stops fetching it until the runner removes and re-adds it.
+// Sentinel errors delivered in Fetched.Err (declared in core/fetcher/delivery,
+// with the delivery they come in). Each is fatal for the partition: the
+// fetcher stops fetching it until the runner removes and re-adds it.
 var (
-	// ErrOffsetOutOfRange: the fetch offset is below the source's log start
-	// (records deleted by retention or DeleteRecords) or beyond its end (the
-	// source log was truncated). Delivered as *OffsetOutOfRangeError.
-	ErrOffsetOutOfRange = errors.New("fetch offset out of range on the source")
+	// ErrOffsetOutOfRange: the fetch offset is out of the source's log;
+	// delivered as *OffsetOutOfRangeError.
+	ErrOffsetOutOfRange = delivery.ErrOffsetOutOfRange
+	// ErrDiverged: the source's log diverges from what was fetched;
+	// delivered as *DivergedError.
+	ErrDiverged = delivery.ErrDiverged
+	// ErrTopicIDChanged: the source topic was deleted and recreated.
+	ErrTopicIDChanged = delivery.ErrTopicIDChanged
+	// ErrAuthorization: the source denies the mirror's principal access.
+	ErrAuthorization = delivery.ErrAuthorization
+	// ErrAuthentication: the source broker rejected the mirror's credentials.
+	ErrAuthentication = delivery.ErrAuthentication
+)
 
-	// ErrDiverged: the source's log diverges from what was fetched (an
-	// unclean leader election replaced records). Delivered as *DivergedError.
-	ErrDiverged = errors.New("source log diverged from the fetched records")
-
-	// ErrTopicIDChanged: the source topic was deleted and recreated under the
-	// same name; its partitions are a different log now.
-	ErrTopicIDChanged = errors.New("source topic id changed (topic deleted and recreated)")
-
-	// ErrAuthorization: the source denies the mirror's principal access to
-	// the topic (TOPIC_AUTHORIZATION_FAILED). The wrapped kerr error says
-	// which. Grant READ and DESCRIBE on the topic to the source principal.
-	ErrAuthorization = errors.New("not authorized to read the source topic")
-
-	// ErrAuthentication: the source broker rejected the mirror's credentials
-	// (SASL). Delivered to every partition of the session that met it.
-	ErrAuthentication = errors.New("authentication to the source broker failed")
+type (
+	// OffsetOutOfRangeError details ErrOffsetOutOfRange
+	// (delivery.OffsetOutOfRangeError).
+	OffsetOutOfRangeError = delivery.OffsetOutOfRangeError
+	// DivergedError details ErrDiverged (delivery.DivergedError).
+	DivergedError = delivery.DivergedError
 )
 
 // Errors returned by the Manager's methods.
@@ -45,95 +44,3 @@ var (
 	// ErrRunning: Run was called twice.
 	ErrRunning = errors.New("fetcher manager already running")
 )
-
-// OffsetOutOfRangeError details ErrOffsetOutOfRange. LogStartOffset and
-// LogEndOffset are the source's, -1 when they could not be read.
-type OffsetOutOfRangeError struct {
-	Topic          string
-	Partition      int32
-	FetchOffset    int64
-	LogStartOffset int64
-	LogEndOffset   int64
-}
-
-func (e *OffsetOutOfRangeError) Error() string {
-	var why string
-	switch {
-	case e.LogStartOffset >= 0 && e.FetchOffset < e.LogStartOffset:
-		why = "the records were deleted on the source (retention or DeleteRecords) before they were mirrored"
-	case e.LogEndOffset >= 0 && e.FetchOffset > e.LogEndOffset:
-		why = "the source log is shorter than what was mirrored (truncated, or a different log)"
-	default:
-		why = "the source refused the offset"
-	}
-	return fmt.Sprintf("%s-%d: fetch offset %d out of range on the source (log start %s, log end %s): %s; mirroring cannot continue without a gap, so the partition needs an operator (check source retention, then re-seed the partition)",
-		e.Topic, e.Partition, e.FetchOffset, offsetString(e.LogStartOffset), offsetString(e.LogEndOffset), why)
-}
-
-// Unwrap makes errors.Is(err, ErrOffsetOutOfRange) hold.
-func (*OffsetOutOfRangeError) Unwrap() error { return ErrOffsetOutOfRange }
-
-// DivergedError details ErrDiverged: the source says that its log at
-// FetchOffset does not follow leader epoch LastFetchedEpoch; its own history
-// has epoch DivergingEpoch ending at DivergingEndOffset.
-type DivergedError struct {
-	Topic              string
-	Partition          int32
-	FetchOffset        int64
-	LastFetchedEpoch   int32
-	DivergingEpoch     int32
-	DivergingEndOffset int64
-}
-
-func (e *DivergedError) Error() string {
-	return fmt.Sprintf("%s-%d: the source log diverges before fetch offset %d: records fetched with leader epoch %d are not on the source's log (it has epoch %d ending at offset %d), most likely after an unclean leader election; the destination holds records the source no longer has, so the partition needs an operator",
-		e.Topic, e.Partition, e.FetchOffset, e.LastFetchedEpoch, e.DivergingEpoch, e.DivergingEndOffset)
-}
-
-// Unwrap makes errors.Is(err, ErrDiverged) hold.
-func (*DivergedError) Unwrap() error { return ErrDiverged }
-
-func offsetString(o int64) string {
-	if o < 0 {
-		return "unknown"
-	}
-	return fmt.Sprint(o)
-}
-
-// isAuthenticationErr reports whether err is a SASL failure on a broker
-// connection.
-func isAuthenticationErr(err error) bool {
-	return errors.Is(err, kerr.SaslAuthenticationFailed) ||
-		errors.Is(err, kerr.IllegalSaslState) ||
-		errors.Is(err, kerr.UnsupportedSaslMechanism)
-}
-
-func authenticationError(broker int32, err error) error {
-	return fmt.Errorf("%w: broker %d: %w (check the source SASL credentials and mechanism of this mirror)", ErrAuthentication, broker, err)
-}
-
-func authorizationError(topic string, partition int32, err error) error {
-	return fmt.Errorf("%w: %s-%d: %w (grant READ and DESCRIBE on the topic to the mirror's source principal)", ErrAuthorization, topic, partition, err)
-}
-
-// retriable reports whether a partition error code is worth retrying from
-// fresh metadata rather than failing the partition.
-func retriable(err error) bool {
-	switch {
-	case errors.Is(err, kerr.NotLeaderForPartition),
-		errors.Is(err, kerr.FencedLeaderEpoch),
-		errors.Is(err, kerr.UnknownLeaderEpoch),
-		errors.Is(err, kerr.LeaderNotAvailable),
-		errors.Is(err, kerr.ReplicaNotAvailable),
-		errors.Is(err, kerr.KafkaStorageError),
-		errors.Is(err, kerr.UnknownTopicOrPartition),
-		errors.Is(err, kerr.UnknownTopicID),
-		errors.Is(err, kerr.InconsistentTopicID),
-		errors.Is(err, kerr.OffsetNotAvailable),
-		errors.Is(err, kerr.NotCoordinator),
-		errors.Is(err, kerr.RequestTimedOut),
-		errors.Is(err, kerr.UnknownServerError):
-		return true
-	}
-	return kerr.IsRetriable(err)
-}

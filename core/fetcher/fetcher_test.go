@@ -20,6 +20,8 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/kmirror/kmirror/core/batch"
+	"github.com/kmirror/kmirror/core/fetcher/internal/session"
+	"github.com/kmirror/kmirror/core/fetcher/internal/wire"
 	"github.com/kmirror/kmirror/core/kafkalog"
 	"github.com/kmirror/kmirror/internal/kfaketest"
 )
@@ -733,7 +735,7 @@ func TestCorruptBatchIsRefetchedThenFails(t *testing.T) {
 		name    string
 		corrupt int // responses to corrupt
 		wantErr bool
-	}{{"transient", 1, false}, {"persistent", maxCorruptRefetches + 1, true}} {
+	}{{"transient", 1, false}, {"persistent", session.MaxCorruptRefetches + 1, true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := kfaketest.Context(t)
@@ -958,10 +960,11 @@ func TestFetchersPerBrokerAndCleanStop(t *testing.T) {
 	}
 
 	// Sessions: one per (broker, fetcher id) that has partitions.
-	want := make(map[sessionKey][]tp)
+	want := make(map[session.Key][]tp)
 	for p := range int32(8) {
 		k := tp{"fan", p}
-		want[sessionKey{c.LeaderFor(k.topic, p), fetcherID(k.topic, p, 2)}] = append(want[sessionKey{c.LeaderFor(k.topic, p), fetcherID(k.topic, p, 2)}], k)
+		key := session.Key{Broker: c.LeaderFor(k.topic, p), Fetcher: wire.FetcherID(k.topic, p, 2)}
+		want[key] = append(want[key], k)
 	}
 	var fulls []seenFetch
 	for _, r := range log.all() {
@@ -979,7 +982,7 @@ func TestFetchersPerBrokerAndCleanStop(t *testing.T) {
 		}
 		found := false
 		for key, parts := range want {
-			if key.broker == r.node && sameSet(got, parts) {
+			if key.Broker == r.node && sameSet(got, parts) {
 				found = true
 			}
 		}
@@ -988,9 +991,9 @@ func TestFetchersPerBrokerAndCleanStop(t *testing.T) {
 		}
 	}
 
-	m.mu.Lock()
+	m.sh.Mu.Lock()
 	clients := slices.Clone(m.clients)
-	m.mu.Unlock()
+	m.sh.Mu.Unlock()
 	stop()
 	if gs := fetcherGoroutines(); len(gs) > 0 {
 		t.Fatalf("fetcher goroutines left after Run returned:\n%s", gs)

@@ -440,9 +440,17 @@ func fetcherGoroutines() []string {
 	}
 	var out []string
 	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.Contains(g, "core/fetcher.(*session).") || strings.Contains(g, "core/fetcher.(*Manager).place") {
+		if strings.Contains(g, "core/fetcher/internal/session.(*Broker).") || strings.Contains(g, "core/fetcher.(*Manager).place") {
 			out = append(out, g)
 		}
 	}
 	return out
 }
+
+// tp names a partition in the tests.
+type tp struct {
+	topic     string
+	partition int32
+}
+
+func (k tp) String() string { return fmt.Sprintf("%s-%d", k.topic, k.partition) }

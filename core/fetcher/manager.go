@@ -7,14 +7,14 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
-	"unicode/utf16"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/core/fetcher/internal/session"
+	"github.com/kmirror/kmirror/core/fetcher/internal/wire"
 )
 
 // PartitionSpec names a source partition and where to fetch it from.
@@ -92,73 +92,14 @@ func (s PartitionStatus) Lag() int64 {
 // Manager fetches the partitions of one mirror from its source cluster. See
 // the package doc. All methods are safe for concurrent use.
 type Manager struct {
-	cl  *kgo.Client
 	cfg config
-	log hclog.Logger
+	sh  session.Shared // shared with the sessions; its Mu guards the fields below
 
-	wake   chan struct{} // the placement loop in Run
-	budget *Budget
-
-	inFlight atomic.Int64 // fetch requests sent and not yet answered
-
-	mu       sync.Mutex
-	buffered int64 // the partitions' outstanding bytes, summed
-	parts    map[tp]*fetchPartition
-	pending  map[tp]*fetchPartition // StateWaitingForLeader
-	sessions map[sessionKey]*session
-	clients  []*kgo.Client // per fetcher id; [0] is cl; set by Run
-	release  *kgo.Client   // release fetches' own connections; nil if off; set by Run
+	sessions map[session.Key]*session.Broker
+	clients  []*kgo.Client // per fetcher id; [0] is the source client; set by Run
 	runState int           // 0 new, 1 running, 2 stopped
 	metaFail int           // consecutive failed metadata reads, for quieter logs
 	wg       sync.WaitGroup
-}
-
-type tp struct {
-	topic     string
-	partition int32
-}
-
-func (k tp) String() string { return fmt.Sprintf("%s-%d", k.topic, k.partition) }
-
-type pstate uint8
-
-const (
-	psPending   pstate = iota // in m.pending
-	psActive                  // in a session
-	psReporting               // out of range: reading the log bounds before failing
-	psFailed
-	psRemoved
-)
-
-// fetchPartition is one partition's fetch state, guarded by Manager.mu.
-type fetchPartition struct {
-	key     tp
-	topicID [16]byte
-	sink    Sink
-
-	state     pstate
-	notBefore time.Time // psPending: not placed before
-	sess      *session  // psActive
-	leader    int32
-	paused    bool
-	// parked: a release fetch found nothing new; the partition waits
-	// for its session's next long poll.
-	parked bool
-
-	// held is what the partition was delivered and has not acknowledged,
-	// oldest first, with the response buffers it keeps alive; its n add
-	// up to outstanding.
-	held []held
-
-	offset       int64 // next offset to fetch
-	currentEpoch int32 // leader epoch from metadata (CurrentLeaderEpoch)
-	lastEpoch    int32 // PartitionLeaderEpoch of the last batch (LastFetchedEpoch)
-	maxBytes     int32 // > 0: one-off PartitionMaxBytes for a batch larger than the limit
-	outstanding  int64
-	corrupt      int // consecutive refetches after a corrupt batch
-
-	hw, lso, logStart int64
-	err               error
 }
 
 // New returns a Manager fetching through client (the mirror's source
@@ -175,16 +116,26 @@ func New(client *kgo.Client, opts ...Option) (*Manager, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Manager{
-		cl:       client,
-		cfg:      cfg,
-		log:      cfg.log,
-		wake:     make(chan struct{}, 1),
-		budget:   cfg.budget,
-		parts:    make(map[tp]*fetchPartition),
-		pending:  make(map[tp]*fetchPartition),
-		sessions: make(map[sessionKey]*session),
-	}, nil
+	m := &Manager{cfg: cfg, sessions: make(map[session.Key]*session.Broker)}
+	m.sh.Cl, m.sh.Log, m.sh.Budget = client, cfg.log, cfg.budget.b
+	m.sh.Wake = make(chan struct{}, 1)
+	m.sh.Parts = make(map[session.TP]*session.Cursor)
+	m.sh.Pending = make(map[session.TP]*session.Cursor)
+	m.sh.Config = session.Config{
+		PartitionMaxBytes: cfg.partitionMaxBytes,
+		ResponseMaxBytes:  cfg.responseMaxBytes,
+		MinBytes:          cfg.minBytes,
+		MaxWait:           cfg.maxWait,
+		Backoff:           cfg.backoff,
+		MaxBuffered:       cfg.maxBuffered,
+		MaxBufferedSet:    cfg.maxBufferedSet,
+		CloseTimeout:      cfg.closeTimeout,
+		Throttle:          cfg.throttle,
+	}
+	if h := cfg.fetchHook; h != nil {
+		m.sh.Config.FetchHook = func(i session.FetchInfo) { h(FetchInfo(i)) }
+	}
+	return m, nil
 }
 
 // Add starts fetching a partition into sink. It may be called before or
@@ -202,32 +153,32 @@ func (m *Manager) Add(p PartitionSpec, sink Sink) error {
 	case sink == nil:
 		return fmt.Errorf("fetcher: add %s-%d: nil sink", p.Topic, p.Partition)
 	}
-	key := tp{p.Topic, p.Partition}
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	key := session.TP{Topic: p.Topic, Partition: p.Partition}
+	m.sh.Mu.Lock()
+	defer m.sh.Mu.Unlock()
 	if m.runState == 2 {
 		return fmt.Errorf("fetcher: add %s: %w", key, ErrStopped)
 	}
-	if _, ok := m.parts[key]; ok {
+	if _, ok := m.sh.Parts[key]; ok {
 		return fmt.Errorf("fetcher: add %s: %w", key, ErrAlreadyAdded)
 	}
-	part := &fetchPartition{
-		key:          key,
-		topicID:      p.TopicID,
-		sink:         sink,
-		state:        psPending,
-		leader:       -1,
-		offset:       p.FetchOffset,
-		currentEpoch: -1,
-		lastEpoch:    p.LeaderEpoch,
-		hw:           -1,
-		lso:          -1,
-		logStart:     -1,
+	part := &session.Cursor{
+		Key:          key,
+		TopicID:      p.TopicID,
+		Sink:         sink,
+		Phase:        session.Pending,
+		Leader:       -1,
+		Offset:       p.FetchOffset,
+		CurrentEpoch: -1,
+		LastEpoch:    p.LeaderEpoch,
+		HW:           -1,
+		LSO:          -1,
+		LogStart:     -1,
 	}
-	m.parts[key] = part
-	m.pending[key] = part
-	m.budget.addPartitions(1)
-	m.signal()
+	m.sh.Parts[key] = part
+	m.sh.Pending[key] = part
+	m.sh.Budget.AddPartitions(1)
+	m.sh.Signal()
 	return nil
 }
 
@@ -236,20 +187,20 @@ func (m *Manager) Add(p PartitionSpec, sink Sink) error {
 // what it received are then ignored, and must not be made after the
 // partition is added again.
 func (m *Manager) Remove(topic string, partition int32) bool {
-	key := tp{topic, partition}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	p, ok := m.parts[key]
+	key := session.TP{Topic: topic, Partition: partition}
+	m.sh.Mu.Lock()
+	defer m.sh.Mu.Unlock()
+	p, ok := m.sh.Parts[key]
 	if !ok {
 		return false
 	}
-	m.detach(p)
-	delete(m.parts, key)
-	delete(m.pending, key)
-	p.state = psRemoved
-	m.budget.addPartitions(-1)
+	m.sh.Detach(p)
+	delete(m.sh.Parts, key)
+	delete(m.sh.Pending, key)
+	p.Phase = session.Removed
+	m.sh.Budget.AddPartitions(-1)
 	// What it delivered is dropped with it: no Done comes for it.
-	m.unbuffer(p, p.outstanding)
+	m.sh.Unbuffer(p, p.Ledger.Outstanding())
 	return true
 }
 
@@ -261,106 +212,19 @@ func (m *Manager) Done(topic string, partition int32, bytes int) {
 	if bytes <= 0 {
 		return
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	p, ok := m.parts[tp{topic, partition}]
+	m.sh.Mu.Lock()
+	defer m.sh.Mu.Unlock()
+	p, ok := m.sh.Parts[session.TP{Topic: topic, Partition: partition}]
 	if !ok {
 		return
 	}
-	m.unbuffer(p, int64(bytes))
-	if p.paused && p.outstanding < m.pauseAt() {
-		p.paused = false
-		if p.sess != nil {
-			p.sess.signal()
+	m.sh.Unbuffer(p, int64(bytes))
+	if p.Paused && p.Ledger.Outstanding() < m.sh.PauseAt() {
+		p.Paused = false
+		if p.Session != nil {
+			p.Session.Signal()
 		}
 	}
-}
-
-// pinnedResponse is a fetch response's buffer, kept alive by the delivered
-// batches that alias it. Batches are not copied out of it (that would
-// cost as much CPU as the rest of the response handling: bench_test.go);
-// instead the bytes of the buffer that no delivery accounts for (other
-// partitions' cut or dropped batches, protocol overhead is not counted)
-// stay in the budget until the last delivery aliasing it is acknowledged.
-// So the budget bounds the memory fetched data really holds, even when one
-// slow partition keeps a large response alive.
-type pinnedResponse struct {
-	slack int64 // record bytes of the response that no delivery counts
-	refs  int   // deliveries not yet fully acknowledged
-}
-
-// held is one delivery not yet acknowledged.
-type held struct {
-	p   *fetchPartition
-	n   int64
-	buf *pinnedResponse // nil when the response had no slack
-}
-
-// pin records the deliveries of one response, and returns the slack bytes
-// to count in the budget with them. Called with m.mu held.
-func (m *Manager) pin(deliveries []held, slack int64) int64 {
-	if len(deliveries) == 0 {
-		return 0
-	}
-	var buf *pinnedResponse
-	if slack > 0 {
-		buf = &pinnedResponse{slack: slack, refs: len(deliveries)}
-		m.buffered += slack
-	} else {
-		slack = 0
-	}
-	for _, d := range deliveries {
-		d.buf = buf
-		d.p.held = append(d.p.held, d)
-	}
-	return slack
-}
-
-// unbuffer takes n acknowledged bytes off p and the budget, oldest
-// delivery first, and unpins the responses no delivery holds any more.
-// Called with m.mu held.
-func (m *Manager) unbuffer(p *fetchPartition, n int64) {
-	n = min(n, p.outstanding)
-	if n <= 0 {
-		return
-	}
-	p.outstanding -= n
-	freed := n
-	for n > 0 && len(p.held) > 0 {
-		h := &p.held[0]
-		k := min(n, h.n)
-		h.n -= k
-		n -= k
-		if h.n > 0 {
-			break
-		}
-		if b := h.buf; b != nil {
-			if b.refs--; b.refs == 0 {
-				freed += b.slack
-			}
-		}
-		p.held[0] = held{}
-		p.held = p.held[1:]
-	}
-	if len(p.held) == 0 {
-		p.held = nil // let the backing array go
-	}
-	m.buffered -= freed
-	m.budget.release(freed)
-}
-
-// partitionMax is the PartitionMaxBytes of a fetch: replica.fetch.max.bytes,
-// or less when the budget is shared by many partitions.
-func (m *Manager) partitionMax() int32 {
-	return m.budget.partitionMax(m.cfg.partitionMaxBytes)
-}
-
-// pauseAt is how many outstanding bytes pause a partition.
-func (m *Manager) pauseAt() int64 {
-	if m.cfg.maxBufferedSet {
-		return m.cfg.maxBuffered
-	}
-	return 2 * int64(m.partitionMax())
 }
 
 // Stats are a Manager's figures for metrics.
@@ -383,17 +247,14 @@ type Stats struct {
 
 // Stats returns the Manager's figures now.
 func (m *Manager) Stats() Stats {
-	m.mu.Lock()
-	buffered := m.buffered
-	m.mu.Unlock()
-	b := m.budget
-	b.mu.Lock()
-	bmax, bbuf, bres := b.max, b.buffered, b.reserved
-	b.mu.Unlock()
+	m.sh.Mu.Lock()
+	buffered := m.sh.Buffered
+	m.sh.Mu.Unlock()
+	bmax, bbuf, bres := m.sh.Budget.Figures()
 	return Stats{
-		FetchesInFlight:     int(m.inFlight.Load()),
+		FetchesInFlight:     int(m.sh.InFlight.Load()),
 		BufferedBytes:       buffered,
-		PartitionMaxBytes:   m.partitionMax(),
+		PartitionMaxBytes:   m.sh.PartitionMax(),
 		BudgetMaxBytes:      bmax,
 		BudgetBufferedBytes: bbuf,
 		BudgetReservedBytes: bres,
@@ -402,23 +263,23 @@ func (m *Manager) Stats() Stats {
 
 // Status returns one partition's snapshot.
 func (m *Manager) Status(topic string, partition int32) (PartitionStatus, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	p, ok := m.parts[tp{topic, partition}]
+	m.sh.Mu.Lock()
+	defer m.sh.Mu.Unlock()
+	p, ok := m.sh.Parts[session.TP{Topic: topic, Partition: partition}]
 	if !ok {
 		return PartitionStatus{}, false
 	}
-	return p.status(), true
+	return statusOf(p), true
 }
 
 // Snapshot returns every partition's status, sorted by topic and partition.
 func (m *Manager) Snapshot() []PartitionStatus {
-	m.mu.Lock()
-	out := make([]PartitionStatus, 0, len(m.parts))
-	for _, p := range m.parts {
-		out = append(out, p.status())
+	m.sh.Mu.Lock()
+	out := make([]PartitionStatus, 0, len(m.sh.Parts))
+	for _, p := range m.sh.Parts {
+		out = append(out, statusOf(p))
 	}
-	m.mu.Unlock()
+	m.sh.Mu.Unlock()
 	slices.SortFunc(out, func(a, b PartitionStatus) int {
 		if c := strings.Compare(a.Topic, b.Topic); c != 0 {
 			return c
@@ -428,24 +289,25 @@ func (m *Manager) Snapshot() []PartitionStatus {
 	return out
 }
 
-func (p *fetchPartition) status() PartitionStatus {
+// statusOf is p's snapshot. Called with m.sh.Mu held.
+func statusOf(p *session.Cursor) PartitionStatus {
 	s := PartitionStatus{
-		Topic:            p.key.topic,
-		Partition:        p.key.partition,
+		Topic:            p.Key.Topic,
+		Partition:        p.Key.Partition,
 		Leader:           -1,
-		FetchOffset:      p.offset,
-		HighWatermark:    p.hw,
-		LastStableOffset: p.lso,
-		LogStartOffset:   p.logStart,
-		BufferedBytes:    p.outstanding,
-		Err:              p.err,
+		FetchOffset:      p.Offset,
+		HighWatermark:    p.HW,
+		LastStableOffset: p.LSO,
+		LogStartOffset:   p.LogStart,
+		BufferedBytes:    p.Ledger.Outstanding(),
+		Err:              p.Err,
 	}
-	switch p.state {
-	case psPending:
+	switch p.Phase {
+	case session.Pending:
 		s.State = StateWaitingForLeader
-	case psActive:
-		s.State, s.Leader = StateFetching, p.leader
-		if p.paused {
+	case session.Active:
+		s.State, s.Leader = StateFetching, p.Leader
+		if p.Paused {
 			s.State = StatePaused
 		}
 	default:
@@ -457,24 +319,24 @@ func (p *fetchPartition) status() PartitionStatus {
 // Run fetches until ctx is done, then stops every session, waits for them
 // and returns nil. It returns ErrRunning if called twice.
 func (m *Manager) Run(ctx context.Context) error {
-	m.mu.Lock()
+	m.sh.Mu.Lock()
 	if m.runState != 0 {
-		m.mu.Unlock()
+		m.sh.Mu.Unlock()
 		return fmt.Errorf("fetcher: run: %w", ErrRunning)
 	}
 	m.runState = 1
-	m.mu.Unlock()
+	m.sh.Mu.Unlock()
 
 	// Extra clients for fetcher ids above 0: a broker answers one request
 	// per connection at a time, and a kgo client has one fetch connection
 	// per broker, so sessions sharing a client would queue behind each
 	// other's long polls.
-	clients := []*kgo.Client{m.cl}
+	clients := []*kgo.Client{m.sh.Cl}
 	for id := 1; id < m.cfg.fetchers; id++ {
-		c, err := kgo.NewClient(m.cl.Opts()...)
+		c, err := kgo.NewClient(m.sh.Cl.Opts()...)
 		if err != nil {
-			m.log.Warn("cannot open a client for a fetcher; it shares the mirror's source client", "fetcher", id, "error", err)
-			c = m.cl
+			m.sh.Log.Warn("cannot open a client for a fetcher; it shares the mirror's source client", "fetcher", id, "error", err)
+			c = m.sh.Cl
 		}
 		clients = append(clients, c)
 	}
@@ -483,37 +345,37 @@ func (m *Manager) Run(ctx context.Context) error {
 	// polls they are meant to overtake.
 	var release *kgo.Client
 	if m.cfg.releaseFetch {
-		c, err := kgo.NewClient(m.cl.Opts()...)
+		c, err := kgo.NewClient(m.sh.Cl.Opts()...)
 		if err != nil {
-			m.log.Warn("cannot open a client for release fetches; released partitions wait for the next long poll", "error", err)
+			m.sh.Log.Warn("cannot open a client for release fetches; released partitions wait for the next long poll", "error", err)
 		} else {
 			release = c
 		}
 	}
-	m.mu.Lock()
+	m.sh.Mu.Lock()
 	m.clients = clients
-	m.release = release
-	m.mu.Unlock()
+	m.sh.Release = release
+	m.sh.Mu.Unlock()
 
 	m.place(ctx)
 
-	m.mu.Lock()
+	m.sh.Mu.Lock()
 	for _, s := range m.sessions {
-		s.signal()
+		s.Signal()
 	}
-	m.mu.Unlock()
+	m.sh.Mu.Unlock()
 	m.wg.Wait()
 	for _, c := range clients[1:] {
-		if c != m.cl {
+		if c != m.sh.Cl {
 			c.Close()
 		}
 	}
 	if release != nil {
 		release.Close()
 	}
-	m.mu.Lock()
+	m.sh.Mu.Lock()
 	m.runState = 2
-	m.mu.Unlock()
+	m.sh.Mu.Unlock()
 	return nil
 }
 
@@ -524,17 +386,17 @@ func (m *Manager) place(ctx context.Context) {
 	defer timer.Stop()
 	for {
 		now := time.Now()
-		var due []*fetchPartition
+		var due []*session.Cursor
 		var next time.Time
-		m.mu.Lock()
-		for _, p := range m.pending {
-			if !p.notBefore.After(now) {
+		m.sh.Mu.Lock()
+		for _, p := range m.sh.Pending {
+			if !p.NotBefore.After(now) {
 				due = append(due, p)
-			} else if next.IsZero() || p.notBefore.Before(next) {
-				next = p.notBefore
+			} else if next.IsZero() || p.NotBefore.Before(next) {
+				next = p.NotBefore
 			}
 		}
-		m.mu.Unlock()
+		m.sh.Mu.Unlock()
 		if ctx.Err() != nil {
 			return
 		}
@@ -550,7 +412,7 @@ func (m *Manager) place(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-m.wake:
+		case <-m.sh.Wake:
 		case <-timer.C:
 		}
 		if !timer.Stop() {
@@ -564,46 +426,39 @@ func (m *Manager) place(ctx context.Context) {
 
 // resolve reads metadata for the due partitions' topics and places each on
 // its leader's session; partitions without a usable leader wait a backoff.
-func (m *Manager) resolve(ctx context.Context, due []*fetchPartition) {
+func (m *Manager) resolve(ctx context.Context, due []*session.Cursor) {
 	topics := make(map[string]struct{})
 	for _, p := range due {
-		topics[p.key.topic] = struct{}{}
+		topics[p.Key.Topic] = struct{}{}
 	}
-	req := kmsg.NewPtrMetadataRequest()
-	for t := range topics {
-		rt := kmsg.NewMetadataRequestTopic()
-		rt.Topic = kmsg.StringPtr(t)
-		req.Topics = append(req.Topics, rt)
-	}
-	req.AllowAutoTopicCreation = false
-	resp, err := req.RequestWith(ctx, m.cl)
+	resp, err := wire.Metadata(ctx, m.sh.Cl, topics)
 	if ctx.Err() != nil {
 		return
 	}
 
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.sh.Mu.Lock()
+	defer m.sh.Mu.Unlock()
 	now := time.Now()
 	live := due[:0]
 	for _, p := range due {
-		if m.parts[p.key] == p && p.state == psPending {
+		if m.sh.Parts[p.Key] == p && p.Phase == session.Pending {
 			live = append(live, p)
 		}
 	}
 	if err != nil {
-		auth := isAuthenticationErr(err)
+		auth := wire.IsAuthenticationErr(err)
 		m.metaFail++
-		logf := m.log.Debug
+		logf := m.sh.Log.Debug
 		if m.metaFail == 1 || m.metaFail%30 == 0 || auth {
-			logf = m.log.Warn
+			logf = m.sh.Log.Warn
 		}
 		logf("cannot read source metadata to place partitions", "partitions", len(live), "consecutive_failures", m.metaFail, "retry_in", m.cfg.backoff, "error", err)
 		for _, p := range live {
 			if auth {
-				m.fail(p, authenticationError(-1, err))
+				m.sh.Fail(p, session.AuthenticationError(-1, err))
 				continue
 			}
-			m.retryLater(p, now, fmt.Errorf("reading source metadata: %w", err))
+			m.sh.RetryLater(p, now, fmt.Errorf("reading source metadata: %w", err))
 		}
 		return
 	}
@@ -615,44 +470,44 @@ func (m *Manager) resolve(ctx context.Context, due []*fetchPartition) {
 		}
 	}
 	for _, p := range live {
-		t := byName[p.key.topic]
+		t := byName[p.Key.Topic]
 		if t == nil {
-			m.retryLater(p, now, fmt.Errorf("%s: source metadata does not list the topic", p.key))
+			m.sh.RetryLater(p, now, fmt.Errorf("%s: source metadata does not list the topic", p.Key))
 			continue
 		}
 		if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
 			if errors.Is(err, kerr.TopicAuthorizationFailed) {
-				m.fail(p, authorizationError(p.key.topic, p.key.partition, err))
+				m.sh.Fail(p, session.AuthorizationError(p.Key.Topic, p.Key.Partition, err))
 			} else {
-				m.retryLater(p, now, fmt.Errorf("%s: source metadata: %w", p.key, err))
+				m.sh.RetryLater(p, now, fmt.Errorf("%s: source metadata: %w", p.Key, err))
 			}
 			continue
 		}
 		if t.TopicID != ([16]byte{}) {
-			if p.topicID == ([16]byte{}) {
-				p.topicID = t.TopicID
-			} else if p.topicID != t.TopicID {
-				m.fail(p, fmt.Errorf("%w: %s had id %s and now has %s: the partition is a different log; stop mirroring it or re-seed it", ErrTopicIDChanged, p.key, uuidString(p.topicID), uuidString(t.TopicID)))
+			if p.TopicID == ([16]byte{}) {
+				p.TopicID = t.TopicID
+			} else if p.TopicID != t.TopicID {
+				m.sh.Fail(p, fmt.Errorf("%w: %s had id %s and now has %s: the partition is a different log; stop mirroring it or re-seed it", ErrTopicIDChanged, p.Key, wire.UUIDString(p.TopicID), wire.UUIDString(t.TopicID)))
 				continue
 			}
 		}
 		var mp *kmsg.MetadataResponseTopicPartition
 		for i := range t.Partitions {
-			if t.Partitions[i].Partition == p.key.partition {
+			if t.Partitions[i].Partition == p.Key.Partition {
 				mp = &t.Partitions[i]
 				break
 			}
 		}
 		if mp == nil {
-			m.retryLater(p, now, fmt.Errorf("%s: source metadata does not list the partition", p.key))
+			m.sh.RetryLater(p, now, fmt.Errorf("%s: source metadata does not list the partition", p.Key))
 			continue
 		}
 		if err := kerr.ErrorForCode(mp.ErrorCode); err != nil && !errors.Is(err, kerr.ReplicaNotAvailable) {
-			m.retryLater(p, now, fmt.Errorf("%s: source metadata: %w", p.key, err))
+			m.sh.RetryLater(p, now, fmt.Errorf("%s: source metadata: %w", p.Key, err))
 			continue
 		}
 		if mp.Leader < 0 {
-			m.retryLater(p, now, fmt.Errorf("%s: the source partition has no leader", p.key))
+			m.sh.RetryLater(p, now, fmt.Errorf("%s: the source partition has no leader", p.Key))
 			continue
 		}
 		m.assign(ctx, p, mp.Leader, mp.LeaderEpoch)
@@ -660,110 +515,30 @@ func (m *Manager) resolve(ctx context.Context, due []*fetchPartition) {
 }
 
 // assign puts p on the session of (leader, fetcher id), starting the
-// session's goroutine if it is not running. Called with m.mu held, from
+// session's goroutine if it is not running. Called with m.sh.Mu held, from
 // Run's goroutine only.
-func (m *Manager) assign(ctx context.Context, p *fetchPartition, leader, epoch int32) {
-	key := sessionKey{broker: leader, fetcher: fetcherID(p.key.topic, p.key.partition, m.cfg.fetchers)}
+func (m *Manager) assign(ctx context.Context, p *session.Cursor, leader, epoch int32) {
+	key := session.Key{Broker: leader, Fetcher: wire.FetcherID(p.Key.Topic, p.Key.Partition, m.cfg.fetchers)}
 	s := m.sessions[key]
 	if s == nil {
-		s = newSession(m, key, m.clients[key.fetcher])
+		s = session.New(&m.sh, key, m.clients[key.Fetcher])
 		m.sessions[key] = s
 	}
-	delete(m.pending, p.key)
-	p.state = psActive
-	p.sess = s
-	p.leader = leader
-	p.currentEpoch = epoch
-	s.parts[p.key] = p
-	if !s.running {
-		s.running = true
+	delete(m.sh.Pending, p.Key)
+	p.Phase = session.Active
+	p.Session = s
+	p.Leader = leader
+	p.CurrentEpoch = epoch
+	s.Parts[p.Key] = p
+	if !s.Running {
+		s.Running = true
 		m.wg.Add(1)
-		go s.run(ctx)
+		go func() {
+			defer m.wg.Done()
+			s.Run(ctx)
+		}()
 	} else {
-		s.signal()
+		s.Signal()
 	}
-	m.log.Debug("partition placed", "partition", p.key.String(), "leader", leader, "leader_epoch", epoch, "fetcher", key.fetcher, "offset", p.offset)
-}
-
-// detach takes p out of its session (which forgets it in its next
-// request). Called with m.mu held.
-func (m *Manager) detach(p *fetchPartition) {
-	if p.sess != nil {
-		delete(p.sess.parts, p.key)
-		p.sess.signal()
-		p.sess = nil
-	}
-	p.paused = false
-	p.parked = false
-	p.leader = -1
-}
-
-// relocate sends p back to placement after a backoff because of a retriable
-// error. Called with m.mu held.
-func (m *Manager) relocate(p *fetchPartition, err error) {
-	m.detach(p)
-	m.retryLater(p, time.Now(), err)
-	m.signal()
-}
-
-// minRetry keeps a zero backoff from turning placement into a busy loop of
-// metadata requests.
-const minRetry = 10 * time.Millisecond
-
-func (m *Manager) retryLater(p *fetchPartition, now time.Time, err error) {
-	p.state = psPending
-	p.notBefore = now.Add(max(m.cfg.backoff, minRetry))
-	p.err = err
-	m.pending[p.key] = p
-	m.log.Debug("partition waits for a leader", "partition", p.key.String(), "retry_in", m.cfg.backoff, "reason", err)
-}
-
-// fail stops fetching p and delivers err. Called with m.mu held.
-func (m *Manager) fail(p *fetchPartition, err error) {
-	m.detach(p)
-	delete(m.pending, p.key)
-	p.state = psFailed
-	p.err = err
-	m.log.Warn("partition fetch failed", "partition", p.key.String(), "offset", p.offset, "error", err)
-	p.sink.Deliver(Fetched{
-		Topic:            p.key.topic,
-		Partition:        p.key.partition,
-		FetchOffset:      p.offset,
-		HighWatermark:    p.hw,
-		LastStableOffset: p.lso,
-		LogStartOffset:   p.logStart,
-		Err:              err,
-	})
-}
-
-func (m *Manager) signal() {
-	select {
-	case m.wake <- struct{}{}:
-	default:
-	}
-}
-
-// fetcherID is Kafka's AbstractFetcherManager.getFetcherId:
-// abs(31 * topic.hashCode() + partition) % n, with Java's String.hashCode
-// over UTF-16 code units, so a partition lands on the same fetcher id as on
-// a Kafka broker.
-func fetcherID(topic string, partition int32, n int) int {
-	if n <= 1 {
-		return 0
-	}
-	var h int32
-	for _, c := range utf16.Encode([]rune(topic)) {
-		h = 31*h + int32(c)
-	}
-	v := 31*h + partition
-	if v == -1<<31 {
-		v = 0 // Kafka's Utils.abs
-	} else if v < 0 {
-		v = -v
-	}
-	return int(v) % n
-}
-
-func uuidString(id [16]byte) string {
-	return fmt.Sprintf("%x-%x-%x-%x-%x", id[0:4], id[4:6], id[6:8], id[8:10], id[10:16])
+	m.sh.Log.Debug("partition placed", "partition", p.Key.String(), "leader", leader, "leader_epoch", epoch, "fetcher", key.Fetcher, "offset", p.Offset)
 }

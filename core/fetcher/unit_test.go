@@ -1,16 +1,12 @@
 package fetcher
 
 import (
-	"context"
 	"errors"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/kmirror/kmirror/core/batch"
 )
 
 func TestNewValidatesOptionsOnce(t *testing.T) {
@@ -27,12 +23,12 @@ func TestNewValidatesOptionsOnce(t *testing.T) {
 	}
 	c := m.cfg
 	if c.fetchers != 1 || c.partitionMaxBytes != 1048576 || c.minBytes != 1 || c.responseMaxBytes != 10485760 ||
-		c.maxWait != 500*time.Millisecond || c.backoff != time.Second || m.pauseAt() != 2*1048576 || c.throttle != nil ||
+		c.maxWait != 500*time.Millisecond || c.backoff != time.Second || m.sh.PauseAt() != 2*1048576 || c.throttle != nil ||
 		c.budget == nil || c.budget.Max() != DefaultBudgetBytes {
 		t.Errorf("defaults %+v, want Kafka's replica fetcher defaults", c)
 	}
-	if m, _ := New(cl, WithPartitionMaxBytes(1000)); m.pauseAt() != 2000 {
-		t.Errorf("derived buffer limit %d, want twice the partition max bytes", m.pauseAt())
+	if m, _ := New(cl, WithPartitionMaxBytes(1000)); m.sh.PauseAt() != 2000 {
+		t.Errorf("derived buffer limit %d, want twice the partition max bytes", m.sh.PauseAt())
 	}
 
 	for _, tc := range []struct {
@@ -102,77 +98,6 @@ func TestAddRejectsBadSpecs(t *testing.T) {
 	st, ok := m.Status("t", 0)
 	if !ok || st.State != StateWaitingForLeader || st.Lag() != -1 || st.Leader != -1 {
 		t.Errorf("status before Run %+v, want waiting for a leader with unknown lag", st)
-	}
-}
-
-// fetcherID must agree with Kafka's AbstractFetcherManager.getFetcherId:
-// Utils.abs(31 * topic.hashCode() + partition) % n.
-func TestFetcherIDMatchesKafka(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		topic     string
-		partition int32
-		n         int
-		want      int
-	}{
-		// "a".hashCode() = 97: 31*97+0 = 3007.
-		{"a", 0, 3, 3007 % 3},
-		{"a", 5, 4, 3012 % 4},
-		// "hello".hashCode() = 99162322: 31*99162322+1 overflows to -1220935313.
-		{"hello", 1, 7, 1220935313 % 7},
-		// "polygenelubricants".hashCode() = MinInt32; 31*MinInt32 wraps to
-		// MinInt32, whose Utils.abs is 0.
-		{"polygenelubricants", 0, 5, 0},
-		// Non-ASCII: Java hashes UTF-16 code units; "é" = 0xE9 = 233,
-		// "😀" = D83D DE00: (233*31+0xD83D)*31+0xDE00.
-		{"é😀", 0, 1000, ((233*31+0xD83D)*31 + 0xDE00) * 31 % 1000},
-		{"anything", 9, 1, 0},
-	} {
-		if got := fetcherID(tc.topic, tc.partition, tc.n); got != tc.want {
-			t.Errorf("fetcherID(%q, %d, %d) = %d, want %d", tc.topic, tc.partition, tc.n, got, tc.want)
-		}
-	}
-}
-
-func TestQueueOrderAndCoalescing(t *testing.T) {
-	t.Parallel()
-	q := NewQueue()
-	b, err := batch.Encode(batch.EncodeOptions{BaseOffset: 5}, []batch.Record{{Offset: 5, Value: []byte("v")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	q.Deliver(Fetched{HighWatermark: 1})
-	q.Deliver(Fetched{HighWatermark: 2}) // replaces the first: both carry only watermarks
-	q.Deliver(Fetched{Batches: []batch.Batch{b}, HighWatermark: 6})
-	q.Deliver(Fetched{HighWatermark: 7})
-	q.Deliver(Fetched{Err: ErrDiverged})
-	q.Deliver(Fetched{HighWatermark: 8})
-	if q.Len() != 5 {
-		t.Fatalf("Len %d, want 5", q.Len())
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	var hws []int64
-	for range 5 {
-		f, err := q.Next(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		hws = append(hws, f.HighWatermark)
-		if f.HighWatermark == 6 && f.Bytes() != len(b) {
-			t.Errorf("Bytes %d, want %d", f.Bytes(), len(b))
-		}
-	}
-	if want := []int64{2, 6, 7, 0, 8}; !slices.Equal(hws, want) {
-		t.Errorf("high watermarks in order %v, want %v (an error or data separates watermark-only deliveries)", hws, want)
-	}
-	if _, ok := q.TryNext(); ok {
-		t.Error("queue not empty")
-	}
-	short, cancel2 := context.WithTimeout(context.Background(), 10*time.Millisecond)
-	defer cancel2()
-	if _, err := q.Next(short); !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("Next on an empty queue: %v", err)
 	}
 }
 

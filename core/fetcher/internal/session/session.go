@@ -1,4 +1,4 @@
-package fetcher
+package session
 
 import (
 	"context"
@@ -14,40 +14,47 @@ import (
 
 	"github.com/kmirror/kmirror/core/backoff"
 	"github.com/kmirror/kmirror/core/batch"
+	"github.com/kmirror/kmirror/core/fetcher/delivery"
+	"github.com/kmirror/kmirror/core/fetcher/internal/budget"
+	"github.com/kmirror/kmirror/core/fetcher/internal/wire"
 )
 
-// maxCorruptRefetches is how many times a partition refetches a batch that
+// MaxCorruptRefetches is how many times a partition refetches a batch that
 // fails its CRC check before the partition fails: damage in transit goes
 // away on a refetch, damage on the source's disk does not.
-const maxCorruptRefetches = 3
+const MaxCorruptRefetches = 3
 
-type sessionKey struct {
-	broker  int32
-	fetcher int
+// Key names a session: the source broker and the fetcher id.
+type Key struct {
+	Broker  int32
+	Fetcher int
 }
 
-// session fetches the partitions that one source broker leads and that
-// hash to one fetcher id, one FetchRequest at a time, from one goroutine.
-type session struct {
-	m    *Manager
-	key  sessionKey
+// Broker is one fetch session: it fetches the partitions that one source
+// broker leads and that hash to one fetcher id, one FetchRequest at a time,
+// from one goroutine.
+type Broker struct {
+	m    *Shared
+	key  Key
 	cl   *kgo.Client
 	wake chan struct{}
+	// waiter is the session's place in the budget's queue.
+	waiter budget.Waiter
 
-	// Guarded by m.mu.
-	parts   map[tp]*fetchPartition
-	running bool
+	// Guarded by m.Mu: the partitions placed here, and whether Run runs.
+	Parts   map[TP]*Cursor
+	Running bool
 
 	// The broker's fetch session (KIP-227) as this side knows it. Guarded
-	// by m.mu; only the session goroutine reads or writes it.
+	// by m.Mu; only the session goroutine reads or writes it.
 	id         int32
 	epoch      int32 // 0: the next request is a full fetch
 	useIDs     bool  // the broker session was created with topic ids
-	sent       map[tp]sentEntry
+	sent       map[TP]sentEntry
 	sessionErr int // consecutive top-level session errors
 	failures   int // consecutive failed requests, for quieter logs
 
-	// The requests in flight (see run). Guarded by m.mu; only the
+	// The requests in flight (see run). Guarded by m.Mu; only the
 	// session goroutine writes them.
 	main    *inflight
 	release *inflight
@@ -55,7 +62,7 @@ type session struct {
 
 // sentEntry is one partition as the broker's fetch session holds it.
 type sentEntry struct {
-	p            *fetchPartition
+	p            *Cursor
 	topicID      [16]byte
 	offset       int64
 	currentEpoch int32
@@ -65,10 +72,10 @@ type sentEntry struct {
 
 // inflight is a request and the session state that its success makes true.
 type inflight struct {
-	req      *fetchRequest
+	req      *wire.FetchRequest
 	full     bool
 	release  bool                // a release fetch (see run), outside the broker's session
-	next     map[tp]sentEntry    // the broker's session after the request; a release fetch's partitions
+	next     map[TP]sentEntry    // the broker's session after the request; a release fetch's partitions
 	names    map[[16]byte]string // topic id -> name, for v13+ responses
 	reserved int64               // budget bytes reserved for the response
 }
@@ -76,21 +83,24 @@ type inflight struct {
 // oorItem is a partition whose fetch offset the source rejected as out of
 // range, with the bounds the response carried (-1 when none).
 type oorItem struct {
-	p      *fetchPartition
+	p      *Cursor
 	hw, ls int64
 }
 
-func newSession(m *Manager, key sessionKey, cl *kgo.Client) *session {
-	return &session{
+// New returns the session of key, fetching through cl. It runs once Run
+// is started (Running tells, guarded by m.Mu).
+func New(m *Shared, key Key, cl *kgo.Client) *Broker {
+	return &Broker{
 		m:     m,
 		key:   key,
 		cl:    cl,
 		wake:  make(chan struct{}, 1),
-		parts: make(map[tp]*fetchPartition),
+		Parts: make(map[TP]*Cursor),
 	}
 }
 
-func (s *session) signal() {
+// Signal wakes the session goroutine.
+func (s *Broker) Signal() {
 	select {
 	case s.wake <- struct{}{}:
 	default:
@@ -99,7 +109,7 @@ func (s *session) signal() {
 
 // reset makes the next request a full fetch that replaces the broker's
 // session (id kept so the broker drops the old one).
-func (s *session) reset() {
+func (s *Broker) reset() {
 	s.epoch = 0
 	s.sent = nil
 }
@@ -112,7 +122,7 @@ type fetchResult struct {
 	took time.Duration
 }
 
-// run is the session goroutine. It exits when ctx is done or when the
+// Run is the session goroutine. It exits when ctx is done or when the
 // session has no partition left and nothing in flight (placement starts it
 // again).
 //
@@ -127,17 +137,16 @@ type fetchResult struct {
 // Whatever the timing, a delivery is accepted only from the fetch offset
 // the partition has when it arrives (handle), so no offset is delivered
 // twice or out of order.
-func (s *session) run(ctx context.Context) {
-	defer s.m.wg.Done()
+func (s *Broker) Run(ctx context.Context) {
 	m := s.m
-	m.budget.addSessions(1)
-	defer m.budget.addSessions(-1)
-	defer m.budget.leave(s)
+	m.Budget.AddSessions(1)
+	defer m.Budget.AddSessions(-1)
+	defer m.Budget.Leave(&s.waiter)
 	results := make(chan fetchResult, 2)
 	for {
-		m.mu.Lock()
-		if ctx.Err() != nil || len(s.parts) == 0 && s.main == nil && s.release == nil {
-			s.running = false
+		m.Mu.Lock()
+		if ctx.Err() != nil || len(s.Parts) == 0 && s.main == nil && s.release == nil {
+			s.Running = false
 			pending := 0
 			for _, in := range []*inflight{s.main, s.release} {
 				if in != nil {
@@ -147,12 +156,12 @@ func (s *session) run(ctx context.Context) {
 			id, epoch := s.id, s.epoch
 			s.id = 0
 			s.reset()
-			m.mu.Unlock()
+			m.Mu.Unlock()
 			for range pending { // ctx is done: they end at once
 				r := <-results
-				m.mu.Lock()
+				m.Mu.Lock()
 				s.settle(r, 0)
-				m.mu.Unlock()
+				m.Mu.Unlock()
 			}
 			if id != 0 && epoch > 0 {
 				s.closeBrokerSession(ctx, id)
@@ -165,16 +174,16 @@ func (s *session) run(ctx context.Context) {
 				budgetWait = s.send(ctx, in, s.cl, results)
 			}
 		}
-		if s.main != nil && s.release == nil && m.release != nil && budgetWait == nil {
+		if s.main != nil && s.release == nil && m.Release != nil && budgetWait == nil {
 			if in := s.buildRelease(); in != nil {
-				budgetWait = s.send(ctx, in, m.release, results)
+				budgetWait = s.send(ctx, in, m.Release, results)
 			}
 		}
-		m.mu.Unlock()
+		m.Mu.Unlock()
 		if budgetWait == nil {
 			// Nothing to ask the budget for now (or granted): do
 			// not hold the sessions queued behind.
-			m.budget.leave(s)
+			m.Budget.Leave(&s.waiter)
 		}
 
 		select {
@@ -184,7 +193,7 @@ func (s *session) run(ctx context.Context) {
 		case r := <-results:
 			// Handling may block (throttle, backoff, out of range
 			// reports): let the sessions queued behind go first.
-			m.budget.leave(s)
+			m.Budget.Leave(&s.waiter)
 			s.received(ctx, r)
 		}
 	}
@@ -192,8 +201,8 @@ func (s *session) run(ctx context.Context) {
 
 // send reserves the request's possible response size in the budget and
 // sends it from a new goroutine, or returns a channel that tells when the
-// budget has room again. Called with m.mu held.
-func (s *session) send(ctx context.Context, in *inflight, cl *kgo.Client, results chan<- fetchResult) <-chan struct{} {
+// budget has room again. Called with m.Mu held.
+func (s *Broker) send(ctx context.Context, in *inflight, cl *kgo.Client, results chan<- fetchResult) <-chan struct{} {
 	m := s.m
 	// A partition that has caught up with its high watermark asks for
 	// its full size (the broker's session keeps it unchanged) but is
@@ -201,15 +210,15 @@ func (s *session) send(ctx context.Context, in *inflight, cl *kgo.Client, result
 	// partitions reserves only one partition's worth, and data that
 	// arrives during it comes in that much; the next fetch, no longer
 	// caught up, asks for all of it.
-	floor := int64(m.partitionMax())
+	floor := int64(m.PartitionMax())
 	var want int64
 	for _, e := range in.next {
-		if p := e.p; p.hw < 0 || p.offset < p.hw {
+		if p := e.p; p.HW < 0 || p.Offset < p.HW {
 			want += int64(e.maxBytes)
 		}
 	}
-	want = min(max(want, floor), int64(m.cfg.responseMaxBytes))
-	grant, wait := m.budget.reserve(s, want, floor)
+	want = min(max(want, floor), int64(m.Config.ResponseMaxBytes))
+	grant, wait := m.Budget.Reserve(&s.waiter, want, floor)
 	if grant == 0 {
 		return wait
 	}
@@ -220,11 +229,11 @@ func (s *session) send(ctx context.Context, in *inflight, cl *kgo.Client, result
 	} else {
 		s.main = in
 		for k := range in.next {
-			s.parts[k].parked = false // the long poll has it
+			s.Parts[k].Parked = false // the long poll has it
 		}
 	}
-	m.inFlight.Add(1)
-	broker := cl.Broker(int(s.key.broker))
+	m.InFlight.Add(1)
+	broker := cl.Broker(int(s.key.Broker))
 	go func() {
 		start := time.Now()
 		kresp, err := broker.Request(ctx, in.req)
@@ -238,37 +247,37 @@ func (s *session) send(ctx context.Context, in *inflight, cl *kgo.Client, result
 }
 
 // settle ends a request: it is no longer in flight, its reservation gives
-// way to the bytes it delivered. Called with m.mu held, except when the
+// way to the bytes it delivered. Called with m.Mu held, except when the
 // session exits.
-func (s *session) settle(r fetchResult, delivered int64) {
+func (s *Broker) settle(r fetchResult, delivered int64) {
 	m := s.m
-	m.inFlight.Add(-1)
+	m.InFlight.Add(-1)
 	if r.in == s.main {
 		s.main = nil
 	} else if r.in == s.release {
 		s.release = nil
 	}
-	m.budget.settle(r.in.reserved, delivered)
+	m.Budget.Settle(r.in.reserved, delivered)
 }
 
 // received handles a request's result in the session goroutine.
-func (s *session) received(ctx context.Context, r fetchResult) {
+func (s *Broker) received(ctx context.Context, r fetchResult) {
 	m := s.m
 	in := r.in
-	if hook := m.cfg.fetchHook; hook != nil && ctx.Err() == nil {
-		info := FetchInfo{Broker: s.key.broker, Latency: r.took, Release: in.release, Err: r.err}
+	if hook := m.Config.FetchHook; hook != nil && ctx.Err() == nil {
+		info := FetchInfo{Broker: s.key.Broker, Latency: r.took, Release: in.release, Err: r.err}
 		if r.resp != nil {
-			info.Bytes = recordBytes(r.resp)
+			info.Bytes = wire.RecordBytes(r.resp)
 		}
 		hook(info)
 	}
 	abandon := func(f func()) {
-		m.mu.Lock()
+		m.Mu.Lock()
 		s.settle(r, 0)
 		if f != nil {
 			f()
 		}
-		m.mu.Unlock()
+		m.Mu.Unlock()
 	}
 	if ctx.Err() != nil {
 		abandon(nil)
@@ -279,7 +288,7 @@ func (s *session) received(ctx context.Context, r fetchResult) {
 			// The long poll, on its own connections, finds out
 			// whether the broker is gone; these partitions wait for
 			// it.
-			m.log.Debug("release fetch failed; its partitions wait for the next long poll", "broker", s.key.broker, "error", r.err)
+			m.Log.Debug("release fetch failed; its partitions wait for the next long poll", "broker", s.key.Broker, "error", r.err)
 			abandon(func() { s.park(in) })
 			return
 		}
@@ -288,8 +297,8 @@ func (s *session) received(ctx context.Context, r fetchResult) {
 		return
 	}
 	resp := r.resp
-	if n := recordBytes(resp); n > 0 && m.cfg.throttle != nil {
-		if err := m.cfg.throttle(ctx, n); err != nil {
+	if n := wire.RecordBytes(resp); n > 0 && m.Config.Throttle != nil {
+		if err := m.Config.Throttle(ctx, n); err != nil {
 			// Nothing delivered; the broker's session moved on
 			// without us, so start a new one.
 			abandon(func() {
@@ -300,8 +309,8 @@ func (s *session) received(ctx context.Context, r fetchResult) {
 				}
 			})
 			if ctx.Err() == nil {
-				m.log.Warn("fetch throttle failed; refetching", "broker", s.key.broker, "error", err)
-				_ = backoff.Sleep(ctx, m.cfg.backoff) // an ended ctx ends the loop
+				m.Log.Warn("fetch throttle failed; refetching", "broker", s.key.Broker, "error", err)
+				_ = backoff.Sleep(ctx, m.Config.Backoff) // an ended ctx ends the loop
 			}
 			return
 		}
@@ -309,8 +318,8 @@ func (s *session) received(ctx context.Context, r fetchResult) {
 
 	// Cutting and CRC-checking batches is the costly part: do it
 	// before taking the Manager's lock.
-	scans := scanResponse(resp)
-	m.mu.Lock()
+	scans := wire.Scan(resp)
+	m.Mu.Lock()
 	var oor []oorItem
 	var wait bool
 	var delivered int64
@@ -320,54 +329,54 @@ func (s *session) received(ctx context.Context, r fetchResult) {
 		oor, wait, delivered = s.handle(in, resp, scans)
 	}
 	s.settle(r, delivered)
-	m.mu.Unlock()
+	m.Mu.Unlock()
 	if len(oor) > 0 {
 		s.reportOutOfRange(ctx, oor)
 	}
 	if wait {
-		_ = backoff.Sleep(ctx, m.cfg.backoff) // an ended ctx ends the loop
+		_ = backoff.Sleep(ctx, m.Config.Backoff) // an ended ctx ends the loop
 	}
 }
 
 // park leaves the partitions of a release fetch to the next long poll.
-// Called with m.mu held.
-func (s *session) park(in *inflight) {
+// Called with m.Mu held.
+func (s *Broker) park(in *inflight) {
 	for k, e := range in.next {
-		if p := s.parts[k]; p == e.p {
-			p.parked = true
+		if p := s.Parts[k]; p == e.p {
+			p.Parked = true
 		}
 	}
 }
 
 // fetchable is the session's partitions that may be fetched, without
 // those that skip says to leave out, each with what to send for it.
-// Called with m.mu held.
-func (s *session) fetchable(skip func(tp, *fetchPartition) bool) (want map[tp]sentEntry, allIDs bool) {
-	partMax := s.m.partitionMax()
-	want = make(map[tp]sentEntry, len(s.parts))
+// Called with m.Mu held.
+func (s *Broker) fetchable(skip func(TP, *Cursor) bool) (want map[TP]sentEntry, allIDs bool) {
+	partMax := s.m.PartitionMax()
+	want = make(map[TP]sentEntry, len(s.Parts))
 	allIDs = true
-	for k, p := range s.parts {
-		if p.paused || skip(k, p) {
+	for k, p := range s.Parts {
+		if p.Paused || skip(k, p) {
 			continue
 		}
 		want[k] = sentEntry{
 			p:            p,
-			topicID:      p.topicID,
-			offset:       p.offset,
-			currentEpoch: p.currentEpoch,
-			lastEpoch:    p.lastEpoch,
-			maxBytes:     max(partMax, p.maxBytes),
+			topicID:      p.TopicID,
+			offset:       p.Offset,
+			currentEpoch: p.CurrentEpoch,
+			lastEpoch:    p.LastEpoch,
+			maxBytes:     max(partMax, p.MaxBytes),
 		}
-		allIDs = allIDs && p.topicID != [16]byte{}
+		allIDs = allIDs && p.TopicID != [16]byte{}
 	}
 	return want, allIDs
 }
 
 // build makes the next long poll from the session's fetchable partitions
-// (but those in a release fetch), nil when there is none. Called with m.mu
+// (but those in a release fetch), nil when there is none. Called with m.Mu
 // held.
-func (s *session) build() *inflight {
-	want, allIDs := s.fetchable(func(k tp, _ *fetchPartition) bool {
+func (s *Broker) build() *inflight {
+	want, allIDs := s.fetchable(func(k TP, _ *Cursor) bool {
 		if s.release == nil {
 			return false
 		}
@@ -386,8 +395,8 @@ func (s *session) build() *inflight {
 		s.useIDs = allIDs
 	}
 	req := s.request(in, s.useIDs)
-	req.MaxWaitMillis = int32(s.m.cfg.maxWait.Milliseconds())
-	req.MinBytes = s.m.cfg.minBytes
+	req.MaxWaitMillis = int32(s.m.Config.MaxWait.Milliseconds())
+	req.MinBytes = s.m.Config.MinBytes
 	req.SessionID = s.id
 	req.SessionEpoch = s.epoch
 	return in
@@ -395,11 +404,11 @@ func (s *session) build() *inflight {
 
 // buildRelease makes a release fetch for the session's fetchable
 // partitions that are neither in the long poll in flight nor parked, nil
-// when there is none. Called with m.mu held, while the long poll is out.
-func (s *session) buildRelease() *inflight {
-	want, allIDs := s.fetchable(func(k tp, p *fetchPartition) bool {
+// when there is none. Called with m.Mu held, while the long poll is out.
+func (s *Broker) buildRelease() *inflight {
+	want, allIDs := s.fetchable(func(k TP, p *Cursor) bool {
 		_, inMain := s.main.next[k]
-		return inMain || p.parked
+		return inMain || p.Parked
 	})
 	if len(want) == 0 {
 		return nil
@@ -417,25 +426,25 @@ func (s *session) buildRelease() *inflight {
 // request fills in.req with in.next's partitions: all of them for a full
 // fetch, else those the broker's session does not hold as they are, and
 // the ones it holds that are no longer wanted as forgotten. MaxBytes is set
-// by send. Called with m.mu held.
-func (s *session) request(in *inflight, useIDs bool) *kmsg.FetchRequest {
+// by send. Called with m.Mu held.
+func (s *Broker) request(in *inflight, useIDs bool) *kmsg.FetchRequest {
 	req := kmsg.NewPtrFetchRequest()
 	req.ReplicaID = -1     // a consumer; v15+ carries it in ReplicaState, -1 by default
 	req.IsolationLevel = 0 // read_uncommitted: markers and open transactions are mirrored as they are
 	in.names = make(map[[16]byte]string)
 
 	topicIdx := make(map[string]int)
-	add := func(k tp, e sentEntry) {
-		i, ok := topicIdx[k.topic]
+	add := func(k TP, e sentEntry) {
+		i, ok := topicIdx[k.Topic]
 		if !ok {
 			t := kmsg.NewFetchRequestTopic()
-			t.Topic, t.TopicID = k.topic, e.topicID
+			t.Topic, t.TopicID = k.Topic, e.topicID
 			req.Topics = append(req.Topics, t)
 			i = len(req.Topics) - 1
-			topicIdx[k.topic] = i
+			topicIdx[k.Topic] = i
 		}
 		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition = k.partition
+		rp.Partition = k.Partition
 		rp.FetchOffset = e.offset
 		rp.CurrentLeaderEpoch = e.currentEpoch
 		rp.LastFetchedEpoch = e.lastEpoch
@@ -444,7 +453,7 @@ func (s *session) request(in *inflight, useIDs bool) *kmsg.FetchRequest {
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 	}
 	for k, e := range in.next {
-		in.names[e.topicID] = k.topic // responses may carry any partition of the session
+		in.names[e.topicID] = k.Topic // responses may carry any partition of the session
 		if old, ok := s.sent[k]; !in.full && ok && old == e {
 			continue // the broker has it as it is
 		}
@@ -456,57 +465,57 @@ func (s *session) request(in *inflight, useIDs bool) *kmsg.FetchRequest {
 			if _, ok := in.next[k]; ok {
 				continue
 			}
-			i, ok := forgotten[k.topic]
+			i, ok := forgotten[k.Topic]
 			if !ok {
 				ft := kmsg.NewFetchRequestForgottenTopic()
-				ft.Topic, ft.TopicID = k.topic, old.topicID
+				ft.Topic, ft.TopicID = k.Topic, old.topicID
 				req.ForgottenTopics = append(req.ForgottenTopics, ft)
 				i = len(req.ForgottenTopics) - 1
-				forgotten[k.topic] = i
+				forgotten[k.Topic] = i
 			}
-			req.ForgottenTopics[i].Partitions = append(req.ForgottenTopics[i].Partitions, k.partition)
+			req.ForgottenTopics[i].Partitions = append(req.ForgottenTopics[i].Partitions, k.Partition)
 		}
 	}
-	in.req = &fetchRequest{FetchRequest: req, maxVersion: 12}
+	in.req = &wire.FetchRequest{FetchRequest: req, Highest: 12}
 	if useIDs {
-		in.req.maxVersion = req.MaxVersion()
+		in.req.Highest = req.MaxVersion()
 	}
 	return req
 }
 
 // requestFailed handles a fetch that got no response: the broker is
 // unreachable, gone, or refused the connection's credentials.
-func (s *session) requestFailed(err error) {
+func (s *Broker) requestFailed(err error) {
 	m := s.m
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.Mu.Lock()
+	defer m.Mu.Unlock()
 	s.reset()
-	if isAuthenticationErr(err) {
-		aerr := authenticationError(s.key.broker, err)
-		m.log.Error("source broker rejected the mirror's credentials; failing its partitions", "broker", s.key.broker, "partitions", len(s.parts), "error", err)
-		for _, p := range s.parts {
-			m.fail(p, aerr)
+	if wire.IsAuthenticationErr(err) {
+		aerr := AuthenticationError(s.key.Broker, err)
+		m.Log.Error("source broker rejected the mirror's credentials; failing its partitions", "broker", s.key.Broker, "partitions", len(s.Parts), "error", err)
+		for _, p := range s.Parts {
+			m.Fail(p, aerr)
 		}
 		return
 	}
 	// A broker that stays unreachable fails every backoff: say so once,
 	// then now and then.
 	s.failures++
-	logf := m.log.Debug
+	logf := m.Log.Debug
 	if s.failures == 1 || s.failures%30 == 0 {
-		logf = m.log.Info
+		logf = m.Log.Info
 	}
-	logf("fetch from source broker failed; partitions wait for fresh metadata", "broker", s.key.broker, "fetcher", s.key.fetcher, "partitions", len(s.parts), "consecutive_failures", s.failures, "retry_in", m.cfg.backoff, "error", err)
-	for _, p := range s.parts {
-		m.relocate(p, fmt.Errorf("%s: fetching from source broker %d: %w", p.key, s.key.broker, err))
+	logf("fetch from source broker failed; partitions wait for fresh metadata", "broker", s.key.Broker, "fetcher", s.key.Fetcher, "partitions", len(s.Parts), "consecutive_failures", s.failures, "retry_in", m.Config.Backoff, "error", err)
+	for _, p := range s.Parts {
+		m.Relocate(p, fmt.Errorf("%s: fetching from source broker %d: %w", p.Key, s.key.Broker, err))
 	}
 }
 
 // handle applies a long poll's response: session bookkeeping, then each
-// partition. Called with m.mu held. It returns the partitions found out of
+// partition. Called with m.Mu held. It returns the partitions found out of
 // range (to report once their log bounds are read, without the lock),
 // whether the session should back off, and the bytes delivered.
-func (s *session) handle(in *inflight, resp *kmsg.FetchResponse, scans *scannedResponse) (oor []oorItem, wait bool, delivered int64) {
+func (s *Broker) handle(in *inflight, resp *kmsg.FetchResponse, scans *wire.ScannedResponse) (oor []oorItem, wait bool, delivered int64) {
 	m := s.m
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
 		s.sessionErr++
@@ -517,21 +526,21 @@ func (s *session) handle(in *inflight, resp *kmsg.FetchResponse, scans *scannedR
 			// had room): start over with a new session.
 			s.id = 0
 			s.reset()
-			m.log.Info("fetch session not found on the broker; starting a new one", "broker", s.key.broker, "fetcher", s.key.fetcher)
+			m.Log.Info("fetch session not found on the broker; starting a new one", "broker", s.key.Broker, "fetcher", s.key.Fetcher)
 		case errors.Is(err, kerr.InvalidFetchSessionEpoch):
 			s.reset()
-			m.log.Info("fetch session epoch rejected; starting a new session", "broker", s.key.broker, "fetcher", s.key.fetcher)
+			m.Log.Info("fetch session epoch rejected; starting a new session", "broker", s.key.Broker, "fetcher", s.key.Fetcher)
 		case errors.Is(err, kerr.FetchSessionTopicIDError), errors.Is(err, kerr.InconsistentTopicID):
 			s.id = 0
 			s.reset()
-			m.log.Info("fetch session topic id error; re-reading metadata", "broker", s.key.broker, "error", err)
-			for _, p := range s.parts {
-				m.relocate(p, fmt.Errorf("%s: fetching from source broker %d: %w", p.key, s.key.broker, err))
+			m.Log.Info("fetch session topic id error; re-reading metadata", "broker", s.key.Broker, "error", err)
+			for _, p := range s.Parts {
+				m.Relocate(p, fmt.Errorf("%s: fetching from source broker %d: %w", p.Key, s.key.Broker, err))
 			}
 		default:
 			s.reset()
 			wait = true
-			m.log.Warn("unexpected fetch error from source broker; starting a new session after a backoff", "broker", s.key.broker, "error", err)
+			m.Log.Warn("unexpected fetch error from source broker; starting a new session after a backoff", "broker", s.key.Broker, "error", err)
 		}
 		return nil, wait, 0
 	}
@@ -546,7 +555,7 @@ func (s *session) handle(in *inflight, resp *kmsg.FetchResponse, scans *scannedR
 	case in.full:
 		s.id, s.epoch, s.sent = resp.SessionID, 1, in.next
 	default:
-		s.epoch, s.sent = nextEpoch(s.epoch), in.next
+		s.epoch, s.sent = wire.NextEpoch(s.epoch), in.next
 	}
 
 	oor, resetSession, delivered := s.handlePartitions(in, resp, scans)
@@ -557,28 +566,28 @@ func (s *session) handle(in *inflight, resp *kmsg.FetchResponse, scans *scannedR
 }
 
 // handleRelease applies a release fetch's response. Its partitions that got
-// nothing new are parked until the next long poll. Called with m.mu held.
-func (s *session) handleRelease(in *inflight, resp *kmsg.FetchResponse, scans *scannedResponse) (oor []oorItem, delivered int64) {
+// nothing new are parked until the next long poll. Called with m.Mu held.
+func (s *Broker) handleRelease(in *inflight, resp *kmsg.FetchResponse, scans *wire.ScannedResponse) (oor []oorItem, delivered int64) {
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-		s.m.log.Debug("release fetch failed; its partitions wait for the next long poll", "broker", s.key.broker, "error", err)
+		s.m.Log.Debug("release fetch failed; its partitions wait for the next long poll", "broker", s.key.Broker, "error", err)
 		s.park(in)
 		return nil, 0
 	}
 	oor, _, delivered = s.handlePartitions(in, resp, scans)
 	for k, e := range in.next {
-		if p := s.parts[k]; p == e.p && p.offset == e.offset {
-			p.parked = true
+		if p := s.Parts[k]; p == e.p && p.Offset == e.offset {
+			p.Parked = true
 		}
 	}
 	return oor, delivered
 }
 
 // handlePartitions applies each partition of an error-free response.
-// Called with m.mu held.
-func (s *session) handlePartitions(in *inflight, resp *kmsg.FetchResponse, scans *scannedResponse) (oor []oorItem, resetSession bool, delivered int64) {
+// Called with m.Mu held.
+func (s *Broker) handlePartitions(in *inflight, resp *kmsg.FetchResponse, scans *wire.ScannedResponse) (oor []oorItem, resetSession bool, delivered int64) {
 	m := s.m
-	var pinned []held
-	defer func() { delivered += m.pin(pinned, int64(scans.bytes)-delivered) }()
+	var pinned []share
+	defer func() { delivered += m.pin(pinned, int64(scans.Bytes)-delivered) }()
 	for i := range resp.Topics {
 		rt := &resp.Topics[i]
 		name := rt.Topic
@@ -587,88 +596,52 @@ func (s *session) handlePartitions(in *inflight, resp *kmsg.FetchResponse, scans
 		}
 		for j := range rt.Partitions {
 			rp := &rt.Partitions[j]
-			key := tp{name, rp.Partition}
+			key := TP{name, rp.Partition}
 			ent, ok := in.next[key]
 			if !ok {
 				continue
 			}
-			p := s.parts[key]
-			if p == nil || p != ent.p || p.state != psActive || p.offset != ent.offset {
+			p := s.Parts[key]
+			if p == nil || p != ent.p || p.Phase != Active || p.Offset != ent.offset {
 				continue // removed, re-added or moved meanwhile: stale
 			}
 			err := kerr.ErrorForCode(rp.ErrorCode)
 			switch {
 			case err == nil:
-				if n := s.apply(p, rp, &scans.parts[i][j], ent.maxBytes); n > 0 {
+				if n := s.apply(p, rp, &scans.Parts[i][j], ent.maxBytes); n > 0 {
 					delivered += n
-					pinned = append(pinned, held{p: p, n: n})
+					pinned = append(pinned, share{p: p, n: n})
 				}
 			case errors.Is(err, kerr.OffsetOutOfRange):
-				m.detach(p)
-				p.state = psReporting
+				m.Detach(p)
+				p.Phase = Reporting
 				oor = append(oor, oorItem{p: p, hw: rp.HighWatermark, ls: rp.LogStartOffset})
 			case errors.Is(err, kerr.TopicAuthorizationFailed):
-				m.fail(p, authorizationError(key.topic, key.partition, err))
-			case retriable(err):
+				m.Fail(p, AuthorizationError(key.Topic, key.Partition, err))
+			case wire.Retriable(err):
 				if errors.Is(err, kerr.InconsistentTopicID) || errors.Is(err, kerr.UnknownTopicID) {
 					resetSession = true // the broker resolved the name once, at insertion
 				}
-				m.relocate(p, fmt.Errorf("%s: fetching from source broker %d: %w", key, s.key.broker, err))
+				m.Relocate(p, fmt.Errorf("%s: fetching from source broker %d: %w", key, s.key.Broker, err))
 			default:
-				m.fail(p, fmt.Errorf("%s: fetching from source broker %d: %w (not retriable)", key, s.key.broker, err))
+				m.Fail(p, fmt.Errorf("%s: fetching from source broker %d: %w (not retriable)", key, s.key.Broker, err))
 			}
 		}
 	}
 	return oor, resetSession, delivered
 }
 
-// scanned is one partition's Records cut into whole, CRC-checked batches.
-type scanned struct {
-	batches []batch.Batch
-	err     error  // the batch at rest is invalid
-	rest    []byte // trailing partial batch, or the invalid batch onwards
-}
-
-// scannedResponse is a response's partitions cut into batches.
-type scannedResponse struct {
-	parts [][]scanned // indexed like resp.Topics and their Partitions
-	bytes int         // record bytes of the whole response
-}
-
-// scanResponse cuts every partition's Records.
-func scanResponse(resp *kmsg.FetchResponse) *scannedResponse {
-	sr := &scannedResponse{parts: make([][]scanned, len(resp.Topics))}
-	out := sr.parts
-	for i := range resp.Topics {
-		parts := resp.Topics[i].Partitions
-		out[i] = make([]scanned, len(parts))
-		for j := range parts {
-			if len(parts[j].RecordBatches) == 0 {
-				continue
-			}
-			sr.bytes += len(parts[j].RecordBatches)
-			sc := batch.NewScanner(parts[j].RecordBatches)
-			var bs []batch.Batch
-			for sc.Next() {
-				bs = append(bs, sc.Batch())
-			}
-			out[i][j] = scanned{batches: bs, err: sc.Err(), rest: sc.Rest()}
-		}
-	}
-	return sr
-}
-
 // apply delivers one partition's error-free response, in which it was
 // asked for at most maxBytes, and returns the bytes delivered. Called with
-// m.mu held.
-func (s *session) apply(p *fetchPartition, rp *kmsg.FetchResponseTopicPartition, sc *scanned, maxBytes int32) int64 {
+// m.Mu held.
+func (s *Broker) apply(p *Cursor, rp *kmsg.FetchResponseTopicPartition, sc *wire.Scanned, maxBytes int32) int64 {
 	m := s.m
 	if rp.DivergingEpoch.Epoch >= 0 || rp.DivergingEpoch.EndOffset >= 0 {
-		m.fail(p, &DivergedError{
-			Topic:              p.key.topic,
-			Partition:          p.key.partition,
-			FetchOffset:        p.offset,
-			LastFetchedEpoch:   p.lastEpoch,
+		m.Fail(p, &delivery.DivergedError{
+			Topic:              p.Key.Topic,
+			Partition:          p.Key.Partition,
+			FetchOffset:        p.Offset,
+			LastFetchedEpoch:   p.LastEpoch,
 			DivergingEpoch:     rp.DivergingEpoch.Epoch,
 			DivergingEndOffset: rp.DivergingEpoch.EndOffset,
 		})
@@ -680,12 +653,12 @@ func (s *session) apply(p *fetchPartition, rp *kmsg.FetchResponseTopicPartition,
 			*dst, changed = v, true
 		}
 	}
-	update(&p.hw, rp.HighWatermark)
-	update(&p.lso, rp.LastStableOffset)
-	update(&p.logStart, rp.LogStartOffset)
+	update(&p.HW, rp.HighWatermark)
+	update(&p.LSO, rp.LastStableOffset)
+	update(&p.LogStart, rp.LogStartOffset)
 
-	batches := sc.batches
-	for len(batches) > 0 && batches[0].NextOffset() <= p.offset {
+	batches := sc.Batches
+	for len(batches) > 0 && batches[0].NextOffset() <= p.Offset {
 		batches = batches[1:] // ends before the fetch offset
 	}
 	n := 0
@@ -694,7 +667,7 @@ func (s *session) apply(p *fetchPartition, rp *kmsg.FetchResponseTopicPartition,
 		n += len(b)
 		largest = max(largest, int32(min(len(b), math.MaxInt32)))
 	}
-	p.err = nil
+	p.Err = nil
 	// Read what the fetcher needs from the batches before delivering them:
 	// the receiver owns them from then on and re-stamps them in place (the
 	// writer zeroes their base offset).
@@ -705,51 +678,51 @@ func (s *session) apply(p *fetchPartition, rp *kmsg.FetchResponseTopicPartition,
 		nextOffset, nextEpoch = last.NextOffset(), last.PartitionLeaderEpoch()
 	}
 	if len(batches) > 0 || changed {
-		p.sink.Deliver(Fetched{
-			Topic:            p.key.topic,
-			Partition:        p.key.partition,
-			FetchOffset:      p.offset,
+		p.Sink.Deliver(delivery.Fetched{
+			Topic:            p.Key.Topic,
+			Partition:        p.Key.Partition,
+			FetchOffset:      p.Offset,
 			Batches:          batches,
-			HighWatermark:    p.hw,
-			LastStableOffset: p.lso,
-			LogStartOffset:   p.logStart,
+			HighWatermark:    p.HW,
+			LastStableOffset: p.LSO,
+			LogStartOffset:   p.LogStart,
 		})
 	}
 	if len(batches) > 0 {
-		p.offset = nextOffset
-		p.lastEpoch = nextEpoch
+		p.Offset = nextOffset
+		p.LastEpoch = nextEpoch
 		// A partition whose batches are larger than its fetch size
 		// (which shrinks as partitions are added) asks next for the
 		// largest it just got, so that a broker does not cut its next
 		// batch (a partial batch costs a second round trip).
-		p.maxBytes = 0
-		if largest > m.partitionMax() {
-			p.maxBytes = largest
+		p.MaxBytes = 0
+		if largest > m.PartitionMax() {
+			p.MaxBytes = largest
 		}
-		p.corrupt = 0
-		p.outstanding += int64(n)
-		m.buffered += int64(n)
-		if p.outstanding >= m.pauseAt() {
-			p.paused = true // forgotten in the next request until Done
+		p.Corrupt = 0
+		p.Ledger.Add(int64(n))
+		m.Buffered += int64(n)
+		if p.Ledger.Outstanding() >= m.PauseAt() {
+			p.Paused = true // forgotten in the next request until Done
 		}
 	}
-	if err := sc.err; err != nil {
-		err = fmt.Errorf("%s: source batch at or after offset %d: %w", p.key, p.offset, err)
-		if errors.Is(err, batch.ErrUnsupportedMagic) || p.corrupt >= maxCorruptRefetches {
-			m.fail(p, err)
+	if err := sc.Err; err != nil {
+		err = fmt.Errorf("%s: source batch at or after offset %d: %w", p.Key, p.Offset, err)
+		if errors.Is(err, batch.ErrUnsupportedMagic) || p.Corrupt >= MaxCorruptRefetches {
+			m.Fail(p, err)
 			return int64(n)
 		}
-		p.corrupt++
-		m.relocate(p, err)
+		p.Corrupt++
+		m.Relocate(p, err)
 		return int64(n)
 	}
-	if rest := sc.rest; len(batches) == 0 && len(rest) >= batch.LogOverhead {
+	if rest := sc.Rest; len(batches) == 0 && len(rest) >= batch.LogOverhead {
 		// Only a partial batch: it is larger than the partition limit
 		// (a broker that does not return an oversized first batch
 		// whole). Ask for it whole, once.
 		size := int64(binary.BigEndian.Uint32(rest[8:12])) + batch.LogOverhead
 		if size > int64(maxBytes) && size <= math.MaxInt32 {
-			p.maxBytes = int32(size)
+			p.MaxBytes = int32(size)
 		}
 	}
 	return int64(n)
@@ -757,126 +730,54 @@ func (s *session) apply(p *fetchPartition, rp *kmsg.FetchResponseTopicPartition,
 
 // reportOutOfRange reads the log bounds of partitions found out of range
 // and fails them with an *OffsetOutOfRangeError.
-func (s *session) reportOutOfRange(ctx context.Context, items []oorItem) {
+func (s *Broker) reportOutOfRange(ctx context.Context, items []oorItem) {
 	m := s.m
-	parts := make([]tp, len(items))
+	parts := make([]wire.Partition, len(items))
 	for i, it := range items {
-		parts[i] = it.p.key
+		parts[i] = wire.Partition{Topic: it.p.Key.Topic, Partition: it.p.Key.Partition}
 	}
 	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	starts := m.listOffsets(lctx, parts, -2)
 	ends := m.listOffsets(lctx, parts, -1)
 	cancel()
 
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.Mu.Lock()
+	defer m.Mu.Unlock()
 	for _, it := range items {
 		p := it.p
-		if m.parts[p.key] != p || p.state != psReporting {
+		if m.Parts[p.Key] != p || p.Phase != Reporting {
 			continue
 		}
-		ls, ok := starts[p.key]
+		at := wire.Partition{Topic: p.Key.Topic, Partition: p.Key.Partition}
+		ls, ok := starts[at]
 		if !ok {
 			ls = it.ls
 		}
-		le, ok := ends[p.key]
+		le, ok := ends[at]
 		if !ok {
 			le = it.hw
 		}
 		if ls >= 0 {
-			p.logStart = ls
+			p.LogStart = ls
 		}
 		if le >= 0 {
-			p.hw = le
+			p.HW = le
 		}
-		m.fail(p, &OffsetOutOfRangeError{
-			Topic:          p.key.topic,
-			Partition:      p.key.partition,
-			FetchOffset:    p.offset,
+		m.Fail(p, &delivery.OffsetOutOfRangeError{
+			Topic:          p.Key.Topic,
+			Partition:      p.Key.Partition,
+			FetchOffset:    p.Offset,
 			LogStartOffset: ls,
 			LogEndOffset:   le,
 		})
 	}
 }
 
-// listOffsets returns the offsets for timestamp ts (-2 log start, -1 end)
-// of parts, leaving out any it cannot read. Best effort.
-func (m *Manager) listOffsets(ctx context.Context, parts []tp, ts int64) map[tp]int64 {
-	req := kmsg.NewPtrListOffsetsRequest()
-	req.ReplicaID = -1
-	idx := make(map[string]int)
-	for _, k := range parts {
-		i, ok := idx[k.topic]
-		if !ok {
-			t := kmsg.NewListOffsetsRequestTopic()
-			t.Topic = k.topic
-			req.Topics = append(req.Topics, t)
-			i = len(req.Topics) - 1
-			idx[k.topic] = i
-		}
-		p := kmsg.NewListOffsetsRequestTopicPartition()
-		p.Partition = k.partition
-		p.Timestamp = ts
-		req.Topics[i].Partitions = append(req.Topics[i].Partitions, p)
+// closeBrokerSession tells the broker to drop the session, so stopped
+// mirrors do not hold slots of its session cache. Best effort, bounded by
+// closeTimeout even when ctx is already done.
+func (s *Broker) closeBrokerSession(ctx context.Context, id int32) {
+	if err := wire.CloseSession(ctx, s.cl, s.key.Broker, id, s.m.Config.CloseTimeout); err != nil {
+		s.m.Log.Debug("closing the fetch session failed; the broker will evict it", "broker", s.key.Broker, "session", id, "error", err)
 	}
-	out := make(map[tp]int64)
-	resp, err := req.RequestWith(ctx, m.cl)
-	if err != nil {
-		m.log.Debug("cannot list source offsets for an out of range report", "error", err)
-		return out
-	}
-	for _, t := range resp.Topics {
-		for _, p := range t.Partitions {
-			if p.ErrorCode == 0 && p.Offset >= 0 {
-				out[tp{t.Topic, p.Partition}] = p.Offset
-			}
-		}
-	}
-	return out
-}
-
-// closeBrokerSession tells the broker to drop the session (epoch -1), so
-// stopped mirrors do not hold slots of its session cache. Best effort,
-// bounded by closeTimeout even when ctx is already done.
-func (s *session) closeBrokerSession(ctx context.Context, id int32) {
-	req := kmsg.NewPtrFetchRequest()
-	req.ReplicaID = -1
-	req.SessionID = id
-	req.SessionEpoch = -1
-	req.MaxWaitMillis = 0
-	req.MinBytes = 0
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.m.cfg.closeTimeout)
-	defer cancel()
-	if _, err := s.cl.Broker(int(s.key.broker)).Request(cctx, &fetchRequest{FetchRequest: req, maxVersion: req.MaxVersion()}); err != nil {
-		s.m.log.Debug("closing the fetch session failed; the broker will evict it", "broker", s.key.broker, "session", id, "error", err)
-	}
-}
-
-// fetchRequest is a FetchRequest whose highest version the session decides:
-// sessions without topic ids stay at v12 (names), since kgo picks the
-// version only at send time. Timeout lets kgo extend the read deadline by
-// the long-poll wait, as it does for its own fetches.
-type fetchRequest struct {
-	*kmsg.FetchRequest
-	maxVersion int16
-}
-
-func (r *fetchRequest) MaxVersion() int16 { return r.maxVersion }
-func (r *fetchRequest) Timeout() int32    { return r.MaxWaitMillis }
-
-func recordBytes(resp *kmsg.FetchResponse) int {
-	n := 0
-	for i := range resp.Topics {
-		for j := range resp.Topics[i].Partitions {
-			n += len(resp.Topics[i].Partitions[j].RecordBatches)
-		}
-	}
-	return n
-}
-
-func nextEpoch(e int32) int32 {
-	if e == math.MaxInt32 {
-		return 1
-	}
-	return e + 1
 }

@@ -1,4 +1,4 @@
-package fetcher
+package session
 
 import (
 	"fmt"
@@ -8,6 +8,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/core/batch"
+	"github.com/kmirror/kmirror/core/fetcher/delivery"
+	"github.com/kmirror/kmirror/core/fetcher/internal/wire"
 )
 
 // BenchmarkResponse measures what a session does with one fetch response
@@ -29,13 +31,11 @@ func BenchmarkResponse(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer cl.Close()
-			m, err := New(cl, WithMaxBufferedBytes(1<<62))
-			if err != nil {
-				b.Fatal(err)
-			}
-			s := newSession(m, sessionKey{}, cl)
+			m := testShared(cl)
+			m.Config.MaxBuffered, m.Config.MaxBufferedSet = 1<<62, true
+			s := New(m, Key{}, cl)
 			id := [16]byte{1}
-			in := &inflight{next: make(map[tp]sentEntry), names: map[[16]byte]string{id: "bench"}}
+			in := &inflight{next: make(map[TP]sentEntry), names: map[[16]byte]string{id: "bench"}}
 			resp := kmsg.NewPtrFetchResponse()
 			resp.Version = 18
 			resp.SessionID = 1
@@ -44,10 +44,10 @@ func BenchmarkResponse(b *testing.B) {
 			value := make([]byte, tc.recordBytes)
 			total := 0
 			for p := range int32(tc.parts) {
-				part := &fetchPartition{key: tp{"bench", p}, topicID: id, state: psActive, sink: SinkFunc(func(Fetched) {}), hw: -1, lso: -1, logStart: -1}
-				s.parts[part.key] = part
-				m.parts[part.key] = part
-				in.next[part.key] = sentEntry{p: part}
+				part := &Cursor{Key: TP{"bench", p}, TopicID: id, Phase: Active, Sink: delivery.SinkFunc(func(delivery.Fetched) {}), HW: -1, LSO: -1, LogStart: -1}
+				s.Parts[part.Key] = part
+				m.Parts[part.Key] = part
+				in.next[part.Key] = sentEntry{p: part}
 				rp := kmsg.NewFetchResponseTopicPartition()
 				rp.Partition = p
 				for i := range tc.batches {
@@ -68,22 +68,22 @@ func BenchmarkResponse(b *testing.B) {
 			for i := range b.N {
 				// Each round replays the same response from offset 0,
 				// with watermarks that change, as fresh data would.
-				for _, p := range s.parts {
-					p.offset, p.hw = 0, -1
-					p.held = p.held[:0] // as if acknowledged
+				for _, p := range s.Parts {
+					p.Offset, p.HW = 0, -1
+					p.Ledger.Reset() // as if acknowledged
 				}
 				s.epoch = int32(i%1000 + 1)
-				scans := scanResponse(resp)
-				m.mu.Lock()
+				scans := wire.Scan(resp)
+				m.Mu.Lock()
 				oor, _, _ := s.handle(in, resp, scans)
-				m.mu.Unlock()
+				m.Mu.Unlock()
 				if len(oor) > 0 {
 					b.Fatal("unexpected out of range")
 				}
 			}
-			for _, p := range s.parts {
-				if p.offset != int64(tc.batches) {
-					b.Fatalf("%s at offset %d, want %d", p.key, p.offset, tc.batches)
+			for _, p := range s.Parts {
+				if p.Offset != int64(tc.batches) {
+					b.Fatalf("%s at offset %d, want %d", p.Key, p.Offset, tc.batches)
 				}
 			}
 		})
