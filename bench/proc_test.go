@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -156,21 +157,16 @@ func TestWaitQuietWaitsWhileAProcessIsBusy(t *testing.T) {
 	ctx := t.Context()
 	// Two spinners and a low threshold: on a machine loaded by other
 	// tests a spinner may get a small share of a core, never none.
-	stop := make(chan struct{})
+	var stop atomic.Bool
 	var spinners sync.WaitGroup
 	for range 2 {
-		spinners.Go(func() { // owned by this test: spins until stop closes
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
+		spinners.Go(func() { // owned by this test: spins until stop is set
+			for n := 0; !stop.Load(); n++ {
 			}
 		})
 	}
 	waited, quiet := waitQuiet(ctx, []int{os.Getpid()}, 0.05, time.Second, 2500*time.Millisecond)
-	close(stop)
+	stop.Store(true)
 	spinners.Wait()
 	if quiet {
 		t.Fatalf("a process spinning a core was judged quiet after %s", waited)
