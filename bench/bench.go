@@ -470,7 +470,7 @@ func (b *bench) runContender(ctx context.Context, c contender, sc Scenario, topi
 	// the last run's writes) are written back first, so that no contender
 	// copies while the kernel flushes a gigabyte under it.
 	syscall.Sync()
-	if d, quiet := waitQuiet(ctx, []int{b.src.BrokerPID(0), b.dst.BrokerPID(0)}, quietCPU, quietFor, quietMax); !quiet {
+	if d, quiet := waitQuiet(ctx, []int{b.src.BrokerPID(0), b.dst.BrokerPID(0)}, []int{b.dst.BrokerPID(0)}, quietCPU, quietFor, quietMax); !quiet {
 		log.Printf("bench: %s / %s: the brokers were still busy after %s; starting anyway", sc.Name, c.Name(), d.Round(time.Second))
 	} else if d > 5*time.Second {
 		log.Printf("bench: %s / %s: waited %s for the brokers to be quiet", sc.Name, c.Name(), d.Round(time.Second))

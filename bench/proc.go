@@ -210,10 +210,46 @@ const (
 	quietMax = 5 * time.Minute
 )
 
+// drained says whether pid holds at most a quarter of the open files it may
+// (true when it cannot tell). A broker closes a deleted topic's files only
+// when it deletes them (file.delete.delay.ms, a minute, after the topic is
+// gone from the metadata): with 10,000 partitions per topic and a limit of
+// 20,000 files on this machine, the next contender's topic would make the
+// broker fail with "Too many open files" and leave partitions without a log.
+func drained(pid int) bool {
+	if pid <= 0 {
+		return true
+	}
+	fds, err := os.ReadDir(filepath.Join("/proc", strconv.Itoa(pid), "fd"))
+	if err != nil {
+		return true
+	}
+	limit := openFilesLimit(pid)
+	return limit <= 0 || len(fds) <= limit/4
+}
+
+// openFilesLimit returns pid's soft limit of open files, 0 when unknown.
+func openFilesLimit(pid int) int {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "limits"))
+	if err != nil {
+		return 0
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "Max open files"); ok {
+			if f := strings.Fields(rest); len(f) > 0 {
+				n, _ := strconv.Atoi(f[0])
+				return n
+			}
+		}
+	}
+	return 0
+}
+
 // waitQuiet waits until every process in pids has used less than share of
-// one core over each second of a span of d, or until max has passed or ctx
-// ends. It returns how long it waited and whether the processes were quiet.
-func waitQuiet(ctx context.Context, pids []int, share float64, d, max time.Duration) (time.Duration, bool) {
+// one core over each second of a span of d, and every process in drain has
+// released its files (drained), or until max has passed or ctx ends. It
+// returns how long it waited and whether the processes were quiet.
+func waitQuiet(ctx context.Context, pids, drain []int, share float64, d, max time.Duration) (time.Duration, bool) {
 	start := time.Now()
 	calm := time.Duration(0)
 	last := make([]time.Duration, len(pids))
@@ -238,6 +274,11 @@ func waitQuiet(ctx context.Context, pids []int, share float64, d, max time.Durat
 				busy = true
 			}
 			last[i] = now
+		}
+		for _, pid := range drain {
+			if !drained(pid) {
+				busy = true
+			}
 		}
 		if busy {
 			calm = 0

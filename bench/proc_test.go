@@ -165,7 +165,7 @@ func TestWaitQuietWaitsWhileAProcessIsBusy(t *testing.T) {
 			}
 		})
 	}
-	waited, quiet := waitQuiet(ctx, []int{os.Getpid()}, 0.05, time.Second, 2500*time.Millisecond)
+	waited, quiet := waitQuiet(ctx, []int{os.Getpid()}, []int{os.Getpid()}, 0.05, time.Second, 2500*time.Millisecond)
 	stop.Store(true)
 	spinners.Wait()
 	if quiet {
@@ -174,11 +174,23 @@ func TestWaitQuietWaitsWhileAProcessIsBusy(t *testing.T) {
 	if waited < 2500*time.Millisecond {
 		t.Fatalf("gave up after %s, before the 2.5 s bound", waited)
 	}
-	waited, quiet = waitQuiet(ctx, []int{os.Getpid()}, 0.05, time.Second, 30*time.Second)
+	waited, quiet = waitQuiet(ctx, []int{os.Getpid()}, []int{os.Getpid()}, 0.05, time.Second, 30*time.Second)
 	if !quiet {
 		t.Fatalf("an idle process was not judged quiet within %s", waited)
 	}
 	if waited < time.Second {
 		t.Fatalf("judged quiet after %s, before the 1 s span", waited)
+	}
+}
+
+func TestOpenFilesLimitAndDrained(t *testing.T) {
+	if n := openFilesLimit(os.Getpid()); n <= 0 {
+		t.Fatalf("open files limit of this process: %d", n)
+	}
+	if !drained(os.Getpid()) {
+		t.Fatalf("a test process holding a few files is not drained (limit %d)", openFilesLimit(os.Getpid()))
+	}
+	if !drained(-1) {
+		t.Fatal("an unknown process must not hold the bench up")
 	}
 }

@@ -126,8 +126,10 @@ func runRaw(ctx context.Context, o rawOptions) error {
 		return fmt.Errorf("raw: source topic %s: %v", o.Topic, st.Err)
 	}
 	n := len(st.Partitions)
-	if resp, err := dadm.CreateTopic(ctx, int32(n), 1, nil, o.Topic); err != nil || (resp.Err != nil && !errors.Is(resp.Err, kerr.TopicAlreadyExists)) {
-		return fmt.Errorf("raw: create destination topic %s: %v %v", o.Topic, err, resp.Err)
+	// In steps, as the bench creates the source topic: a KRaft controller
+	// refuses one CreateTopics of more than 10,000 partitions.
+	if err := createTopic(ctx, dadm, o.Topic, n); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		return fmt.Errorf("raw: create destination topic: %w", err)
 	}
 	f := &rawForwarder{o: o, topicID: st.ID}
 	f.cond = sync.NewCond(&f.mu)

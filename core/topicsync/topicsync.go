@@ -524,19 +524,28 @@ func (s *Syncer) ensureDestinationTopic(ctx context.Context, t Topic, dstParts i
 	}
 	// New partitions take a moment to get leaders; wait for them so that
 	// they do not start with a spurious failure.
-	for i := 0; i < 50; i++ {
-		ends, err := adm.ListEndOffsets(ctx, t.Name)
+	// Bounded: a broker that cannot open the new partitions' logs (out of
+	// file descriptors, say) leaves the client retrying for ever, and the
+	// partitions must start anyway and fail with the reason.
+	rctx, cancel := context.WithTimeout(ctx, ReadyWait)
+	defer cancel()
+	for i := 0; i < 50 && rctx.Err() == nil; i++ {
+		ends, err := adm.ListEndOffsets(rctx, t.Name)
 		ready := err == nil
 		for p := int32(0); ready && p < t.Partitions; p++ {
 			o, ok := ends.Lookup(t.Name, p)
 			ready = ok && o.Err == nil
 		}
-		if ready || backoff.Sleep(ctx, 100*time.Millisecond) != nil {
+		if ready || backoff.Sleep(rctx, 100*time.Millisecond) != nil {
 			break
 		}
 	}
 	return t.Partitions, limitErr
 }
+
+// ReadyWait bounds the wait for a created or expanded topic's partitions to
+// serve; after it they start anyway (a variable for tests).
+var ReadyWait = 30 * time.Second
 
 // MaxPartitionsPerRequest is the most partitions one CreateTopics or
 // CreatePartitions request creates. A KRaft controller refuses a user

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -364,5 +365,37 @@ func TestSyncCreatesAndExpandsLargeTopicsInSteps(t *testing.T) {
 	defer mu.Unlock()
 	if got, want := strings.Join(steps, ", "), "create 4, grow to 8, grow to 10, grow to 14, grow to 15"; got != want {
 		t.Fatalf("requests: %s; want %s", got, want)
+	}
+}
+
+// A destination that never answers whether the new partitions serve (a
+// broker out of file descriptors leaves the client retrying) does not hold
+// the topic up: after ReadyWait its partitions start, and fail on their own
+// with the reason.
+func TestANewTopicThatNeverServesStillStartsAfterReadyWait(t *testing.T) {
+	defer func(d time.Duration) { ReadyWait = d }(ReadyWait)
+	ReadyWait = 300 * time.Millisecond
+	f := newFixture(t)
+	release := make(chan struct{})
+	defer close(release)
+	f.dst.ControlKey(int16(kmsg.ListOffsets), func(kmsg.Request) (kmsg.Response, error, bool) {
+		f.dst.KeepControl()
+		f.dst.SleepControl(func() { <-release })
+		return nil, nil, false
+	})
+	kfaketest.CreateTopic(t, f.srcCl, "stuck", 3, nil)
+	s, eng := newSyncer(t, f, nil, "stuck", "", "")
+	done := make(chan error, 1)
+	go func() { _, err := s.Sync(context.Background()); done <- err }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Sync still waits for the new partitions to serve after 20 s (ReadyWait is 300 ms)")
+	}
+	if eng.started["stuck"] != 3 {
+		t.Fatalf("%d partitions started, want 3", eng.started["stuck"])
 	}
 }
