@@ -96,6 +96,13 @@ func benchMain(args []string) error {
 	if !filepath.IsAbs(b.out) {
 		b.out = filepath.Join(root, b.out)
 	}
+	if b.profile > 0 {
+		// The profiles directory holds this run's files only: the report
+		// names them by run number, which restarts at 1.
+		if err := os.RemoveAll(filepath.Join(b.out, "profiles")); err != nil {
+			return err
+		}
+	}
 	if err := os.MkdirAll(b.out, 0o755); err != nil {
 		return err
 	}
