@@ -9,7 +9,7 @@ PKGS := ./... github.com/kmirror/kmirror/sdk/...
 UNIT_PKGS = $(shell $(GO) list $(PKGS) | grep -v '/e2e')
 E2E_TIMEOUT ?= 20m
 
-.PHONY: all build deps test unit e2e lint bench bench-quick bench-go bench-e2e demo docs clean
+.PHONY: all build deps generate test unit e2e lint bench bench-quick bench-go bench-e2e demo docs clean
 
 all: build
 
@@ -18,6 +18,10 @@ build:
 
 deps:
 	scripts/install-deps.sh
+
+## generate: the SDK's gRPC code from sdk/proto (lint fails when it is stale).
+generate:
+	scripts/gen-proto.sh
 
 ## test: unit tests, then the e2e suite against real Apache Kafka brokers.
 test: deps lint unit e2e
@@ -29,6 +33,7 @@ e2e:
 	$(GO) test -count=1 -timeout $(E2E_TIMEOUT) -v ./e2e/...
 
 lint:
+	scripts/gen-proto.sh --check
 	$(GO) vet $(PKGS)
 	$(GO) tool staticcheck $(PKGS)
 	@fmt=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$fmt" ]; then echo "gofmt needed on:"; echo "$$fmt"; exit 1; fi

@@ -10,6 +10,8 @@ need_apt=()
 command -v java >/dev/null 2>&1 || need_apt+=(openjdk-17-jre-headless)
 command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
 command -v git >/dev/null 2>&1 || need_apt+=(git)
+# protoc, for the check that the SDK's generated gRPC code is fresh (make lint).
+command -v protoc >/dev/null 2>&1 || need_apt+=(protobuf-compiler)
 if [ "${#need_apt[@]}" -gt 0 ]; then
   echo "install-deps: installing Debian packages: ${need_apt[*]}"
   if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi

@@ -1,0 +1,28 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+
+	goplugin "github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
+
+	"github.com/kmirror/kmirror/sdk/auth"
+)
+
+// authPlugin carries a auth.Provider over gRPC (service kmirror.plugin.auth.v1).
+// STUB: the RPC adaptors are being written.
+type authPlugin struct {
+	goplugin.NetRPCUnsupportedPlugin
+	impl auth.Provider
+}
+
+// GRPCServer registers the plugin side of the service.
+func (p *authPlugin) GRPCServer(_ *goplugin.GRPCBroker, _ *grpc.Server) error {
+	return errors.New("plugin: the auth protocol is not implemented yet")
+}
+
+// GRPCClient returns the host side: a auth.Provider.
+func (p *authPlugin) GRPCClient(_ context.Context, _ *goplugin.GRPCBroker, _ *grpc.ClientConn) (any, error) {
+	return nil, errors.New("plugin: the auth protocol is not implemented yet")
+}

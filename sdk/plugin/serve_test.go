@@ -1,0 +1,40 @@
+package plugin
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/kmirror/kmirror/sdk/filter"
+	"github.com/kmirror/kmirror/sdk/statestore/memstore"
+)
+
+func TestServeConfigServesExactlyOneKind(t *testing.T) {
+	t.Parallel()
+	if _, err := (ServeConfig{}).Kind(); err == nil || !strings.Contains(err.Error(), "sets no implementation") {
+		t.Fatalf("empty ServeConfig: %v", err)
+	}
+	two := ServeConfig{StateStore: memstore.New(), Filter: filter.Funcs{Name: "f"}}
+	if _, err := two.Kind(); err == nil || !strings.Contains(err.Error(), "serves exactly one kind") {
+		t.Fatalf("two kinds: %v", err)
+	}
+	if k, err := (ServeConfig{Filter: filter.Funcs{Name: "f"}}).Kind(); err != nil || k != KindFilter {
+		t.Fatalf("filter: %v %v", k, err)
+	}
+}
+
+func TestClientPluginsOfferEachKindUnderItsMajor(t *testing.T) {
+	t.Parallel()
+	for _, k := range Kinds() {
+		sets, err := ClientPlugins(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		major, _ := ProtocolMajor(k)
+		if _, ok := sets[int(major)][string(k)]; !ok || len(sets) != 1 {
+			t.Fatalf("%s: sets %v, want one set of major %d holding %q", k, sets, major, k)
+		}
+	}
+	if _, err := ClientPlugins("metrics"); err == nil {
+		t.Fatal("unknown kind accepted")
+	}
+}
