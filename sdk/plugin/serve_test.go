@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -36,5 +37,17 @@ func TestClientPluginsOfferEachKindUnderItsMajor(t *testing.T) {
 	}
 	if _, err := ClientPlugins("metrics"); err == nil {
 		t.Fatal("unknown kind accepted")
+	}
+}
+
+func TestServeConfigRefusesAnImplementationAndAConstructorOfOneKind(t *testing.T) {
+	t.Parallel()
+	both := ServeConfig{Filter: filter.Funcs{Name: "f"}, NewFilter: func(context.Context, string, Config) (filter.Filter, error) { return nil, nil }}
+	if _, err := both.Kind(); err == nil || !strings.Contains(err.Error(), "both an implementation and a constructor") {
+		t.Fatalf("both: %v", err)
+	}
+	schemaOnly := ServeConfig{Filter: filter.Funcs{Name: "f"}, Schema: Schema{{Name: "a", Type: FieldString}}}
+	if _, err := schemaOnly.Kind(); err == nil || !strings.Contains(err.Error(), "no constructor") {
+		t.Fatalf("schema without constructor: %v", err)
 	}
 }
