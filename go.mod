@@ -27,7 +27,6 @@ require (
 	go.opentelemetry.io/otel/trace v1.47.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/exp/typeparams v0.0.0-20231108232855-2478ac86f678 // indirect
-	golang.org/x/mod v0.41.0 // indirect
 	golang.org/x/sync v0.23.0 // indirect
 	golang.org/x/tools v0.51.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
@@ -39,7 +38,7 @@ tool honnef.co/go/tools/cmd/staticcheck
 require (
 	github.com/hashicorp/go-hclog v1.6.3
 	github.com/klauspost/compress v1.20.3
-	github.com/kmirror/kmirror/sdk v0.0.0
+	github.com/kmirror/kmirror/sdk v0.0.0-20261201190252-f8d091b87574
 	github.com/knadh/koanf/parsers/toml/v2 v2.1.0
 	github.com/knadh/koanf/parsers/yaml v1.1.1
 	github.com/knadh/koanf/providers/rawbytes v1.0.0
@@ -56,13 +55,14 @@ require (
 	go.opentelemetry.io/otel/metric v1.47.0
 	go.opentelemetry.io/otel/sdk/metric v1.47.0
 	golang.org/x/image v0.41.0
+	golang.org/x/mod v0.41.0
 	golang.org/x/sys v0.50.0
 )
 
-// The sdk module has no published version yet, so builds outside the
-// workspace (GOWORK=off) find it through this replace; go.work alone does not
-// help either, since the workspace still reads the go.mod of the required
-// version. `go install …/cmd/kmirror@version` refuses a module with a replace:
-// it works once sdk is tagged (sdk/vX.Y.Z), required at that version, and this
-// line is deleted.
-replace github.com/kmirror/kmirror/sdk => ./sdk
+// The sdk is required at a pseudo-version made from the last commit that
+// changed sdk/, not through a replace directive, so that `go install
+// github.com/kmirror/kmirror/cmd/kmirror@<version>` works. Local work uses
+// ./sdk through go.work (which serves that version from ./sdk). After
+// committing an sdk change, run `scripts/modules.sh pin` and commit;
+// `make lint` fails while sdk/ differs from the required version
+// (docs/testing.md, "Two modules").
