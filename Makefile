@@ -9,7 +9,7 @@ PKGS := ./... github.com/kmirror/kmirror/sdk/...
 UNIT_PKGS = $(shell $(GO) list $(PKGS) | grep -v '/e2e')
 E2E_TIMEOUT ?= 20m
 
-.PHONY: all build deps generate test unit e2e lint bench bench-quick bench-go bench-e2e demo docs clean
+.PHONY: all build deps generate tidy modules-check test unit e2e lint bench bench-quick bench-go bench-e2e demo docs clean
 
 all: build
 
@@ -23,8 +23,19 @@ deps:
 generate:
 	scripts/gen-proto.sh
 
-## test: unit tests, then the e2e suite against real Apache Kafka brokers.
-test: deps lint unit e2e
+## test: unit tests, then the e2e suite against real Apache Kafka brokers,
+## then `go install` of this commit from a clean module cache.
+test: deps lint unit e2e modules-check
+
+## tidy: go mod tidy of the daemon's module (the sdk comes from a local proxy).
+tidy:
+	scripts/modules.sh tidy
+
+## modules-check: sdk/ is the version go.mod requires, and `go install
+## github.com/kmirror/kmirror/cmd/kmirror@<this commit>` works from a clean
+## module cache (scripts/modules.sh; docs/testing.md).
+modules-check:
+	scripts/modules.sh check
 
 unit:
 	$(GO) test -count=1 -race -timeout 10m $(UNIT_PKGS)

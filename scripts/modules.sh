@@ -73,7 +73,13 @@ check)
   echo "modules: go install $MAIN/cmd/kmirror@$mv from a clean module cache"
   GOWORK=off GOPROXY="file://$tmp/proxy,$upstream" GONOSUMDB="$MAIN" GOFLAGS= \
     GOMODCACHE="$tmp/modcache" GOBIN="$tmp/bin" go install "$MAIN/cmd/kmirror@$mv"
-  "$tmp/bin/kmirror" version
+  out=$("$tmp/bin/kmirror" version)
+  echo "$out"
+  if ! grep -q "^kmirror $mv\$" <<<"$out"; then
+    echo "modules: the installed binary does not report version $mv" >&2
+    exit 1
+  fi
+  echo "modules: go install of $mv works"
   ;;
 *)
   echo "usage: scripts/modules.sh pin|tidy|check" >&2

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"strings"
 )
 
 // Version and Commit are set at link time:
@@ -53,10 +54,40 @@ func Get() Info {
 			}
 		}
 	}
+	fromModule(&info, bi.Main.Version)
 	if info.Commit == "" {
 		info.Commit = "unknown"
 	}
 	return info
+}
+
+// fromModule fills what the linker did not set from the main module's
+// version, which `go install …/cmd/kmirror@<version>` records: a release
+// tag, or a pseudo-version ending in the commit's first 12 hex digits.
+func fromModule(info *Info, modVersion string) {
+	if modVersion == "" || modVersion == "(devel)" {
+		return
+	}
+	if info.Version == "dev" {
+		info.Version = modVersion
+	}
+	if info.Commit == "" {
+		if i := strings.LastIndexByte(modVersion, '-'); i >= 0 && isHex12(modVersion[i+1:]) {
+			info.Commit = modVersion[i+1:]
+		}
+	}
+}
+
+func isHex12(s string) bool {
+	if len(s) != 12 {
+		return false
+	}
+	for _, c := range s {
+		if !strings.ContainsRune("0123456789abcdef", c) {
+			return false
+		}
+	}
+	return true
 }
 
 // String renders the information on one line per field, as `kmirror version` prints it.
