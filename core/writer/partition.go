@@ -68,6 +68,11 @@ type Partition struct {
 	idem      *cluster.Idempotent
 	pipe      []*pending // appends in flight, oldest first (AppendAll)
 	lastSweep time.Time
+	// last is the last transaction marker this writer wrote on the
+	// partition (producer id -1: none). The destination may write a copy
+	// of it after the marker's append returned; such a copy moves the next
+	// append, which lateCopies tells from foreign data.
+	last writtenMarker
 
 	mu     sync.Mutex // guards closed
 	closed bool
@@ -84,6 +89,7 @@ func newPartition(w *Writer, topic string, partition int32, hook func(context.Co
 		log:       log,
 		route:     produce.NewRoute(w.sinks, w.dest, where, log),
 		next:      -1,
+		last:      writtenMarker{pid: -1},
 		idem:      idem,
 		lastSweep: time.Now(),
 		txns: txn.NewSet(txn.Config{
@@ -152,7 +158,11 @@ func (p *Partition) Append(ctx context.Context, b batch.Batch) (Result, error) {
 // partition. It re-stamps b in place (see the package doc).
 //
 // A batch or marker that landed elsewhere, or would have (nothing is
-// written then), is an *OffsetMismatchError. Retriable Kafka errors are
+// written then), is an *OffsetMismatchError; but a batch that landed after
+// copies of the last marker the writer wrote on the partition, and nothing
+// else, is a *DuplicateMarkerError whose Shifted says where it is (it is on
+// the destination, once), as is a marker the destination wrote more than
+// once. Retriable Kafka errors are
 // retried for up to RetryTimeout; other errors name the mirror, the
 // destination partition and the Kafka error (errors.Is works on kerr
 // errors). After an error, the caller must read the resume point again
@@ -253,6 +263,9 @@ func (p *Partition) appendData(ctx context.Context, b batch.Batch, expect int64)
 	p.route.Put(op)
 	if err != nil {
 		p.unconfirm(tw)
+		if dup := p.lateCopies(ctx, expect, res); dup != nil {
+			return res, dup
+		}
 	}
 	return res, err
 }
@@ -285,9 +298,13 @@ func (p *Partition) appendMarker(ctx context.Context, b batch.Batch, expect int6
 	}
 	p.next = -1
 	if err := p.waitMarker(ctx, tw, expect); err != nil {
+		if errors.Is(err, ErrDuplicateMarker) {
+			p.last = writtenMarker{offset: expect, pid: tw.Info.ProducerID, ct: ct}
+		}
 		return Result{}, err
 	}
 	p.next = expect + 1
+	p.last = writtenMarker{offset: expect, pid: tw.Info.ProducerID, ct: ct}
 	return Result{BaseOffset: expect, NextOffset: expect + 1, Control: true, LogAppendTime: -1}, nil
 }
 
@@ -332,6 +349,34 @@ func (p *Partition) waitMarker(ctx context.Context, tw *txn.Writer, marker int64
 			return p.errorf("wait for the marker", err)
 		}
 	}
+}
+
+// writtenMarker is a transaction marker the writer wrote: its destination offset,
+// the destination producer id and its type.
+type writtenMarker struct {
+	offset int64
+	pid    int64
+	ct     batch.ControlType
+}
+
+// lateCopies checks a batch expected at destination offset expect that
+// landed later, at res: when only copies of the last marker the writer
+// wrote lie between (the destination's transaction coordinator wrote it
+// again after the marker's append returned), it returns the
+// *DuplicateMarkerError that says so and where the batch is. Anything else
+// there is foreign data (nil: the offset mismatch stands).
+func (p *Partition) lateCopies(ctx context.Context, expect int64, res Result) *DuplicateMarkerError {
+	m := p.last
+	if m.pid < 0 || expect <= m.offset || res.BaseOffset <= expect {
+		return nil
+	}
+	if !p.dest.MarkerCopies(ctx, p.topic, p.partition, m.pid, m.ct, expect, res.BaseOffset) {
+		return nil
+	}
+	p.log.Warn("the destination wrote a transaction marker again after it was replayed; the batches after it land later",
+		"marker_offset", m.offset, "expected_offset", expect, "landed_offset", res.BaseOffset)
+	return &DuplicateMarkerError{Mirror: p.w.cfg.mirror, Topic: p.topic, Partition: p.partition,
+		Marker: m.offset, End: res.NextOffset, Expected: expect, Shifted: []Result{res}}
 }
 
 // EndOffset returns the destination partition's end offset (high
@@ -485,6 +530,7 @@ func (p *Partition) AbortAll(ctx context.Context) error {
 			continue
 		}
 		p.next = marker + 1
+		p.last = writtenMarker{offset: marker, pid: tw.Info.ProducerID, ct: batch.ControlAbort}
 		p.log.Info("destination transaction aborted", "transactional_id", tw.Info.TransactionalID, "marker_offset", marker)
 	}
 	return errors.Join(errs...)
