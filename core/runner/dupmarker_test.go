@@ -218,15 +218,25 @@ type srcLog struct {
 
 func (l *srcLog) data(recs int, txn bool) batch.Batch {
 	l.t.Helper()
+	if txn {
+		return l.txnData(4001, recs)
+	}
+	return l.encode(recs, batch.EncodeOptions{BaseOffset: l.next, ProducerID: 5001, ProducerEpoch: 0, BaseSequence: int32(l.next)})
+}
+
+// txnData is a batch of recs records of a transaction of source producer pid.
+func (l *srcLog) txnData(pid int64, recs int) batch.Batch {
+	l.t.Helper()
+	return l.encode(recs, batch.EncodeOptions{BaseOffset: l.next, Transactional: true, ProducerID: pid, ProducerEpoch: 0, BaseSequence: int32(l.next)})
+}
+
+func (l *srcLog) encode(recs int, opts batch.EncodeOptions) batch.Batch {
+	l.t.Helper()
 	var rs []batch.Record
 	for i := range recs {
 		off := l.next + int64(i)
 		rs = append(rs, batch.Record{Offset: off, Timestamp: 1_700_000_000_000 + off, Key: fmt.Appendf(nil, "k%d", off), Value: fmt.Appendf(nil, "v%d", off),
 			Headers: []batch.Header{{Key: "h", Value: fmt.Appendf(nil, "%d", off)}}})
-	}
-	opts := batch.EncodeOptions{BaseOffset: l.next, ProducerID: 5001, ProducerEpoch: 0, BaseSequence: int32(l.next)}
-	if txn {
-		opts = batch.EncodeOptions{BaseOffset: l.next, Transactional: true, ProducerID: 4001, ProducerEpoch: 0, BaseSequence: int32(l.next)}
 	}
 	b, err := batch.Encode(opts, rs)
 	if err != nil {
@@ -249,7 +259,12 @@ func (l *srcLog) gapped() batch.Batch {
 
 func (l *srcLog) commit() batch.Batch {
 	l.t.Helper()
-	b, err := batch.EncodeControl(batch.EncodeOptions{BaseOffset: l.next, ProducerID: 4001, ProducerEpoch: 0}, batch.ControlCommit, 3, 1_700_000_000_000+l.next)
+	return l.marker(4001, batch.ControlCommit)
+}
+
+func (l *srcLog) marker(pid int64, ct batch.ControlType) batch.Batch {
+	l.t.Helper()
+	b, err := batch.EncodeControl(batch.EncodeOptions{BaseOffset: l.next, ProducerID: pid, ProducerEpoch: 0}, ct, 3, 1_700_000_000_000+l.next)
 	if err != nil {
 		l.t.Fatal(err)
 	}
@@ -331,7 +346,8 @@ func compareThroughMap(t *testing.T, r *Runner, dc *kfake.Cluster, src []batch.B
 // to map mode from the first of them (note, mismatch metric) and maps every
 // source offset to where it landed — every record once, at the offset the
 // map gives; with fail it stops, non-retryable, naming the marker. A
-// partition already in map mode corrects the mapping it wrote ahead.
+// partition already in map mode corrects the mapping it wrote ahead. When
+// another producer's marker comes next, that marker is what moves.
 func TestMarkerCopiedAfterItWasReplayed(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -339,6 +355,9 @@ func TestMarkerCopiedAfterItWasReplayed(t *testing.T) {
 		mapped    bool // the partition is in map mode before (a compaction gap)
 		pipelined int  // 0: the batch after the marker goes alone; n: n batches pipelined
 		action    string
+		// nextMarker: another producer's transaction (its data before the
+		// copied marker) ends right after it: its marker moves.
+		nextMarker bool
 	}{
 		{name: "one append, map", action: "map"},
 		{name: "one append, fail", action: "fail"},
@@ -346,6 +365,9 @@ func TestMarkerCopiedAfterItWasReplayed(t *testing.T) {
 		{name: "a pipeline, fail", pipelined: 4, action: "fail"},
 		{name: "already in map mode, map", mapped: true, action: "map"},
 		{name: "already in map mode, fail", mapped: true, action: "fail"},
+		{name: "the next marker, map", nextMarker: true, action: "map"},
+		{name: "the next marker, fail", nextMarker: true, action: "fail"},
+		{name: "the next marker already in map mode, map", mapped: true, nextMarker: true, action: "map"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -365,9 +387,16 @@ func TestMarkerCopiedAfterItWasReplayed(t *testing.T) {
 			if tc.pipelined > 0 {
 				src.data(1, false) // the idempotent producer is confirmed: the appends after the marker pipeline
 			}
+			if tc.nextMarker {
+				src.txnData(4002, 1)
+			}
 			src.data(2, true)
 			marker := src.commit()
 			head := len(src.all)
+			moved := src.next // the source offset of the first append the copy moves
+			if tc.nextMarker {
+				src.marker(4002, batch.ControlAbort)
+			}
 			if tc.pipelined == 0 {
 				src.data(1, false)
 			}
@@ -388,7 +417,12 @@ func TestMarkerCopiedAfterItWasReplayed(t *testing.T) {
 				t.Fatalf("mode %q before the copy, want %q", r.mode, wantMode)
 			}
 			markerAt := r.dstNext - 1
-			tw := r.state.Record().TxnWriters[0]
+			var tw partition.TxnWriter
+			for _, w := range r.state.Record().TxnWriters {
+				if w.SourceProducerID == marker.ProducerID() {
+					tw = w
+				}
+			}
 			copyMarkerOn(t, dc, tw.ProducerID, tw.Epoch)
 			var peak atomic.Int64
 			w := r.d.Path.(writerPath).w
@@ -443,7 +477,7 @@ func TestMarkerCopiedAfterItWasReplayed(t *testing.T) {
 				t.Fatalf("%d map mismatches counted, want 1", ev.count("map"))
 			}
 			notes := strings.Join(r.Status().Notes, "; ")
-			wantNote := fmt.Sprintf("map mode from source offset %d", marker.NextOffset())
+			wantNote := fmt.Sprintf("map mode from source offset %d", moved)
 			if tc.mapped {
 				wantNote = "later offsets move by 1 more"
 			}

@@ -984,7 +984,8 @@ func (r *Runner) forwardMapped(ctx context.Context, b batch.Batch) error {
 }
 
 // mappedAfterLateCopies handles batch b of a map-mode partition, appended as
-// out with the mapping of recs written ahead from dup.Expected, that landed
+// out with the mapping of recs (or of the marker b) written ahead from
+// dup.Expected, that landed
 // later, after copies of a replayed marker the destination wrote once the
 // marker's append had returned (dup.Shifted[0]). The mapping is corrected
 // first (the records are on the destination, there); then fail stops the
@@ -992,6 +993,11 @@ func (r *Runner) forwardMapped(ctx context.Context, b batch.Batch) error {
 func (r *Runner) mappedAfterLateCopies(ctx context.Context, b, out batch.Batch, recs []batch.Record, dup *writer.DuplicateMarkerError) error {
 	at := dup.Shifted[0].BaseOffset
 	r.omap.TruncateDest(dup.Expected)
+	if b.IsControl() { // a marker after the copies
+		if err := r.omap.Add(b.BaseOffset(), at); err != nil {
+			return r.errorf("offset map: %w", err)
+		}
+	}
 	for i, rec := range recs {
 		if err := r.omap.Add(rec.Offset, at+int64(i)); err != nil {
 			return r.errorf("offset map: %w", err)

@@ -288,3 +288,36 @@ func produceForeign(t *testing.T, c *kfake.Cluster) {
 		t.Fatalf("produce a foreign record: %v", err)
 	}
 }
+
+// A late copy of one producer's marker moves the next marker too (another
+// producer's transaction ends right after): the writer reports where that
+// marker landed, and the partition goes on after it.
+func TestMarkerCopyBeforeTheNextMarkerShiftsIt(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, kfake.NumBrokers(1))
+	rec := &recorder{}
+	p := openPartition(t, newWriter(t, c), testTopic, 0, rec)
+	mustAppend(t, p, kvBatch(t, 0, 4001, true, "A", "1", "B", "2"))
+	mustAppend(t, p, kvBatch(t, 2, 4002, true, "X", "9"))
+	mustAppend(t, p, markerBatch(t, 3, 4001, batch.ControlCommit))
+	info := rec.recorded()[0]
+	copyMarker(t, c, info.ProducerID, info.Epoch, true)
+
+	_, err := p.Append(context.Background(), markerBatch(t, 4, 4002, batch.ControlAbort))
+	var dup *DuplicateMarkerError
+	if !errors.As(err, &dup) || !errors.Is(err, ErrOffsetMismatch) {
+		t.Fatalf("Append of the next marker: %v, want a *DuplicateMarkerError", err)
+	}
+	if dup.Marker != 3 || dup.Expected != 4 || dup.End != 6 || len(dup.Shifted) != 1 || dup.Shifted[0].BaseOffset != 5 || !dup.Shifted[0].Control {
+		t.Fatalf("duplicate %+v, want marker 3, expected 4, the next marker at 5, end 6", dup)
+	}
+	if open := p.OpenTransactions(); len(open) != 0 {
+		t.Fatalf("transactions still open after their markers: %+v", open)
+	}
+	if res, err := p.AppendAt(context.Background(), kvBatch(t, 5, -1, false, "Z", "10"), 6); err != nil || res.BaseOffset != 6 {
+		t.Fatalf("AppendAt 6 after the shift: %+v, %v", res, err)
+	}
+	if got, want := keysAt(consume(t, c, testTopic, 0, true, 6)), "0:A=1 1:B=2 6:Z=10"; got != want {
+		t.Errorf("read_committed sees %q, want %q", got, want)
+	}
+}

@@ -102,7 +102,8 @@ func (e *OffsetMismatchError) Is(target error) bool { return target == ErrOffset
 //     after it, End-Marker-1 copies; its end offset is End.
 //   - A copy was written after the marker's append had returned (Shifted is
 //     set): the next append, expected at Expected, found only copies of the
-//     marker at Marker between Expected and where it landed. Shifted says
+//     marker at Marker between Expected and where it landed (a next marker
+//     may have copies of its own after it too). Shifted says
 //     where that batch and the appends pipelined behind it landed, in order,
 //     each Shifted[0].BaseOffset-Expected offsets later than expected: they
 //     are on the destination, once. End is the offset after the last of
@@ -128,10 +129,14 @@ type DuplicateMarkerError struct {
 func (e *DuplicateMarkerError) Error() string {
 	if len(e.Shifted) > 0 {
 		copies := e.Shifted[0].BaseOffset - e.Expected
+		what := "batch"
+		if e.Shifted[0].Control {
+			what = "next transaction marker"
+		}
 		return fmt.Sprintf("writer: mirror %q, destination %s/%d: the destination wrote the transaction marker at offset %d %d more time(s) after it was replayed "+
-			"(its transaction coordinator failed over), so the batch expected at offset %d landed at offset %d; %d batch(es) landed %d offset(s) later than expected, "+
+			"(its transaction coordinator failed over), so the %s expected at offset %d landed at offset %d; %d append(s) landed %d offset(s) later than expected, "+
 			"the destination's end offset is %d: %v",
-			e.Mirror, e.Topic, e.Partition, e.Marker, copies, e.Expected, e.Shifted[0].BaseOffset, len(e.Shifted), copies, e.End, ErrDuplicateMarker)
+			e.Mirror, e.Topic, e.Partition, e.Marker, copies, what, e.Expected, e.Shifted[0].BaseOffset, len(e.Shifted), copies, e.End, ErrDuplicateMarker)
 	}
 	return fmt.Sprintf("writer: mirror %q, destination %s/%d: the transaction marker at offset %d was written %d times by the destination "+
 		"(its transaction coordinator failed over while writing it); the destination's end offset is %d, not %d: %v",

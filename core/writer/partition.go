@@ -297,9 +297,14 @@ func (p *Partition) appendMarker(ctx context.Context, b batch.Batch, expect int6
 		return Result{}, err
 	}
 	p.next = -1
-	if err := p.waitMarker(ctx, tw, expect); err != nil {
-		if errors.Is(err, ErrDuplicateMarker) {
-			p.last = writtenMarker{offset: expect, pid: tw.Info.ProducerID, ct: ct}
+	if err := p.waitMarker(ctx, tw, ct, expect); err != nil {
+		var dup *DuplicateMarkerError
+		if errors.As(err, &dup) {
+			at := expect
+			if len(dup.Shifted) > 0 {
+				at = dup.Shifted[0].BaseOffset
+			}
+			p.last = writtenMarker{offset: at, pid: tw.Info.ProducerID, ct: ct}
 		}
 		return Result{}, err
 	}
@@ -325,8 +330,8 @@ func (p *Partition) checkNext(ctx context.Context, expect int64) error {
 }
 
 // waitMarker waits until the destination's end offset is marker+1: the
-// marker written after EndTxn returned.
-func (p *Partition) waitMarker(ctx context.Context, tw *txn.Writer, marker int64) error {
+// marker of type ct written after EndTxn returned.
+func (p *Partition) waitMarker(ctx context.Context, tw *txn.Writer, ct batch.ControlType, marker int64) error {
 	r := p.dest.NewRetrier()
 	for {
 		end, err := p.listEnd(ctx)
@@ -338,6 +343,10 @@ func (p *Partition) waitMarker(ctx context.Context, tw *txn.Writer, marker int64
 				if p.dest.DuplicateMarkers(ctx, p.topic, p.partition, tw.Info.ProducerID, marker, end) {
 					p.next = end
 					return &DuplicateMarkerError{Mirror: p.w.cfg.mirror, Topic: p.topic, Partition: p.partition, Marker: marker, End: end}
+				}
+				if dup := p.markerAfterLateCopies(ctx, tw, ct, marker, end); dup != nil {
+					p.next = end
+					return dup
 				}
 				return p.mismatch(marker, end-1, "destination end offset passed the marker (last offset shown as got)")
 			}
@@ -377,6 +386,35 @@ func (p *Partition) lateCopies(ctx context.Context, expect int64, res Result) *D
 		"marker_offset", m.offset, "expected_offset", expect, "landed_offset", res.BaseOffset)
 	return &DuplicateMarkerError{Mirror: p.w.cfg.mirror, Topic: p.topic, Partition: p.partition,
 		Marker: m.offset, End: res.NextOffset, Expected: expect, Shifted: []Result{res}}
+}
+
+// markerAfterLateCopies checks a marker of tw of type ct expected at
+// destination offset expect when the destination ends at end, past
+// expect+1: when the offsets from expect on hold copies of the last marker
+// the writer wrote (written again after its append returned), then the
+// marker (and maybe copies of it), and nothing else, it returns the
+// *DuplicateMarkerError that says where the marker landed; nil otherwise.
+func (p *Partition) markerAfterLateCopies(ctx context.Context, tw *txn.Writer, ct batch.ControlType, expect, end int64) *DuplicateMarkerError {
+	m := p.last
+	if m.pid < 0 || expect <= m.offset {
+		return nil
+	}
+	ms, ok := p.dest.Markers(ctx, p.topic, p.partition, expect, end)
+	if !ok {
+		return nil
+	}
+	i := 0
+	for i < len(ms) && ms[i].ProducerID == m.pid && ms[i].Type == m.ct {
+		i++
+	}
+	if i == 0 || !cluster.Copies(ms[i:], tw.Info.ProducerID, ct) {
+		return nil
+	}
+	at := ms[i].Offset
+	p.log.Warn("the destination wrote a transaction marker again after it was replayed; the next marker lands later",
+		"marker_offset", m.offset, "expected_offset", expect, "landed_offset", at)
+	return &DuplicateMarkerError{Mirror: p.w.cfg.mirror, Topic: p.topic, Partition: p.partition, Marker: m.offset, End: end, Expected: expect,
+		Shifted: []Result{{BaseOffset: at, NextOffset: at + 1, Control: true, LogAppendTime: -1}}}
 }
 
 // EndOffset returns the destination partition's end offset (high
@@ -525,7 +563,7 @@ func (p *Partition) AbortAll(ctx context.Context) error {
 			continue
 		}
 		p.next = -1
-		if err := p.waitMarker(ctx, tw, marker); err != nil {
+		if err := p.waitMarker(ctx, tw, batch.ControlAbort, marker); err != nil {
 			errs = append(errs, err)
 			continue
 		}
