@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -319,5 +320,58 @@ func TestMarkerCopyBeforeTheNextMarkerShiftsIt(t *testing.T) {
 	}
 	if got, want := keysAt(consume(t, c, testTopic, 0, true, 6)), "0:A=1 1:B=2 6:Z=10"; got != want {
 		t.Errorf("read_committed sees %q, want %q", got, want)
+	}
+}
+
+// A pipeline with an append refused (a leader change) after a late marker
+// copy: refused first, the appends are sent again one at a time and the
+// first lands after the copy; refused third, the two before it landed after
+// the copy. Either way the error lists those that landed, and the others go
+// later, through AppendAt, with a producer whose sequence the writer
+// re-establishes, each once.
+func TestMarkerCopyWithAnAppendRefusedMidPipeline(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		refused int32 // which ProduceRequest of the pipeline is refused
+		shifted int   // the appends the error lists
+	}{{1, 1}, {3, 2}} {
+		t.Run(fmt.Sprintf("request %d refused", tc.refused), func(t *testing.T) {
+			t.Parallel()
+			c := newCluster(t, kfake.NumBrokers(1))
+			rec := &recorder{}
+			w := newWriter(t, c, RetryBackoff(time.Millisecond, 10*time.Millisecond))
+			p := openPartition(t, w, testTopic, 0, rec)
+			mustAppend(t, p, kvBatch(t, 0, -1, false, "k0", "v0"))
+			pid, epoch := committedTxn(t, p, rec, 1)
+			copyMarker(t, c, pid, epoch, true)
+			peak := peakInflight(c, w)
+			interruptNthProduce(c, tc.refused, func(req kmsg.Request) (kmsg.Response, error) {
+				return produceAnswer(req, kerr.NotLeaderForPartition.Code), nil
+			})
+
+			bs := seqBatches(t, 4, 4, 2, -1, false) // source offsets 4–11
+			n, err := p.AppendAll(context.Background(), bs, nil)
+			var dup *DuplicateMarkerError
+			end := int64(5 + 2*tc.shifted)
+			if peak.Load() < 2 {
+				t.Fatalf("at most %d appends in flight: the test needs a pipeline", peak.Load())
+			}
+			if !errors.As(err, &dup) || n != 0 || len(dup.Shifted) != tc.shifted || dup.Shifted[0].BaseOffset != 5 || dup.End != end {
+				t.Fatalf("AppendAll: %d appended, %v (%+v); want %d batches from 5, end %d", n, err, dup, tc.shifted, end)
+			}
+			for i, b := range bs[tc.shifted:] {
+				at := end + int64(2*i)
+				if res, err := p.AppendAt(context.Background(), b, at); err != nil || res.BaseOffset != at {
+					t.Fatalf("AppendAt %d: %+v, %v", at, res, err)
+				}
+			}
+			var want []string
+			for off := int64(4); off < 12; off++ {
+				want = append(want, fmt.Sprintf("%d:k%d=v%d", off+1, off, off))
+			}
+			if got := keysAt(consume(t, c, testTopic, 0, false, 12)); got != "0:k0=v0 1:t1=x 2:t2=y "+strings.Join(want, " ") {
+				t.Fatalf("destination %q, want each record once, one offset later", got)
+			}
+		})
 	}
 }

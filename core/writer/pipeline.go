@@ -332,7 +332,12 @@ func (p *Partition) completeOldest(ctx context.Context, landed landedFunc) error
 		p.route.Put(op)
 		if err != nil {
 			p.unconfirm(pd.tw)
-			p.restoreAll() // not sent again yet: not appended
+			if len(p.pipe) > 0 {
+				// Not sent again, not appended: the sequences they
+				// carry are spent.
+				p.staleProducer(pd.tw)
+			}
+			p.restoreAll()
 			if dup := p.lateCopies(ctx, pd.expect, res); dup != nil {
 				return dup
 			}
