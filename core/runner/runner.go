@@ -985,11 +985,10 @@ func (r *Runner) forwardMapped(ctx context.Context, b batch.Batch) error {
 
 // mappedAfterLateCopies handles batch b of a map-mode partition, appended as
 // out with the mapping of recs (or of the marker b) written ahead from
-// dup.Expected, that landed
-// later, after copies of a replayed marker the destination wrote once the
-// marker's append had returned (dup.Shifted[0]). The mapping is corrected
-// first (the records are on the destination, there); then fail stops the
-// partition, and map goes on after them.
+// dup.Expected, that landed later, after copies of a replayed marker the
+// destination wrote once the marker's append had returned (dup.Shifted[0]).
+// The mapping is corrected first (the records are on the destination,
+// there); then fail stops the partition, and map goes on after them.
 func (r *Runner) mappedAfterLateCopies(ctx context.Context, b, out batch.Batch, recs []batch.Record, dup *writer.DuplicateMarkerError) error {
 	at := dup.Shifted[0].BaseOffset
 	r.omap.TruncateDest(dup.Expected)

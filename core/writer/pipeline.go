@@ -361,9 +361,6 @@ func (p *Partition) shifted(tw *txn.Writer, dup *DuplicateMarkerError) error {
 	shift := dup.Shifted[0].BaseOffset - dup.Expected
 	complete := true
 	for _, q := range p.pipe {
-		if !complete {
-			break
-		}
 		q.b.SetBaseOffset(q.src)
 		if _, err := p.route.Answer(q.op); err != nil {
 			complete = false
