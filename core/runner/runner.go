@@ -712,13 +712,21 @@ func (r *Runner) sendDone(ctx context.Context, pw *writer.Partition, err error) 
 	if len(r.sent) == 0 { // not about a batch (the partition writer was closed)
 		return r.errorf("%w", err)
 	}
-	failed, rest := r.sent[0], slices.Clone(r.sent[1:])
-	r.dropSent()
 	var dup *writer.DuplicateMarkerError
 	if errors.As(err, &dup) {
-		// failed is the marker; the partition is in map mode now, and
-		// the batches after it go that way.
-		if err := r.markerDuplicated(ctx, failed, dup); err != nil {
+		// The marker (r.sent[0]), or the batches that landed after late
+		// copies of one (dup.Shifted: the first ones of r.sent), are on
+		// the destination; the partition is in map mode now, and the
+		// batches after them go that way.
+		n := max(min(len(dup.Shifted), len(r.sent)), 1)
+		landed, rest := slices.Clone(r.sent[:n]), slices.Clone(r.sent[n:])
+		r.dropSent()
+		if len(dup.Shifted) > 0 {
+			err = r.markerCopiedLate(ctx, landed, dup)
+		} else {
+			err = r.markerDuplicated(ctx, landed[0], dup)
+		}
+		if err != nil {
 			return err
 		}
 		for _, b := range rest {
@@ -728,6 +736,8 @@ func (r *Runner) sendDone(ctx context.Context, pw *writer.Partition, err error) 
 		}
 		return nil
 	}
+	failed, rest := r.sent[0], slices.Clone(r.sent[1:])
+	r.dropSent()
 	if err := r.dest.Failed(ctx, pw, failed, failed.BaseOffset(), err); err != nil {
 		return err
 	}
@@ -748,12 +758,8 @@ func (r *Runner) sendDone(ctx context.Context, pw *writer.Partition, err error) 
 // record, and records the mapping.
 func (r *Runner) markerDuplicated(ctx context.Context, b batch.Batch, dup *writer.DuplicateMarkerError) error {
 	copies := dup.End - dup.Marker
-	action := prove.Action(r.d.Settings.MismatchAction)
-	r.d.Events.Mismatch(r.topic, r.partition, action)
-	if action == config.MismatchFail {
-		r.log.Error("destination wrote a transaction marker more than once", "marker_offset", dup.Marker, "copies", copies, "action", action)
-		return partition.NonRetryable(r.errorf("%w; mirror.destination.mismatch.action is fail, so the partition waits: set it to map and run "+
-			"`kmirror mirrors start --mirror %s --topics '%s'` to go on in map mode", dup, r.d.Mirror, regexp.QuoteMeta(r.topic)))
+	if err := r.duplicateAction(dup); err != nil {
+		return err
 	}
 	r.advance(b.NextOffset(), dup.End)
 	r.d.Events.Appended(int64(len(b)), 1)
@@ -766,6 +772,49 @@ func (r *Runner) markerDuplicated(ctx context.Context, b batch.Batch, dup *write
 	}
 	return r.enterMap(ctx, b.NextOffset(), fmt.Sprintf("map mode from source offset %d: the destination wrote the transaction marker at offset %d %d times "+
 		"(its transaction coordinator failed over while writing it), so later offsets move by %d", b.NextOffset(), dup.Marker, copies, copies-1))
+}
+
+// duplicateAction counts a marker the destination wrote more than once as a
+// mismatch and applies mirror.destination.mismatch.action: for fail, the
+// non-retryable error that stops the partition, naming the marker and what
+// to do; for map, nil (the caller goes on in map mode).
+func (r *Runner) duplicateAction(dup *writer.DuplicateMarkerError) error {
+	action := prove.Action(r.d.Settings.MismatchAction)
+	r.d.Events.Mismatch(r.topic, r.partition, action)
+	if action != config.MismatchFail {
+		return nil
+	}
+	r.log.Error("destination wrote a transaction marker more than once", "marker_offset", dup.Marker, "destination_end", dup.End, "action", action)
+	return partition.NonRetryable(r.errorf("%w; mirror.destination.mismatch.action is fail, so the partition waits: set it to map and run "+
+		"`kmirror mirrors start --mirror %s --topics '%s'` to go on in map mode", dup, r.d.Mirror, regexp.QuoteMeta(r.topic)))
+}
+
+// markerCopiedLate handles batches bs, sent in preserve mode, that landed
+// after copies of a replayed marker the destination wrote once the marker's
+// append had returned (its transaction coordinator failed over): bs[i] is
+// on the destination, once, where dup.Shifted[i] says. The marker and
+// everything before it are at their own offsets. fail stops the partition
+// (the batches stay where they landed); map (the default) goes on in map
+// mode from bs[0], with each source offset of bs mapped to where it landed.
+func (r *Runner) markerCopiedLate(ctx context.Context, bs []batch.Batch, dup *writer.DuplicateMarkerError) error {
+	if err := r.duplicateAction(dup); err != nil {
+		return err
+	}
+	copies := dup.Shifted[0].BaseOffset - dup.Expected
+	from := bs[0].BaseOffset()
+	runs := make([]offsetmap.Range, len(bs))
+	for i, b := range bs {
+		runs[i] = offsetmap.Range{Source: b.BaseOffset(), Dest: dup.Shifted[i].BaseOffset, Len: b.NextOffset() - b.BaseOffset()}
+	}
+	if err := r.enterMap(ctx, from, fmt.Sprintf("map mode from source offset %d: the destination wrote the transaction marker at offset %d again %d time(s) "+
+		"after it was replayed (its transaction coordinator failed over), so later offsets move by %d", from, dup.Marker, copies, copies), runs...); err != nil {
+		return err
+	}
+	for _, b := range bs {
+		r.d.Events.Appended(int64(len(b)), b.NextOffset()-b.BaseOffset())
+	}
+	r.advance(bs[len(bs)-1].NextOffset(), dup.End)
+	return nil
 }
 
 // landed is the writer's report of a sent batch on the destination: the
@@ -843,11 +892,17 @@ func (r *Runner) switchToMap(ctx context.Context, next int64, b batch.Batch) err
 
 // enterMap moves a preserve-mode partition to map mode at source offset
 // next: source offsets before it are at their own offsets on the
-// destination; reason says why the next ones cannot be.
-func (r *Runner) enterMap(ctx context.Context, next int64, reason string) error {
+// destination; reason says why the next ones cannot be. landed maps source
+// offsets from next on that are on the destination already.
+func (r *Runner) enterMap(ctx context.Context, next int64, reason string, landed ...offsetmap.Range) error {
 	m := &offsetmap.Map{}
 	if start := r.getLogStart(); next > start && start >= 0 {
 		if err := m.AddRun(start, start, next-start); err != nil {
+			return r.errorf("building the offset map: %w", err)
+		}
+	}
+	for _, l := range landed {
+		if err := m.AddRun(l.Source, l.Dest, l.Len); err != nil {
 			return r.errorf("building the offset map: %w", err)
 		}
 	}
@@ -868,6 +923,7 @@ func (r *Runner) enterMap(ctx context.Context, next int64, reason string) error 
 // mapping is saved before the append (mapstore.Store.Append: O(1) amortised).
 func (r *Runner) forwardMapped(ctx context.Context, b batch.Batch) error {
 	out := b
+	var recs []batch.Record // the data records appended (their mapping written ahead)
 	if b.IsControl() {
 		if _, err := batch.ControlRecord(b); errors.Is(err, batch.ErrNoControlRecord) {
 			r.advance(b.NextOffset(), r.dstNext)
@@ -877,7 +933,8 @@ func (r *Runner) forwardMapped(ctx context.Context, b batch.Batch) error {
 			return r.errorf("offset map: %w", err)
 		}
 	} else {
-		recs, err := r.d.Path.MapRecords(ctx, r.topic, b)
+		var err error
+		recs, err = r.d.Path.MapRecords(ctx, r.topic, b)
 		if err != nil {
 			return r.errorf("%w", err) // a decoding bound's refusal stays non-retryable
 		}
@@ -911,14 +968,53 @@ func (r *Runner) forwardMapped(ctx context.Context, b batch.Batch) error {
 	}
 	if err := r.dest.Append(ctx, out, r.dstNext); err != nil {
 		var dup *writer.DuplicateMarkerError
-		if errors.As(err, &dup) {
+		switch {
+		case !errors.As(err, &dup):
+			return err
+		case len(dup.Shifted) > 0:
+			return r.mappedAfterLateCopies(ctx, b, out, recs, dup)
+		default:
 			return r.markerDuplicated(ctx, b, dup)
 		}
-		return err
 	}
 	n := out.NextOffset() - out.BaseOffset()
 	r.advance(b.NextOffset(), r.dstNext+n)
 	r.d.Events.Appended(int64(len(out)), n)
+	return nil
+}
+
+// mappedAfterLateCopies handles batch b of a map-mode partition, appended as
+// out with the mapping of recs (or of the marker b) written ahead from
+// dup.Expected, that landed later, after copies of a replayed marker the
+// destination wrote once the marker's append had returned (dup.Shifted[0]).
+// The mapping is corrected first (the records are on the destination,
+// there); then fail stops the partition, and map goes on after them.
+func (r *Runner) mappedAfterLateCopies(ctx context.Context, b, out batch.Batch, recs []batch.Record, dup *writer.DuplicateMarkerError) error {
+	at := dup.Shifted[0].BaseOffset
+	r.omap.TruncateDest(dup.Expected)
+	if b.IsControl() { // a marker after the copies
+		if err := r.omap.Add(b.BaseOffset(), at); err != nil {
+			return r.errorf("offset map: %w", err)
+		}
+	}
+	for i, rec := range recs {
+		if err := r.omap.Add(rec.Offset, at+int64(i)); err != nil {
+			return r.errorf("offset map: %w", err)
+		}
+	}
+	if err := r.maps.Append(ctx, r.omap); err != nil {
+		return err
+	}
+	if err := r.duplicateAction(dup); err != nil {
+		return err
+	}
+	copies := at - dup.Expected
+	reason := fmt.Sprintf("the destination wrote the transaction marker at offset %d again %d time(s) after it was replayed (its transaction coordinator failed over): "+
+		"source offset %d on lands at destination offset %d, later offsets move by %d more", dup.Marker, copies, b.BaseOffset(), at, copies)
+	r.note(reason)
+	r.log.Warn("destination wrote a transaction marker again after it was replayed", "reason", reason)
+	r.advance(b.NextOffset(), dup.End)
+	r.d.Events.Appended(int64(len(out)), out.NextOffset()-out.BaseOffset())
 	return nil
 }
 

@@ -34,7 +34,13 @@
 // one (the source offset in preserve mode); a difference is an
 // [*OffsetMismatchError] (errors.Is [ErrOffsetMismatch]). When the writer
 // already knows the destination's end offset differs from the expected
-// offset, it reports the mismatch without writing.
+// offset, it reports the mismatch without writing. Copies of a marker the
+// destination wrote again (its transaction coordinator failed over) are
+// not foreign data: when only copies of the marker the writer replayed —
+// or, found later in the way of the next append, of the last marker it
+// wrote on the partition — lie where a batch was expected, the append
+// reports a [*DuplicateMarkerError], which says where the batch (and the
+// appends pipelined behind it) landed.
 //
 // # Invariants
 //

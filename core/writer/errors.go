@@ -89,20 +89,55 @@ func (e *OffsetMismatchError) Error() string {
 // Is reports whether target is ErrOffsetMismatch.
 func (e *OffsetMismatchError) Is(target error) bool { return target == ErrOffsetMismatch }
 
-// DuplicateMarkerError says that the destination holds the marker a replay
-// asked for at Marker and, after it, End-Marker-1 more markers of the same
-// producer and type (a coordinator failover wrote them again): the
-// destination's end offset is End. errors.Is matches ErrDuplicateMarker and
-// ErrOffsetMismatch.
+// DuplicateMarkerError says that the destination wrote a transaction marker
+// the writer replayed more than once: its transaction coordinator failed over
+// between writing the marker and recording the transaction complete (a
+// broker restart) and wrote it again. Consumers skip the copies, but each
+// takes an offset, so later source offsets cannot land at their own
+// offsets. errors.Is matches ErrDuplicateMarker and ErrOffsetMismatch.
+//
+// Two cases:
+//   - The copies were there when the marker's append looked (Shifted is
+//     empty): the destination holds the marker asked for at Marker and,
+//     after it, End-Marker-1 copies; its end offset is End.
+//   - A copy was written after the marker's append had returned (Shifted is
+//     set): the next append, expected at Expected, found only copies of the
+//     marker at Marker between Expected and where it landed (a next marker
+//     may have copies of its own after it too). Shifted says
+//     where that batch and the appends pipelined behind it landed, in order,
+//     each Shifted[0].BaseOffset-Expected offsets later than expected: they
+//     are on the destination, once. End is the offset after the last of
+//     them, where the next append lands.
 type DuplicateMarkerError struct {
 	Mirror    string
 	Topic     string
 	Partition int32
-	Marker    int64
-	End       int64
+	// Marker is the destination offset of the marker that was copied.
+	Marker int64
+	// End is the destination's end offset after the copies (and after the
+	// Shifted batches).
+	End int64
+	// Expected is the destination offset the first Shifted batch was
+	// expected at (where the late copies start); 0 when Shifted is empty.
+	Expected int64
+	// Shifted are the batches that landed after late copies, in the order
+	// they were sent (for Partition.Send and AppendAll, the first ones sent
+	// for which done was not called).
+	Shifted []Result
 }
 
 func (e *DuplicateMarkerError) Error() string {
+	if len(e.Shifted) > 0 {
+		copies := e.Shifted[0].BaseOffset - e.Expected
+		what := "batch"
+		if e.Shifted[0].Control {
+			what = "next transaction marker"
+		}
+		return fmt.Sprintf("writer: mirror %q, destination %s/%d: the destination wrote the transaction marker at offset %d %d more time(s) after it was replayed "+
+			"(its transaction coordinator failed over), so the %s expected at offset %d landed at offset %d; %d append(s) landed %d offset(s) later than expected, "+
+			"the destination's end offset is %d: %v",
+			e.Mirror, e.Topic, e.Partition, e.Marker, copies, what, e.Expected, e.Shifted[0].BaseOffset, len(e.Shifted), copies, e.End, ErrDuplicateMarker)
+	}
 	return fmt.Sprintf("writer: mirror %q, destination %s/%d: the transaction marker at offset %d was written %d times by the destination "+
 		"(its transaction coordinator failed over while writing it); the destination's end offset is %d, not %d: %v",
 		e.Mirror, e.Topic, e.Partition, e.Marker, e.End-e.Marker, e.End, e.Marker+1, ErrDuplicateMarker)

@@ -68,6 +68,11 @@ type Partition struct {
 	idem      *cluster.Idempotent
 	pipe      []*pending // appends in flight, oldest first (AppendAll)
 	lastSweep time.Time
+	// last is the last transaction marker this writer wrote on the
+	// partition (producer id -1: none). The destination may write a copy
+	// of it after the marker's append returned; such a copy moves the next
+	// append, which lateCopies tells from foreign data.
+	last writtenMarker
 
 	mu     sync.Mutex // guards closed
 	closed bool
@@ -84,6 +89,7 @@ func newPartition(w *Writer, topic string, partition int32, hook func(context.Co
 		log:       log,
 		route:     produce.NewRoute(w.sinks, w.dest, where, log),
 		next:      -1,
+		last:      writtenMarker{pid: -1},
 		idem:      idem,
 		lastSweep: time.Now(),
 		txns: txn.NewSet(txn.Config{
@@ -152,7 +158,11 @@ func (p *Partition) Append(ctx context.Context, b batch.Batch) (Result, error) {
 // partition. It re-stamps b in place (see the package doc).
 //
 // A batch or marker that landed elsewhere, or would have (nothing is
-// written then), is an *OffsetMismatchError. Retriable Kafka errors are
+// written then), is an *OffsetMismatchError; but a batch that landed after
+// copies of the last marker the writer wrote on the partition, and nothing
+// else, is a *DuplicateMarkerError whose Shifted says where it is (it is on
+// the destination, once), as is a marker the destination wrote more than
+// once. Retriable Kafka errors are
 // retried for up to RetryTimeout; other errors name the mirror, the
 // destination partition and the Kafka error (errors.Is works on kerr
 // errors). After an error, the caller must read the resume point again
@@ -253,6 +263,9 @@ func (p *Partition) appendData(ctx context.Context, b batch.Batch, expect int64)
 	p.route.Put(op)
 	if err != nil {
 		p.unconfirm(tw)
+		if dup := p.lateCopies(ctx, expect, res); dup != nil {
+			return res, dup
+		}
 	}
 	return res, err
 }
@@ -284,10 +297,19 @@ func (p *Partition) appendMarker(ctx context.Context, b batch.Batch, expect int6
 		return Result{}, err
 	}
 	p.next = -1
-	if err := p.waitMarker(ctx, tw, expect); err != nil {
+	if err := p.waitMarker(ctx, tw, ct, expect); err != nil {
+		var dup *DuplicateMarkerError
+		if errors.As(err, &dup) {
+			at := expect
+			if len(dup.Shifted) > 0 {
+				at = dup.Shifted[0].BaseOffset
+			}
+			p.last = writtenMarker{offset: at, pid: tw.Info.ProducerID, ct: ct}
+		}
 		return Result{}, err
 	}
 	p.next = expect + 1
+	p.last = writtenMarker{offset: expect, pid: tw.Info.ProducerID, ct: ct}
 	return Result{BaseOffset: expect, NextOffset: expect + 1, Control: true, LogAppendTime: -1}, nil
 }
 
@@ -308,8 +330,8 @@ func (p *Partition) checkNext(ctx context.Context, expect int64) error {
 }
 
 // waitMarker waits until the destination's end offset is marker+1: the
-// marker written after EndTxn returned.
-func (p *Partition) waitMarker(ctx context.Context, tw *txn.Writer, marker int64) error {
+// marker of type ct written after EndTxn returned.
+func (p *Partition) waitMarker(ctx context.Context, tw *txn.Writer, ct batch.ControlType, marker int64) error {
 	r := p.dest.NewRetrier()
 	for {
 		end, err := p.listEnd(ctx)
@@ -322,6 +344,10 @@ func (p *Partition) waitMarker(ctx context.Context, tw *txn.Writer, marker int64
 					p.next = end
 					return &DuplicateMarkerError{Mirror: p.w.cfg.mirror, Topic: p.topic, Partition: p.partition, Marker: marker, End: end}
 				}
+				if dup := p.markerAfterLateCopies(ctx, tw, ct, marker, end); dup != nil {
+					p.next = end
+					return dup
+				}
 				return p.mismatch(marker, end-1, "destination end offset passed the marker (last offset shown as got)")
 			}
 			err = fmt.Errorf("marker expected at offset %d not visible yet, destination end offset %d", marker, end)
@@ -332,6 +358,63 @@ func (p *Partition) waitMarker(ctx context.Context, tw *txn.Writer, marker int64
 			return p.errorf("wait for the marker", err)
 		}
 	}
+}
+
+// writtenMarker is a transaction marker the writer wrote: its destination offset,
+// the destination producer id and its type.
+type writtenMarker struct {
+	offset int64
+	pid    int64
+	ct     batch.ControlType
+}
+
+// lateCopies checks a batch expected at destination offset expect that
+// landed later, at res: when only copies of the last marker the writer
+// wrote lie between (the destination's transaction coordinator wrote it
+// again after the marker's append returned), it returns the
+// *DuplicateMarkerError that says so and where the batch is. Anything else
+// there is foreign data (nil: the offset mismatch stands).
+func (p *Partition) lateCopies(ctx context.Context, expect int64, res Result) *DuplicateMarkerError {
+	m := p.last
+	if m.pid < 0 || expect <= m.offset || res.BaseOffset <= expect {
+		return nil
+	}
+	if !p.dest.MarkerCopies(ctx, p.topic, p.partition, m.pid, m.ct, expect, res.BaseOffset) {
+		return nil
+	}
+	p.log.Warn("the destination wrote a transaction marker again after it was replayed; the batches after it land later",
+		"marker_offset", m.offset, "expected_offset", expect, "landed_offset", res.BaseOffset)
+	return &DuplicateMarkerError{Mirror: p.w.cfg.mirror, Topic: p.topic, Partition: p.partition,
+		Marker: m.offset, End: res.NextOffset, Expected: expect, Shifted: []Result{res}}
+}
+
+// markerAfterLateCopies checks a marker of tw of type ct expected at
+// destination offset expect when the destination ends at end, past
+// expect+1: when the offsets from expect on hold copies of the last marker
+// the writer wrote (written again after its append returned), then the
+// marker (and maybe copies of it), and nothing else, it returns the
+// *DuplicateMarkerError that says where the marker landed; nil otherwise.
+func (p *Partition) markerAfterLateCopies(ctx context.Context, tw *txn.Writer, ct batch.ControlType, expect, end int64) *DuplicateMarkerError {
+	m := p.last
+	if m.pid < 0 || expect <= m.offset {
+		return nil
+	}
+	ms, ok := p.dest.Markers(ctx, p.topic, p.partition, expect, end)
+	if !ok {
+		return nil
+	}
+	i := 0
+	for i < len(ms) && ms[i].ProducerID == m.pid && ms[i].Type == m.ct {
+		i++
+	}
+	if i == 0 || !cluster.Copies(ms[i:], tw.Info.ProducerID, ct) {
+		return nil
+	}
+	at := ms[i].Offset
+	p.log.Warn("the destination wrote a transaction marker again after it was replayed; the next marker lands later",
+		"marker_offset", m.offset, "expected_offset", expect, "landed_offset", at)
+	return &DuplicateMarkerError{Mirror: p.w.cfg.mirror, Topic: p.topic, Partition: p.partition, Marker: m.offset, End: end, Expected: expect,
+		Shifted: []Result{{BaseOffset: at, NextOffset: at + 1, Control: true, LogAppendTime: -1}}}
 }
 
 // EndOffset returns the destination partition's end offset (high
@@ -480,11 +563,12 @@ func (p *Partition) AbortAll(ctx context.Context) error {
 			continue
 		}
 		p.next = -1
-		if err := p.waitMarker(ctx, tw, marker); err != nil {
+		if err := p.waitMarker(ctx, tw, batch.ControlAbort, marker); err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		p.next = marker + 1
+		p.last = writtenMarker{offset: marker, pid: tw.Info.ProducerID, ct: batch.ControlAbort}
 		p.log.Info("destination transaction aborted", "transactional_id", tw.Info.TransactionalID, "marker_offset", marker)
 	}
 	return errors.Join(errs...)

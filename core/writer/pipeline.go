@@ -52,7 +52,9 @@ func (p *Partition) answered(pd *pending) {
 // It returns how many of bs are on the destination (done was called for
 // them). On error, bs[n] is the batch that failed and none after it was
 // appended, unless the error is an offset mismatch: appends sent after
-// bs[n] may then have landed too. As after an AppendAt error, the caller
+// bs[n] may then have landed too. A *DuplicateMarkerError with Shifted says
+// that bs[n] and the len(Shifted)-1 batches after it landed after copies of
+// a marker, where Shifted says. As after an AppendAt error, the caller
 // must read the resume point again.
 func (p *Partition) AppendAll(ctx context.Context, bs []batch.Batch, done func(i int, res Result)) (int, error) {
 	p.opMu.Lock()
@@ -102,7 +104,9 @@ func (p *Partition) AppendAll(ctx context.Context, bs []batch.Batch, done func(i
 // On error nothing is in flight any more: the batch that failed is the
 // first one sent for which done was not called, and none sent after it was
 // appended, unless the error is an offset mismatch (appends sent after it
-// may then have landed too). Every batch not reported by done has its
+// may then have landed too; a *DuplicateMarkerError with Shifted says that
+// the first len(Shifted) of them landed after copies of a marker, where
+// Shifted says, and the others did not). Every batch not reported by done has its
 // source base offset back, unless ctx ended while it was in flight (see the
 // package doc). As after an AppendAt error, the caller must read the resume
 // point again.
@@ -267,6 +271,9 @@ func (p *Partition) completeOldest(ctx context.Context, landed landedFunc) error
 			if derr := p.waitAll(ctx); derr != nil {
 				return errors.Join(err, derr)
 			}
+			if dup := p.lateCopies(ctx, pd.expect, res); dup != nil {
+				return p.shifted(pd.tw, dup)
+			}
 			p.restoreAll()
 			p.next = -1
 			return err
@@ -325,13 +332,56 @@ func (p *Partition) completeOldest(ctx context.Context, landed landedFunc) error
 		p.route.Put(op)
 		if err != nil {
 			p.unconfirm(pd.tw)
-			p.next = -1
+			if len(p.pipe) > 0 {
+				// Not sent again, not appended: the sequences they
+				// carry are spent.
+				p.staleProducer(pd.tw)
+			}
 			p.restoreAll()
+			if dup := p.lateCopies(ctx, pd.expect, res); dup != nil {
+				return dup
+			}
+			p.next = -1
 			return err
 		}
 		landed(pd, res)
 	}
 	return nil
+}
+
+// shifted finishes a pipeline whose oldest append (taken out of it, by
+// producer tw) landed after copies of the last marker (dup): the appends
+// behind it were sent behind it and land as many offsets later. Each that
+// did is added to dup.Shifted, in order, up to the first that did not
+// (failed, or landed elsewhere): that one and those after it are not
+// reported, their producer's sequence is no longer known, and the
+// destination's end offset is read again before the next append, so that
+// anything else written there is an offset mismatch then.
+func (p *Partition) shifted(tw *txn.Writer, dup *DuplicateMarkerError) error {
+	shift := dup.Shifted[0].BaseOffset - dup.Expected
+	complete := true
+	for _, q := range p.pipe {
+		q.b.SetBaseOffset(q.src)
+		if _, err := p.route.Answer(q.op); err != nil {
+			complete = false
+			break
+		}
+		res, err := p.landed(q.tw, q.seq, q.b, q.op, q.expect+shift)
+		if err != nil {
+			complete = false
+			break
+		}
+		dup.Shifted = append(dup.Shifted, res)
+		dup.End = res.NextOffset
+	}
+	p.restoreAll()
+	p.unconfirm(tw)
+	p.next = dup.End
+	if !complete {
+		p.staleProducer(tw)
+		p.next = -1
+	}
+	return dup
 }
 
 // waitAll waits for the answers of every append in flight (they stay in

@@ -49,4 +49,13 @@ func TestOnlyMarkers(t *testing.T) {
 			t.Errorf("%s: onlyMarkers = %v, want %v", tc.name, got, tc.want)
 		}
 	}
+	// Copies found later, of a marker of known type: every one must be
+	// of that type, the first too.
+	commits := cat(ctl(5, 7, batch.ControlCommit), ctl(6, 7, batch.ControlCommit))
+	if !onlyMarkersOf(commits, 7, batch.ControlCommit, 5, 7) {
+		t.Error("onlyMarkersOf(COMMIT) refuses two COMMIT copies")
+	}
+	if onlyMarkersOf(commits, 7, batch.ControlAbort, 5, 7) {
+		t.Error("onlyMarkersOf(ABORT) takes COMMIT markers for copies")
+	}
 }
