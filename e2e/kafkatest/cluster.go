@@ -252,6 +252,10 @@ func (c *Cluster) jvmArgs(n *node) []string {
 		// Names the process in ps output; not read by Kafka.
 		fmt.Sprintf("-Dkafkatest.node=%s-%d", c.opts.Name, n.id),
 	}
+	if c.opts.SASL != nil && c.opts.SASL.OAuth != nil {
+		// Kafka 4 reads no JWKS URL that this property does not allow.
+		args = append(args, "-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls="+c.opts.SASL.OAuth.JWKSURL)
+	}
 	args = append(args, c.opts.JVMOptions...)
 	return append(args, "-cp", filepath.Join(c.dist.LibsDir, "*"), "kafka.Kafka", n.config)
 }

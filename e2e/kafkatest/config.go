@@ -131,12 +131,26 @@ func (s *clusterSpec) nodeConfig(id int) map[string]string {
 			cfg[p+"sasl.enabled.mechanisms"] = strings.Join(mechs, ",")
 			for _, m := range o.SASL.Mechanisms {
 				mp := p + strings.ToLower(string(m)) + ".sasl.jaas.config"
-				if m.scram() {
+				switch {
+				case m.scram():
 					cfg[mp] = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
-				} else {
+				case m == OAuthBearer:
+					cfg[mp] = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;"
+					cfg[p+"oauthbearer.sasl.server.callback.handler.class"] = "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"
+				default:
 					cfg[mp] = "org.apache.kafka.common.security.plain.PlainLoginModule required" + plainUsers.String() + ";"
 				}
 			}
+		}
+	}
+
+	if o.SASL != nil && o.SASL.OAuth != nil {
+		cfg["sasl.oauthbearer.jwks.endpoint.url"] = o.SASL.OAuth.JWKSURL
+		if o.SASL.OAuth.Audience != "" {
+			cfg["sasl.oauthbearer.expected.audience"] = o.SASL.OAuth.Audience
+		}
+		if o.SASL.OAuth.Issuer != "" {
+			cfg["sasl.oauthbearer.expected.issuer"] = o.SASL.OAuth.Issuer
 		}
 	}
 

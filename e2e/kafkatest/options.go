@@ -42,6 +42,10 @@ const (
 	Plain       Mechanism = "PLAIN"
 	ScramSHA256 Mechanism = "SCRAM-SHA-256"
 	ScramSHA512 Mechanism = "SCRAM-SHA-512"
+	// OAuthBearer validates JWTs against a JWKS endpoint (Kafka's
+	// OAuthBearerValidatorCallbackHandler); it needs SASLOptions.OAuth and
+	// is not in AllMechanisms.
+	OAuthBearer Mechanism = "OAUTHBEARER"
 )
 
 // AllMechanisms lists every mechanism, the default of SASLOptions.Mechanisms.
@@ -106,6 +110,20 @@ type SASLOptions struct {
 	// formatted, PLAIN users are listed in the listener's JAAS config.
 	// Names must match [A-Za-z][A-Za-z0-9_-]*, passwords [A-Za-z0-9._-]+.
 	Users map[string]string
+	// OAuth configures OAUTHBEARER; required when Mechanisms holds it.
+	OAuth *OAuthOptions
+}
+
+// OAuthOptions configure how brokers validate OAUTHBEARER tokens: signed
+// JWTs whose keys the broker reads from JWKSURL (allowed through the
+// org.apache.kafka.sasl.oauthbearer.allowed.urls system property, which
+// Kafka 4 requires). The token's "sub" claim is the principal (User:<sub>).
+type OAuthOptions struct {
+	JWKSURL string
+	// Audience, when set, is the "aud" every token must carry.
+	Audience string
+	// Issuer, when set, is the "iss" every token must carry.
+	Issuer string
 }
 
 // TLSOptions configure the SSL listeners. Certificates are generated when the
@@ -164,9 +182,15 @@ func (o Options) withDefaults() (Options, error) {
 			s.Mechanisms = AllMechanisms
 		}
 		for _, m := range s.Mechanisms {
-			if !slices.Contains(AllMechanisms, m) {
-				return bad("SASL mechanism %q is not one of %v", m, AllMechanisms)
+			if !slices.Contains(AllMechanisms, m) && m != OAuthBearer {
+				return bad("SASL mechanism %q is not one of %v or %s", m, AllMechanisms, OAuthBearer)
 			}
+		}
+		if slices.Contains(s.Mechanisms, OAuthBearer) != (s.OAuth != nil) {
+			return bad("SASL mechanism %s and SASLOptions.OAuth go together", OAuthBearer)
+		}
+		if s.OAuth != nil && !strings.HasPrefix(s.OAuth.JWKSURL, "http") {
+			return bad("SASLOptions.OAuth.JWKSURL %q is not an http(s) URL", s.OAuth.JWKSURL)
 		}
 		for u, p := range s.Users {
 			if !nameRE.MatchString(u) {
