@@ -185,7 +185,7 @@ func (c *authClient) Credentials(ctx context.Context, req auth.Request) (auth.Cr
 	}
 	resp, err := c.client.Credentials(ctx, &authv1.CredentialsRequest{Mirror: req.Mirror, Role: req.Role, Mechanism: req.Mechanism})
 	if err != nil {
-		return auth.Credentials{}, c.fromStatus(req, err)
+		return auth.Credentials{}, c.fromStatus(ctx, req, err)
 	}
 	creds := auth.Credentials{
 		Username:   resp.GetUsername(),
@@ -225,14 +225,18 @@ func (c *authClient) Close() error {
 }
 
 // fromStatus turns the status of a failed Credentials call back into an
-// error matching the plugin's sentinels. A status UNAVAILABLE that names no
-// sentinel comes from the transport (the plugin process is gone or
-// unreachable): it wraps auth.ErrUnavailable, as a retry may work once the
-// plugin is back.
-func (c *authClient) fromStatus(req auth.Request, err error) error {
+// error matching the plugin's sentinels. The plugin's own errors name the
+// request already; errors of the host's side (its context ended, the
+// transport failed) get it here. A status UNAVAILABLE that names no sentinel
+// comes from the transport (the plugin process is gone or unreachable): it
+// wraps auth.ErrUnavailable, as a retry may work once the plugin is back.
+func (c *authClient) fromStatus(ctx context.Context, req auth.Request, err error) error {
 	back := authErrors.FromStatus(err)
-	if status.Code(err) == codes.Unavailable && !errors.Is(back, auth.ErrUnavailable) {
+	switch {
+	case status.Code(err) == codes.Unavailable && !errors.Is(back, auth.ErrUnavailable):
 		return fmt.Errorf("%v: %v: the plugin is unreachable (%w): %w", c, req, back, auth.ErrUnavailable)
+	case ctx.Err() != nil:
+		return fmt.Errorf("%v: %v: %w", c, req, back)
 	}
 	return fmt.Errorf("%v: %w", c, back)
 }

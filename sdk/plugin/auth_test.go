@@ -304,6 +304,9 @@ func TestAuthContextReachesThePlugin(t *testing.T) {
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("host error %v, want one wrapping context.DeadlineExceeded", err)
 		}
+		if want := fmt.Sprintf(`auth plugin "ref": %v: `, req); !strings.HasPrefix(err.Error(), want) {
+			t.Fatalf("host error %q does not start with %q", err, want)
+		}
 		seen := <-b.seen
 		// gRPC sends the time left, so the plugin's deadline is the host's
 		// give or take the time on the wire.
