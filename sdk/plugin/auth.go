@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	goplugin "github.com/hashicorp/go-plugin"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -227,18 +228,33 @@ func (c *authClient) Close() error {
 // fromStatus turns the status of a failed Credentials call back into an
 // error matching the plugin's sentinels. The plugin's own errors name the
 // request already; errors of the host's side (its context ended, the
-// transport failed) get it here. A status UNAVAILABLE that names no sentinel
-// comes from the transport (the plugin process is gone or unreachable): it
-// wraps auth.ErrUnavailable, as a retry may work once the plugin is back.
+// transport failed) get it here.
+//
+// A status that names no sentinel and is UNAVAILABLE (the plugin process is
+// gone or unreachable), or CANCELLED while the caller's context is not (the
+// host closed the connection to the plugin), comes from the transport: it
+// wraps auth.ErrUnavailable, as a retry may work once the plugin is back, and
+// not context.Canceled, which would tell the caller its own context ended.
 func (c *authClient) fromStatus(ctx context.Context, req auth.Request, err error) error {
+	st, _ := status.FromError(err)
 	back := authErrors.FromStatus(err)
-	switch {
-	case status.Code(err) == codes.Unavailable && !errors.Is(back, auth.ErrUnavailable):
-		return fmt.Errorf("%v: %v: the plugin is unreachable (%w): %w", c, req, back, auth.ErrUnavailable)
-	case ctx.Err() != nil:
+	if !authTyped(st) && (st.Code() == codes.Unavailable || st.Code() == codes.Canceled && ctx.Err() == nil) {
+		return fmt.Errorf("%v: %v: the plugin is unreachable (%v): %w", c, req, back, auth.ErrUnavailable)
+	}
+	if ctx.Err() != nil {
 		return fmt.Errorf("%v: %v: %w", c, req, back)
 	}
 	return fmt.Errorf("%v: %w", c, back)
+}
+
+// authTyped reports whether st names a sentinel of the auth protocol.
+func authTyped(st *status.Status) bool {
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == authProtocol {
+			return true
+		}
+	}
+	return false
 }
 
 // String names the plugin: auth plugin "oauth".

@@ -10,6 +10,8 @@ import (
 	"go/token"
 	"log/slog"
 	"maps"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -18,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -669,5 +672,89 @@ func TestAuthHostSideNeverPrintsSecrets(t *testing.T) {
 				t.Errorf("value %d (%T): a secret appears in a log/slog text record", i, v)
 			}
 		}
+	}
+}
+
+// authChildEnv makes TestAuthPluginProcess serve the reference provider; it
+// is set only in the child processes TestAuthOutOfProcess starts.
+const authChildEnv = "KMIRROR_SDK_TEST_AUTH_PLUGIN"
+
+// TestAuthPluginProcess is the plugin binary of TestAuthOutOfProcess: this
+// test binary, re-executed, serving the reference provider with Serve.
+func TestAuthPluginProcess(t *testing.T) {
+	if os.Getenv(authChildEnv) != "1" {
+		t.Skip("runs only as the plugin process of TestAuthOutOfProcess")
+	}
+	ref := newAuthRef()
+	ref.errs = map[string]error{"rejected": fmt.Errorf("ref: mirror %q: %w", "rejected", auth.ErrRejected)}
+	Serve(ServeConfig{Auth: ref, Logger: hclog.NewNullLogger()})
+}
+
+// TestAuthOutOfProcess runs the auth protocol between processes as a host
+// will: go-plugin's client with ClientPlugins and AutoMTLS, a plugin main of
+// one Serve call. Killing the plugin makes calls fail with ErrUnavailable.
+func TestAuthOutOfProcess(t *testing.T) {
+	t.Parallel()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs, err := Handshake(KindAuth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plugins, err := ClientPlugins(KindAuth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "-test.run=^TestAuthPluginProcess$", "-test.count=1")
+	cmd.Env = append(os.Environ(), authChildEnv+"=1")
+	client := goplugin.NewClient(&goplugin.ClientConfig{
+		HandshakeConfig:  goplugin.HandshakeConfig{MagicCookieKey: hs.MagicCookieKey, MagicCookieValue: hs.MagicCookieValue},
+		VersionedPlugins: plugins,
+		Cmd:              cmd,
+		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
+		AutoMTLS:         true,
+		Logger:           hclog.NewNullLogger(),
+	})
+	t.Cleanup(client.Kill)
+	rpc, err := client.Client()
+	if err != nil {
+		t.Fatalf("starting the plugin: %v", err)
+	}
+	raw, err := rpc.Dispense(string(KindAuth))
+	if err != nil {
+		t.Fatalf("Dispense: %v", err)
+	}
+	p := raw.(auth.Provider)
+	if v := client.NegotiatedVersion(); v != auth.ProtocolMajor {
+		t.Fatalf("negotiated protocol %d, want %d", v, auth.ProtocolMajor)
+	}
+	if got := p.Info(); got.Name != "ref" || got.Version != "1.2.3" {
+		t.Fatalf("Info = %+v", got)
+	}
+	req := auth.Request{Mirror: "m", Role: auth.RoleSource, Mechanism: auth.MechanismOAuthBearer}
+	c, err := p.Credentials(t.Context(), req)
+	if err != nil || c.Token.Reveal() != refToken || c.Expiry.IsZero() {
+		t.Fatalf("Credentials(%v) = %+v, %v", req, c, err)
+	}
+	if _, err := p.Credentials(t.Context(), auth.Request{Mirror: "rejected", Role: auth.RoleSource, Mechanism: auth.MechanismPlain}); !errors.Is(err, auth.ErrRejected) {
+		t.Fatalf("Credentials for a rejected mirror = %v, want ErrRejected", err)
+	}
+	// The plugin process dies: calls fail with ErrUnavailable.
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.Credentials(t.Context(), req)
+	if !errors.Is(err, auth.ErrUnavailable) || errors.Is(err, context.Canceled) {
+		t.Fatalf("Credentials from a dead plugin = %v, want ErrUnavailable", err)
+	}
+	// The host kills its client (to restart the plugin): calls of the old
+	// provider fail with ErrUnavailable too, not with the caller's
+	// context.Canceled.
+	client.Kill()
+	_, err = p.Credentials(t.Context(), req)
+	if !errors.Is(err, auth.ErrUnavailable) || errors.Is(err, context.Canceled) {
+		t.Fatalf("Credentials after the host killed the client = %v, want ErrUnavailable and not context.Canceled", err)
 	}
 }
