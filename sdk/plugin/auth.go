@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -115,10 +116,19 @@ func (s *authServer) Info(context.Context, *authv1.InfoRequest) (*authv1.InfoRes
 		Name: i.Name,
 		// Version is free-form; proto strings must be UTF-8.
 		Version:       strings.ToValidUTF8(i.Version, "\uFFFD"),
-		ProtocolMajor: int32(i.ProtocolMajor),
-		ProtocolMinor: int32(i.ProtocolMinor),
+		ProtocolMajor: authInt32(i.ProtocolMajor),
+		ProtocolMinor: authInt32(i.ProtocolMinor),
 		Mechanisms:    slices.Clone(i.Mechanisms),
 	}, nil
+}
+
+// authInt32 returns n, or math.MinInt32 when n does not fit: a version the
+// host refuses rather than one that wrapped around to a valid one.
+func authInt32(n int) int32 {
+	if n < math.MinInt32 || n > math.MaxInt32 {
+		return math.MinInt32
+	}
+	return int32(n)
 }
 
 func (s *authServer) Credentials(ctx context.Context, in *authv1.CredentialsRequest) (*authv1.CredentialsResponse, error) {
