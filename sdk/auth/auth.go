@@ -304,6 +304,8 @@ type Provider interface {
 	Credentials(ctx context.Context, req Request) (Credentials, error)
 
 	// Close releases the provider. Afterwards Credentials fails with
-	// ErrClosed. Close is idempotent.
+	// ErrClosed. Close is idempotent. For a provider served by a plugin,
+	// Close on the host closes the plugin's provider (the Close rpc); the
+	// host stops the plugin process afterwards (docs/plugins.md).
 	Close() error
 }
