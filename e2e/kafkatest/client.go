@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/oauth"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
@@ -24,7 +25,8 @@ var ErrBadIdentity = errors.New("kafkatest: bad client identity")
 type Identity struct {
 	// Listener to connect to. Default Plaintext.
 	Listener Listener
-	// Mechanism, User and Password log in on SASL listeners.
+	// Mechanism, User and Password log in on SASL listeners. For
+	// OAuthBearer, Password is the bearer token and User is not sent.
 	Mechanism      Mechanism
 	User, Password string
 	// Cert is the client certificate presented on SSL listeners: one the
@@ -145,6 +147,8 @@ func saslMechanism(id Identity) (sasl.Mechanism, error) {
 		return scram.Auth{User: id.User, Pass: id.Password}.AsSha256Mechanism(), nil
 	case ScramSHA512:
 		return scram.Auth{User: id.User, Pass: id.Password}.AsSha512Mechanism(), nil
+	case OAuthBearer:
+		return oauth.Auth{Token: id.Password}.AsMechanism(), nil
 	case "":
 		return nil, errors.New("a SASL listener needs a Mechanism")
 	default:

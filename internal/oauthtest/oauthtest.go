@@ -108,10 +108,7 @@ func (s *Server) Refused() int {
 // signed with the server's key, without counting it as issued.
 func (s *Server) Mint(sub, scope string, ttl time.Duration) (string, error) {
 	now := time.Now()
-	return s.sign(map[string]any{
-		"sub": sub, "aud": s.Audience, "iss": s.Issuer, "scope": scope,
-		"iat": now.Unix(), "nbf": now.Add(-time.Minute).Unix(), "exp": now.Add(ttl).Unix(),
-	})
+	return s.sign(claims(sub, s.Audience, s.Issuer, scope, now, ttl))
 }
 
 func (s *Server) jwks(w http.ResponseWriter, _ *http.Request) {
@@ -158,10 +155,7 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	}
 	scope := r.PostForm.Get("scope")
 	now := time.Now()
-	tok, err := s.sign(map[string]any{
-		"sub": id, "aud": s.Audience, "iss": s.Issuer, "scope": scope,
-		"iat": now.Unix(), "nbf": now.Add(-time.Minute).Unix(), "exp": now.Add(ttl).Unix(),
-	})
+	tok, err := s.sign(claims(id, s.Audience, s.Issuer, scope, now, ttl))
 	if err != nil {
 		refuse(http.StatusInternalServerError, "server_error", err.Error())
 		return
@@ -173,6 +167,19 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(map[string]any{
 		"access_token": tok, "token_type": "Bearer", "expires_in": int(ttl.Seconds()), "scope": scope,
 	})
+}
+
+// claims are a token's claims; an empty scope is left out (Kafka's broker
+// refuses an empty "scope" claim).
+func claims(sub, aud, iss, scope string, now time.Time, ttl time.Duration) map[string]any {
+	c := map[string]any{
+		"sub": sub, "aud": aud, "iss": iss,
+		"iat": now.Unix(), "nbf": now.Add(-time.Minute).Unix(), "exp": now.Add(ttl).Unix(),
+	}
+	if scope != "" {
+		c["scope"] = scope
+	}
+	return c
 }
 
 // sign returns the compact RS256 JWS of claims.
