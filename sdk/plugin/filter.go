@@ -185,9 +185,10 @@ type filterServer struct {
 	info filter.Info // impl's, read once: it does not change
 }
 
-// Info implements filterv1.FilterServer.
+// Info implements filterv1.FilterServer: the Info the kinds served are
+// checked against.
 func (s *filterServer) Info(context.Context, *filterv1.InfoRequest) (*filterv1.InfoResponse, error) {
-	info := s.impl.Info()
+	info := s.info
 	resp := &filterv1.InfoResponse{Name: info.Name, Version: info.Version,
 		ProtocolMajor: int32(info.ProtocolMajor), ProtocolMinor: int32(info.ProtocolMinor)}
 	for _, k := range info.Kinds {
