@@ -334,22 +334,52 @@ func match[T Item](in, out []T, kept []bool) error {
 	if len(out) > len(in) {
 		return fmt.Errorf("%w: %d items out of %d in", ErrInvalidOutput, len(out), len(in))
 	}
-	unused := make(map[string][]int, len(in)) // item key -> indices into in not yet matched
+	// Items are looked up by key. Keys are distinct in almost every batch,
+	// so the first index of each key is kept apart from the rare repeats:
+	// no slice per key.
+	first := make(map[string]int, len(in))
+	var repeats map[string][]int
 	for i, x := range in {
 		k := itemKey(x)
-		unused[k] = append(unused[k], i)
+		if _, ok := first[k]; !ok {
+			first[k] = i
+			continue
+		}
+		if repeats == nil {
+			repeats = map[string][]int{}
+		}
+		repeats[k] = append(repeats[k], i)
+	}
+	used := kept
+	if used == nil {
+		used = make([]bool, len(in))
 	}
 	for _, x := range out {
 		k := itemKey(x)
-		cands := unused[k]
-		i := slices.IndexFunc(cands, func(c int) bool { return itemEqual(in[c], x) })
-		switch {
-		case i >= 0:
-			if kept != nil {
-				kept[cands[i]] = true
+		i, ok := first[k]
+		if !ok {
+			return fmt.Errorf("%w: %s was not in the input, or is returned twice", ErrInvalidOutput, describe(x))
+		}
+		rest := repeats[k]
+		found, changed := -1, false
+		for n := -1; n < len(rest); n++ {
+			c := i
+			if n >= 0 {
+				c = rest[n]
 			}
-			unused[k] = slices.Delete(cands, i, i+1)
-		case len(cands) > 0:
+			if used[c] {
+				continue
+			}
+			if itemEqual(in[c], x) {
+				found = c
+				break
+			}
+			changed = true // an unused item of that key differs
+		}
+		switch {
+		case found >= 0:
+			used[found] = true
+		case changed:
 			return fmt.Errorf("%w: %s was changed", ErrInvalidOutput, describe(x))
 		default:
 			return fmt.Errorf("%w: %s was not in the input, or is returned twice", ErrInvalidOutput, describe(x))
