@@ -47,8 +47,9 @@
 // call as "nothing passes"). A plugin fails a call by ending it with a
 // non-OK gRPC status whose message says what went wrong. To let the host tell
 // errors apart, attach a google.rpc.ErrorInfo detail (from
-// google/rpc/error_details.proto) with domain "kmirror.plugin.filter.v1" and
-// one of these reasons:
+// google/rpc/error_details.proto; in Python, grpcio-status's
+// rpc_status.to_status builds such a status) with domain
+// "kmirror.plugin.filter.v1" and one of these reasons:
 //
 //   UNAVAILABLE       the filter cannot decide right now (a service it
 //                     consults is down); the host retries next cycle.
