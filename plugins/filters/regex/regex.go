@@ -31,11 +31,14 @@ package regex
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"regexp/syntax"
 	"strings"
 
 	"github.com/kmirror/kmirror/sdk/filter"
 	"github.com/kmirror/kmirror/sdk/filter/kiprules"
+	"github.com/kmirror/kmirror/sdk/plugin"
 )
 
 // Config holds the four pattern lists. Use DefaultConfig for KIP-1279's
@@ -99,20 +102,20 @@ func compileAll(c Config) (*Filter, error) {
 	return &f, nil
 }
 
-// list is one of the four pattern lists: its KIP key, its patterns, and
-// where its compiled form goes.
+// list is one of the four pattern lists: its KIP key, its plugin key, its
+// patterns, and where its compiled form goes.
 type list struct {
-	key      string
-	patterns []string
-	dst      *kiprules.List
+	key, pluginKey string
+	patterns       []string
+	dst            *kiprules.List
 }
 
 func (c Config) lists(r *kiprules.Rules) []list {
 	return []list{
-		{"mirror.topics.include", c.TopicsInclude, &r.TopicsInclude},
-		{"mirror.topics.exclude", c.TopicsExclude, &r.TopicsExclude},
-		{"mirror.groups.include", c.GroupsInclude, &r.GroupsInclude},
-		{"mirror.groups.exclude", c.GroupsExclude, &r.GroupsExclude},
+		{"mirror.topics.include", KeyTopicsInclude, c.TopicsInclude, &r.TopicsInclude},
+		{"mirror.topics.exclude", KeyTopicsExclude, c.TopicsExclude, &r.TopicsExclude},
+		{"mirror.groups.include", KeyGroupsInclude, c.GroupsInclude, &r.GroupsInclude},
+		{"mirror.groups.exclude", KeyGroupsExclude, c.GroupsExclude, &r.GroupsExclude},
 	}
 }
 
@@ -145,4 +148,86 @@ func keep[T filter.Item](ctx context.Context, in []T, pass func(T) bool) ([]T, e
 		return nil, fmt.Errorf("regex filter: %w", err)
 	}
 	return out, nil
+}
+
+// The configuration keys of the regex filter as a plugin (Schema).
+const (
+	KeyTopicsInclude = "topics.include"
+	KeyTopicsExclude = "topics.exclude"
+	KeyGroupsInclude = "groups.include"
+	KeyGroupsExclude = "groups.exclude"
+)
+
+// Schema declares the regex filter's configuration as a plugin: the four
+// lists, each defaulting to DefaultConfig's value when absent (an empty
+// list given explicitly is empty).
+var Schema = plugin.Schema{
+	{Name: KeyTopicsInclude, Type: plugin.FieldStringList, Default: "[]", Description: "topics to mirror (KIP-1279 mirror.topics.include); whole-name RE2 patterns; empty: none"},
+	{Name: KeyTopicsExclude, Type: plugin.FieldStringList, Default: `["__.*"]`, Description: "topics never to mirror, even if included (mirror.topics.exclude); internal topics never pass anyway"},
+	{Name: KeyGroupsInclude, Type: plugin.FieldStringList, Default: `[".*"]`, Description: "groups whose offsets are synced (mirror.groups.include)"},
+	{Name: KeyGroupsExclude, Type: plugin.FieldStringList, Default: "[]", Description: "groups never synced, even if included (mirror.groups.exclude)"},
+}
+
+// NewFromConfig builds the filter from a plugin configuration block (the
+// keys of Schema); it is the constructor of plugin.ServeConfig.NewFilter.
+// An invalid block or pattern is refused with a *plugin.ConfigError naming
+// the key and the position of each bad pattern.
+func NewFromConfig(_ context.Context, _ string, cfg plugin.Config) (filter.Filter, error) {
+	c, err := ConfigFromPlugin(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return New(c)
+}
+
+// ConfigFromPlugin decodes and checks a plugin configuration block into a
+// Config. Errors are *plugin.ConfigError values naming each key.
+func ConfigFromPlugin(cfg plugin.Config) (Config, error) {
+	if err := Schema.Validate(cfg); err != nil {
+		return Config{}, err
+	}
+	var raw struct {
+		TopicsInclude *[]string `json:"topics.include"`
+		TopicsExclude *[]string `json:"topics.exclude"`
+		GroupsInclude *[]string `json:"groups.include"`
+		GroupsExclude *[]string `json:"groups.exclude"`
+	}
+	if err := cfg.Decode(&raw); err != nil {
+		return Config{}, err
+	}
+	c := DefaultConfig()
+	for _, f := range []struct {
+		from *[]string
+		to   *[]string
+	}{{raw.TopicsInclude, &c.TopicsInclude}, {raw.TopicsExclude, &c.TopicsExclude}, {raw.GroupsInclude, &c.GroupsInclude}, {raw.GroupsExclude, &c.GroupsExclude}} {
+		if f.from != nil {
+			*f.to = *f.from
+		}
+	}
+	ce := &plugin.ConfigError{}
+	var r kiprules.Rules
+	for _, l := range c.lists(&r) {
+		for _, pe := range kiprules.PatternErrors(compileErr(l.patterns)) {
+			ce.Problems = append(ce.Problems, plugin.Problem{Key: l.pluginKey, Reason: fmt.Sprintf("item %d: %s", pe.Index, patternProblem(pe))})
+		}
+	}
+	if len(ce.Problems) > 0 {
+		return Config{}, ce
+	}
+	return c, nil
+}
+
+func compileErr(patterns []string) error {
+	_, err := kiprules.Compile(patterns)
+	return err
+}
+
+// patternProblem says what is wrong with a pattern without quoting it (a
+// ConfigError holds no values).
+func patternProblem(pe *kiprules.PatternError) string {
+	var se *syntax.Error
+	if errors.As(pe.Err, &se) {
+		return "invalid pattern: " + se.Code.String()
+	}
+	return pe.Error()
 }
