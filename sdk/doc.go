@@ -10,7 +10,8 @@
 //   - auth: credential providers for source and destination clients (SASL
 //     PLAIN/SCRAM credentials, OAUTHBEARER tokens).
 //   - filter: decisions over batches of topics, groups and ACL bindings,
-//     chainable.
+//     chainable; filter/kiprules holds KIP-1279's include/exclude rules,
+//     which the engine's scope and the regex filter plugin share.
 //   - plugin: the go-plugin handshake (magic cookie, major protocol version
 //     per kind) that host and plugin binaries agree on.
 //

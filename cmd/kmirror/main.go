@@ -47,7 +47,7 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitOK
 	}
-	for _, c := range commands() {
+	for _, c := range append(commands(), hiddenCommands()...) {
 		if c.name == args[0] {
 			return c.run(args[1:], stdout, stderr)
 		}

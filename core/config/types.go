@@ -1,14 +1,12 @@
 package config
 
 import (
-	"regexp"
-	"strings"
 	"time"
 
 	"github.com/kmirror/kmirror/core/aclrule"
 	"github.com/kmirror/kmirror/core/config/security"
-
 	"github.com/kmirror/kmirror/core/config/value"
+	"github.com/kmirror/kmirror/sdk/filter/kiprules"
 )
 
 // Security protocols accepted by security.protocol.
@@ -130,30 +128,24 @@ type State struct {
 }
 
 // RegexList is a list of regular expressions, each matched against a whole
-// value (KIP-1279 compiles such lists as ^(p1|p2|…)$). The zero value is an
-// empty list, which matches nothing.
+// value (KIP-1279 compiles such lists as ^(p1|p2|…)$): a kiprules.List,
+// the one implementation of those rules that the regex filter plugin uses
+// too. The zero value is an empty list, which matches nothing.
 type RegexList struct {
-	patterns []string
-	res      []*regexp.Regexp
+	l kiprules.List
 }
 
 // CompileRegexList compiles patterns into a RegexList. It reports the first
 // invalid pattern, quoting it, with Go's error.
 func CompileRegexList(patterns []string) (RegexList, error) {
-	l := RegexList{patterns: append([]string(nil), patterns...)}
-	for _, p := range patterns {
-		// Compile alone first: an expression like "a)|(b" would otherwise
-		// escape the anchors once wrapped.
-		if _, err := regexp.Compile(p); err != nil {
-			return RegexList{}, &regexError{pattern: p, err: err}
+	l, err := kiprules.Compile(patterns)
+	if err != nil {
+		if pes := kiprules.PatternErrors(err); len(pes) > 0 {
+			return RegexList{}, &regexError{pattern: pes[0].Pattern, err: pes[0].Err}
 		}
-		re, err := regexp.Compile(`\A(?:` + p + `)\z`)
-		if err != nil {
-			return RegexList{}, &regexError{pattern: p, err: err}
-		}
-		l.res = append(l.res, re)
+		return RegexList{}, err
 	}
-	return l, nil
+	return RegexList{l: l}, nil
 }
 
 type regexError struct {
@@ -167,23 +159,19 @@ func (e *regexError) Error() string {
 func (e *regexError) Unwrap() error { return e.err }
 
 // Match reports whether some pattern matches all of s.
-func (l RegexList) Match(s string) bool {
-	for _, re := range l.res {
-		if re.MatchString(s) {
-			return true
-		}
-	}
-	return false
-}
+func (l RegexList) Match(s string) bool { return l.l.Match(s) }
+
+// List returns the compiled list, for kiprules.Rules.
+func (l RegexList) List() kiprules.List { return l.l }
 
 // Patterns returns the patterns as written.
-func (l RegexList) Patterns() []string { return append([]string(nil), l.patterns...) }
+func (l RegexList) Patterns() []string { return l.l.Patterns() }
 
 // Len returns the number of patterns.
-func (l RegexList) Len() int { return len(l.patterns) }
+func (l RegexList) Len() int { return l.l.Len() }
 
 // String joins the patterns with commas.
-func (l RegexList) String() string { return strings.Join(l.patterns, ",") }
+func (l RegexList) String() string { return l.l.String() }
 
 // MarshalText encodes the list as its comma-joined patterns.
 func (l RegexList) MarshalText() ([]byte, error) { return []byte(l.String()), nil }

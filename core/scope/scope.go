@@ -12,7 +12,10 @@
 //   - ACL bindings: a binding passes when some mirror.acl.include rule
 //     (core/aclrule) matches it. An empty rule list lets none pass.
 //
-// Patterns match whole names (config.RegexList). The engine builds one
+// The topic and group rules are sdk/filter/kiprules, the one implementation
+// of KIP-1279's rules, which the regex filter plugin uses too; patterns match
+// whole names (config.RegexList compiles them into kiprules lists). The
+// engine builds one
 // Builtin per mirror from its configuration and calls it once per sync cycle
 // and kind, with every candidate of the source; filter plugins chain after
 // it with filter.Chain. Its per-item predicates (Topic, Group, ACL) serve the
@@ -26,6 +29,7 @@ import (
 	"github.com/kmirror/kmirror/core/aclrule"
 	"github.com/kmirror/kmirror/core/config"
 	"github.com/kmirror/kmirror/sdk/filter"
+	"github.com/kmirror/kmirror/sdk/filter/kiprules"
 )
 
 // Name is the name of the built-in filter in Info, logs and errors.
@@ -34,9 +38,8 @@ const Name = "builtin"
 // Builtin is the built-in filter of one mirror. It is immutable and safe for
 // concurrent use.
 type Builtin struct {
-	topicsInclude, topicsExclude config.RegexList
-	groupsInclude, groupsExclude config.RegexList
-	acls                         aclrule.Rules
+	rules kiprules.Rules
+	acls  aclrule.Rules
 }
 
 var _ filter.Filter = (*Builtin)(nil)
@@ -47,8 +50,10 @@ var _ filter.Filter = (*Builtin)(nil)
 // by core/config. Later changes to m do not affect the filter.
 func New(m *config.Mirror) *Builtin {
 	return &Builtin{
-		topicsInclude: m.TopicsInclude, topicsExclude: m.TopicsExclude,
-		groupsInclude: m.GroupsInclude, groupsExclude: m.GroupsExclude,
+		rules: kiprules.Rules{
+			TopicsInclude: m.TopicsInclude.List(), TopicsExclude: m.TopicsExclude.List(),
+			GroupsInclude: m.GroupsInclude.List(), GroupsExclude: m.GroupsExclude.List(),
+		},
 		acls: m.ACLInclude,
 	}
 }
@@ -62,14 +67,10 @@ func (*Builtin) Info() filter.Info {
 }
 
 // Topic reports whether t is in the mirror's topic scope.
-func (b *Builtin) Topic(t filter.Topic) bool {
-	return !t.IsInternal() && b.topicsInclude.Match(t.Name) && !b.topicsExclude.Match(t.Name)
-}
+func (b *Builtin) Topic(t filter.Topic) bool { return b.rules.Topic(t) }
 
 // Group reports whether the group with id is synced.
-func (b *Builtin) Group(id string) bool {
-	return b.groupsInclude.Match(id) && !b.groupsExclude.Match(id)
-}
+func (b *Builtin) Group(id string) bool { return b.rules.Group(id) }
 
 // ACL reports whether some mirror.acl.include rule matches a.
 func (b *Builtin) ACL(a filter.ACLBinding) bool {
@@ -95,17 +96,11 @@ func (b *Builtin) FilterACLs(ctx context.Context, _ string, in []filter.ACLBindi
 	return keep(ctx, filter.ACLs, in, b.ACL)
 }
 
-// keep returns, in a new slice and in input order, the items of in that pass.
-// The input is never modified.
+// keep is kiprules.Keep with an error naming the filter and the kind.
 func keep[T filter.Item](ctx context.Context, kind filter.Kind, in []T, pass func(T) bool) ([]T, error) {
-	if err := ctx.Err(); err != nil {
+	out, err := kiprules.Keep(ctx, in, pass)
+	if err != nil {
 		return nil, fmt.Errorf("filter %q: %s: %w", Name, kind, err)
-	}
-	out := make([]T, 0, len(in))
-	for _, x := range in {
-		if pass(x) {
-			out = append(out, x)
-		}
 	}
 	return out, nil
 }

@@ -5,17 +5,20 @@
 //
 // # Token requests
 //
-// A token request is a POST to the token endpoint with the form body
-// grant_type=client_credentials (and scope=..., if configured), the client
-// id and secret in HTTP Basic authentication (RFC 6749 §2.3.1). As in
-// Kafka's own client (sasl.oauthbearer.header.urlencode), id and secret are
-// sent as they are unless URLEncodeCredentials is set.
+// Token requests are made by golang.org/x/oauth2/clientcredentials: a POST
+// to the token endpoint with the form body grant_type=client_credentials
+// (and scope=..., if configured), the client id and secret in HTTP Basic
+// authentication (RFC 6749 §2.3.1). As in Kafka's own client
+// (sasl.oauthbearer.header.urlencode), id and secret are sent as they are
+// unless URLEncodeCredentials is set (x/oauth2 always form-encodes them, so
+// the provider's transport writes the Basic header itself in that case).
 //
-// From the JSON response the provider takes access_token and expires_in
-// (seconds). Without expires_in it reads the exp claim of the token if the
-// token is a JWT, as Kafka's client does; a token whose lifetime cannot be
-// known is refused, since the provider could not tell when to refresh it.
-// kmirror does not validate the token's claims: the broker does.
+// From the response (JSON, or form-encoded) the provider takes access_token
+// and expires_in (whole seconds, as a number or a numeric string). Without
+// expires_in it reads the exp claim of the token if the token is a JWT, as
+// Kafka's client does; a token whose lifetime cannot be known is refused,
+// since the provider could not tell when to refresh it. kmirror does not
+// validate the token's claims (sub, scope): the broker does.
 //
 // # Refresh
 //
@@ -57,6 +60,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/oauth2"
+	"golang.org/x/oauth2/clientcredentials"
 
 	"github.com/kmirror/kmirror/sdk/auth"
 )
@@ -123,9 +129,6 @@ func DefaultConfig() Config {
 	}
 }
 
-// maxResponse bounds the size of a token endpoint's response.
-const maxResponse = 1 << 20
-
 // errRequestTimeout is the cause of a request's context when
 // Config.RequestTimeout (not the caller's context) ended it.
 var errRequestTimeout = errors.New("token request timeout")
@@ -140,7 +143,8 @@ var (
 type Provider struct {
 	cfg      Config
 	endpoint string // for messages
-	client   *http.Client
+	cc       *clientcredentials.Config
+	client   *http.Client // cfg.HTTPClient (or its own) behind tokenTransport
 	ownsHTTP bool
 	log      *slog.Logger
 
@@ -177,13 +181,24 @@ func New(cfg Config) (*Provider, error) {
 	if err := validate(&cfg); err != nil {
 		return nil, fmt.Errorf("oauth auth provider: %w: %w", auth.ErrInvalidConfig, err)
 	}
-	p := &Provider{cfg: cfg, endpoint: cfg.TokenEndpoint, client: cfg.HTTPClient, log: cfg.Logger,
-		fetching: make(chan struct{}, 1)}
-	if p.client == nil {
+	p := &Provider{cfg: cfg, endpoint: cfg.TokenEndpoint, log: cfg.Logger, fetching: make(chan struct{}, 1)}
+	base := cfg.HTTPClient
+	if base == nil {
 		// A transport of its own, so that Close drops only its own
 		// idle connections.
-		p.client = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+		base = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 		p.ownsHTTP = true
+	}
+	client := *base
+	client.Transport = &tokenTransport{base: base.Transport, cfg: &p.cfg}
+	p.client = &client
+	p.cc = &clientcredentials.Config{
+		ClientID:     cfg.ClientID,
+		ClientSecret: cfg.ClientSecret.Reveal(),
+		TokenURL:     cfg.TokenEndpoint,
+		Scopes:       strings.Fields(cfg.Scope),
+		// Never the probe that retries with the secret in the body.
+		AuthStyle: oauth2.AuthStyleInHeader,
 	}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
@@ -196,40 +211,61 @@ func New(cfg Config) (*Provider, error) {
 	return p, nil
 }
 
+// fieldError is a problem of one Config field, under its plugin key.
+type fieldError struct {
+	key string
+	msg string
+	err error // a cause, or nil
+}
+
+func (e *fieldError) Error() string {
+	if e.err != nil {
+		return e.msg + ": " + e.err.Error()
+	}
+	return e.msg
+}
+
+func (e *fieldError) Unwrap() error { return e.err }
+
+// validate returns a *fieldError for the first problem of c. Messages name
+// no secret.
 func validate(c *Config) error {
+	bad := func(key, format string, args ...any) error {
+		return &fieldError{key: key, msg: fmt.Sprintf(format, args...)}
+	}
 	u, err := url.Parse(c.TokenEndpoint)
 	switch {
 	case c.TokenEndpoint == "":
-		return errors.New("no token endpoint URL")
+		return bad(KeyTokenEndpoint, "no token endpoint URL")
 	case err != nil:
-		return fmt.Errorf("token endpoint %q is not a URL", c.TokenEndpoint)
+		return bad(KeyTokenEndpoint, "token endpoint %q is not a URL", c.TokenEndpoint)
 	case (u.Scheme != "https" && u.Scheme != "http") || u.Host == "":
-		return fmt.Errorf("token endpoint %q is not an http(s) URL with a host", c.TokenEndpoint)
+		return bad(KeyTokenEndpoint, "token endpoint %q is not an http(s) URL with a host", c.TokenEndpoint)
 	case u.User != nil:
-		return errors.New("the token endpoint URL must not carry credentials; set the client id and secret")
+		return bad(KeyTokenEndpoint, "the token endpoint URL must not carry credentials; set the client id and secret")
 	case u.Fragment != "":
-		return fmt.Errorf("token endpoint %q has a fragment", c.TokenEndpoint)
+		return bad(KeyTokenEndpoint, "token endpoint %q has a fragment", c.TokenEndpoint)
 	case c.ClientID == "":
-		return errors.New("no client id")
+		return bad(KeyClientID, "no client id")
 	case !c.ClientSecret.IsSet():
-		return errors.New("no client secret")
+		return bad(KeyClientSecret, "no client secret")
 	case !c.URLEncodeCredentials && strings.Contains(c.ClientID, ":"):
-		return fmt.Errorf("client id %q contains ':', which Basic authentication cannot carry; enable URL-encoding of the credentials", c.ClientID)
+		return bad(KeyClientID, "client id %q contains ':', which Basic authentication cannot carry; enable URL-encoding of the credentials", c.ClientID)
 	case c.Scope != "" && !scopeRE.MatchString(c.Scope):
-		return fmt.Errorf("scope %q: use scope tokens of printable ASCII other than '\"' and '\\', separated by single spaces", c.Scope)
+		return bad(KeyScope, "scope %q: use scope tokens of printable ASCII other than '\"' and '\\', separated by single spaces", c.Scope)
 	case c.RefreshFactor < 0.5 || c.RefreshFactor > 1:
-		return fmt.Errorf("refresh factor %v is outside [0.5, 1] (start from DefaultConfig)", c.RefreshFactor)
+		return bad(KeyRefreshFactor, "refresh factor %v is outside [0.5, 1] (start from DefaultConfig)", c.RefreshFactor)
 	case c.RefreshBuffer < 0 || c.RefreshBuffer > time.Hour:
-		return fmt.Errorf("refresh buffer %v is outside [0, 1h]", c.RefreshBuffer)
+		return bad(KeyRefreshBuffer, "refresh buffer %v is outside [0, 1h]", c.RefreshBuffer)
 	case c.RequestTimeout <= 0:
-		return fmt.Errorf("request timeout %v must be positive (start from DefaultConfig)", c.RequestTimeout)
+		return bad(KeyRequestTimeout, "request timeout %v must be positive (start from DefaultConfig)", c.RequestTimeout)
 	case c.RetryBackoff <= 0 || c.RetryBackoffMax < c.RetryBackoff:
-		return fmt.Errorf("retry backoff %v and its maximum %v: need 0 < backoff <= maximum (start from DefaultConfig)", c.RetryBackoff, c.RetryBackoffMax)
+		return bad(KeyRetryBackoff, "retry backoff %v and its maximum %v: need 0 < backoff <= maximum (start from DefaultConfig)", c.RetryBackoff, c.RetryBackoffMax)
 	}
 	// Extensions follow the rules the SDK checks on credentials.
 	probe := auth.Credentials{Token: auth.NewSecret("probe"), Expiry: time.Unix(1, 0), Extensions: c.Extensions}
 	if err := probe.Validate(auth.MechanismOAuthBearer); err != nil {
-		return fmt.Errorf("extensions: %w", err)
+		return &fieldError{key: KeyExtensions, msg: "extensions", err: err}
 	}
 	return nil
 }
@@ -351,6 +387,27 @@ func (p *Provider) credentials(t *token) auth.Credentials {
 	return auth.Credentials{Token: t.value, Expiry: t.expiry, Extensions: maps.Clone(p.cfg.Extensions)}
 }
 
+// tokenTransport adds what x/oauth2 leaves out of a token request: the
+// Accept header, and Basic credentials that are not form-encoded unless
+// URLEncodeCredentials asks (Kafka's default).
+type tokenTransport struct {
+	base http.RoundTripper // nil: http.DefaultTransport
+	cfg  *Config
+}
+
+func (t *tokenTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Accept", "application/json")
+	if !t.cfg.URLEncodeCredentials {
+		r.SetBasicAuth(t.cfg.ClientID, t.cfg.ClientSecret.Reveal())
+	}
+	base := t.base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	return base.RoundTrip(r)
+}
+
 // fetch requests a token. The error wraps auth.ErrRejected or
 // auth.ErrUnavailable (and ctx.Err() when ctx ended) and names the
 // endpoint.
@@ -360,83 +417,75 @@ func (p *Provider) fetch(ctx context.Context) (*token, error) {
 	stop := context.AfterFunc(p.closeCtx, cancel)
 	defer stop()
 
-	form := url.Values{"grant_type": {"client_credentials"}}
-	if p.cfg.Scope != "" {
-		form.Set("scope", p.cfg.Scope)
-	}
-	req, err := http.NewRequestWithContext(reqCtx, http.MethodPost, p.cfg.TokenEndpoint, strings.NewReader(form.Encode()))
-	if err != nil {
-		return nil, fmt.Errorf("token endpoint %s: building the request: %w", p.endpoint, err)
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Accept", "application/json")
-	id, secret := p.cfg.ClientID, p.cfg.ClientSecret.Reveal()
-	if p.cfg.URLEncodeCredentials {
-		id, secret = url.QueryEscape(id), url.QueryEscape(secret)
-	}
-	req.SetBasicAuth(id, secret)
-
 	start := p.cfg.Now()
-	resp, err := p.client.Do(req)
+	tok, err := p.cc.Token(context.WithValue(reqCtx, oauth2.HTTPClient, p.client))
 	if err != nil {
-		// A url.Error names the method and URL; the URL carries no
-		// credentials (New checks). Report only its cause.
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		switch {
-		case ctx.Err() != nil:
-			return nil, fmt.Errorf("token endpoint %s: request abandoned: %w", p.endpoint, ctx.Err())
-		case p.closeCtx.Err() != nil:
-			return nil, fmt.Errorf("token endpoint %s: request abandoned: %w", p.endpoint, auth.ErrClosed)
-		case context.Cause(reqCtx) == errRequestTimeout:
-			return nil, fmt.Errorf("token endpoint %s: %w: no response within %v: %w", p.endpoint, auth.ErrUnavailable, p.cfg.RequestTimeout, context.DeadlineExceeded)
-		}
-		return nil, fmt.Errorf("token endpoint %s: %w: %v", p.endpoint, auth.ErrUnavailable, err)
+		return nil, p.fetchError(ctx, reqCtx, err)
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse+1))
-	if err != nil {
-		return nil, fmt.Errorf("token endpoint %s: HTTP %d: reading the response: %w: %v", p.endpoint, resp.StatusCode, auth.ErrUnavailable, err)
-	}
-	if len(body) > maxResponse {
-		return nil, fmt.Errorf("token endpoint %s: HTTP %d: response larger than %d bytes: %w", p.endpoint, resp.StatusCode, maxResponse, auth.ErrUnavailable)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, p.errorResponse(resp, body)
-	}
-	return p.parseToken(body, start)
+	return p.parseToken(tok, start)
 }
 
-// errorResponse turns a non-200 response into an error wrapping
+// fetchError turns an error of x/oauth2 into one wrapping auth.ErrRejected
+// or auth.ErrUnavailable, naming the endpoint and never the secret, a token
+// or the response body.
+func (p *Provider) fetchError(ctx, reqCtx context.Context, err error) error {
+	switch {
+	case ctx.Err() != nil:
+		return fmt.Errorf("token endpoint %s: request abandoned: %w", p.endpoint, ctx.Err())
+	case p.closeCtx.Err() != nil:
+		return fmt.Errorf("token endpoint %s: request abandoned: %w", p.endpoint, auth.ErrClosed)
+	case context.Cause(reqCtx) == errRequestTimeout:
+		return fmt.Errorf("token endpoint %s: %w: no response within %v: %w", p.endpoint, auth.ErrUnavailable, p.cfg.RequestTimeout, context.DeadlineExceeded)
+	}
+	var re *oauth2.RetrieveError
+	if errors.As(err, &re) {
+		return p.errorResponse(re)
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		// A url.Error names the method and URL; the URL carries no
+		// credentials (New checks). Report only its cause.
+		return fmt.Errorf("token endpoint %s: %w: %v", p.endpoint, auth.ErrUnavailable, ue.Err)
+	}
+	// A response x/oauth2 could not read: its messages quote at most a
+	// number, never the token, and are scrubbed of the secret anyway.
+	msg := strings.TrimPrefix(err.Error(), "oauth2: ")
+	switch {
+	case strings.Contains(msg, "missing access_token"):
+		msg = "no access_token"
+	case strings.HasPrefix(msg, "cannot parse json: "):
+		msg = "not a JSON token response (" + strings.TrimPrefix(msg, "cannot parse json: ") + ")"
+	}
+	return fmt.Errorf("token endpoint %s: unusable response: %s: %w", p.endpoint, p.scrub(msg), auth.ErrUnavailable)
+}
+
+// errorResponse turns an error response into an error wrapping
 // auth.ErrRejected or auth.ErrUnavailable.
-func (p *Provider) errorResponse(resp *http.Response, body []byte) error {
-	var e struct {
-		Error       string `json:"error"`
-		Description string `json:"error_description"`
+func (p *Provider) errorResponse(re *oauth2.RetrieveError) error {
+	status, text := 0, "(no response)"
+	if re.Response != nil {
+		status, text = re.Response.StatusCode, re.Response.Status
 	}
 	detail := ""
-	if json.Unmarshal(body, &e) == nil && errorCodeRE.MatchString(e.Error) {
-		detail = " (" + e.Error
-		if d := p.scrub(e.Description); d != "" {
+	if errorCodeRE.MatchString(re.ErrorCode) {
+		detail = " (" + re.ErrorCode
+		if d := p.scrub(re.ErrorDescription); d != "" {
 			detail += ": " + d
 		}
 		detail += ")"
 	}
 	sentinel := auth.ErrRejected
 	switch {
-	case resp.StatusCode == http.StatusRequestTimeout, resp.StatusCode == http.StatusTooManyRequests,
-		resp.StatusCode >= 500, resp.StatusCode < 400:
+	case status == http.StatusRequestTimeout, status == http.StatusTooManyRequests, status >= 500, status < 400:
 		sentinel = auth.ErrUnavailable
 	}
 	what := "the token endpoint refused the client credentials; check the client id, secret and scope"
 	if sentinel == auth.ErrUnavailable {
 		what = "the token endpoint failed; retrying"
-	} else if resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusMethodNotAllowed {
+	} else if status == http.StatusNotFound || status == http.StatusMethodNotAllowed {
 		what = "check the token endpoint URL"
 	}
-	return fmt.Errorf("token endpoint %s: HTTP %s%s: %w: %s", p.endpoint, resp.Status, detail, sentinel, what)
+	return fmt.Errorf("token endpoint %s: HTTP %s%s: %w: %s", p.endpoint, text, detail, sentinel, what)
 }
 
 // scrub makes an endpoint-supplied description safe to show: printable,
@@ -458,33 +507,23 @@ func (p *Provider) scrub(s string) string {
 	return s
 }
 
-// parseToken reads a successful token response. start is when the request
-// was sent: lifetimes count from then, so a slow response errs towards an
-// early refresh.
-func (p *Provider) parseToken(body []byte, start time.Time) (*token, error) {
+// parseToken checks a token x/oauth2 returned and works out its lifetime.
+// start is when the request was sent: lifetimes count from then, so a slow
+// response errs towards an early refresh (x/oauth2's own Expiry counts from
+// the response, on the system clock, and is not used).
+func (p *Provider) parseToken(t *oauth2.Token, start time.Time) (*token, error) {
 	bad := func(format string, args ...any) (*token, error) {
 		return nil, fmt.Errorf("token endpoint %s: unusable response: %s: %w", p.endpoint, fmt.Sprintf(format, args...), auth.ErrUnavailable)
 	}
-	var r struct {
-		AccessToken string          `json:"access_token"`
-		ExpiresIn   json.RawMessage `json:"expires_in"`
-	}
-	if err := json.Unmarshal(body, &r); err != nil {
-		return bad("not a JSON object")
-	}
-	if r.AccessToken == "" {
-		return bad("no access_token")
-	}
-	tok := auth.NewSecret(r.AccessToken)
 	var lifetime time.Duration
-	if len(r.ExpiresIn) > 0 && string(r.ExpiresIn) != "null" {
-		secs, err := parseSeconds(r.ExpiresIn)
+	if raw := t.Extra("expires_in"); raw != nil && raw != "" {
+		secs, err := parseSeconds(raw)
 		if err != nil {
 			return bad("expires_in: %v", err)
 		}
 		lifetime = secs
 	} else {
-		exp, ok := jwtExpiry(r.AccessToken)
+		exp, ok := jwtExpiry(t.AccessToken)
 		if !ok {
 			return bad("no expires_in, and the token is not a JWT with an exp claim; cannot tell when it expires")
 		}
@@ -493,29 +532,35 @@ func (p *Provider) parseToken(body []byte, start time.Time) (*token, error) {
 			return bad("the token's exp claim (%v) has passed", exp.UTC().Format(time.RFC3339))
 		}
 	}
-	t := &token{value: tok, fetched: start, expiry: start.Add(lifetime)}
-	t.refreshAt = refreshAt(start, lifetime, p.cfg.RefreshFactor, p.cfg.RefreshBuffer)
-	if err := p.credentials(t).Validate(auth.MechanismOAuthBearer); err != nil {
+	tok := &token{value: auth.NewSecret(t.AccessToken), fetched: start, expiry: start.Add(lifetime)}
+	tok.refreshAt = refreshAt(start, lifetime, p.cfg.RefreshFactor, p.cfg.RefreshBuffer)
+	if err := p.credentials(tok).Validate(auth.MechanismOAuthBearer); err != nil {
 		return bad("%v", err)
 	}
 	p.log.Debug("fetched a token", "endpoint", p.endpoint, "lifetime", lifetime.String(),
-		"refresh_in", t.refreshAt.Sub(start).Round(time.Second).String())
-	return t, nil
+		"refresh_in", tok.refreshAt.Sub(start).Round(time.Second).String())
+	return tok, nil
 }
 
-// parseSeconds accepts expires_in as a JSON number or a numeric string
-// (some endpoints send one), positive and at most ten years.
-func parseSeconds(raw json.RawMessage) (time.Duration, error) {
-	s := string(raw)
-	if uq, err := strconv.Unquote(s); err == nil {
-		s = uq
+// parseSeconds reads expires_in as x/oauth2 decoded it (a JSON number, a
+// numeric string, or a form value): positive and at most ten years.
+func parseSeconds(raw any) (time.Duration, error) {
+	var f float64
+	switch v := raw.(type) {
+	case float64:
+		f = v
+	case int64:
+		f = float64(v)
+	case string:
+		var err error
+		if f, err = strconv.ParseFloat(strings.TrimSpace(v), 64); err != nil {
+			return 0, fmt.Errorf("%q is not a number of seconds", v)
+		}
+	default:
+		return 0, fmt.Errorf("a %T is not a number of seconds", raw)
 	}
-	f, err := strconv.ParseFloat(s, 64)
-	switch {
-	case err != nil:
-		return 0, fmt.Errorf("%s is not a number of seconds", raw)
-	case f <= 0 || f > 10*365*24*3600:
-		return 0, fmt.Errorf("%s seconds is not a usable lifetime", raw)
+	if f <= 0 || f > 10*365*24*3600 {
+		return 0, fmt.Errorf("%v seconds is not a usable lifetime", raw)
 	}
 	return time.Duration(f * float64(time.Second)), nil
 }

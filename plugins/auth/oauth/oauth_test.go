@@ -456,13 +456,15 @@ func TestUnusableResponses(t *testing.T) {
 		secret     string        // must not appear in the error
 	}{
 		{"expires_in as a string", `{"access_token":"tok-string-exp","expires_in":"3600"}`, "", time.Hour, ""},
-		{"fractional expires_in", `{"access_token":"tok-frac-exp","expires_in":1.5}`, "", 1500 * time.Millisecond, ""},
+		{"expires_in as a form value", "form:access_token=tok-form&expires_in=600", "", 10 * time.Minute, ""},
 		{"JWT exp without expires_in", `{"access_token":"` + good + `"}`, "", exp.Sub(now), ""},
-		{"not JSON", `<html>login page</html>`, "not a JSON object", 0, ""},
+		{"not JSON", `<html>login page</html>`, "not a JSON token response", 0, ""},
+		// x/oauth2 reads expires_in as whole seconds.
+		{"fractional expires_in", `{"access_token":"tok-frac-exp","expires_in":1.5}`, "not a JSON token response", 0, "tok-frac-exp"},
 		{"no access_token", `{"token_type":"Bearer","expires_in":10}`, "no access_token", 0, ""},
 		{"negative expires_in", `{"access_token":"tok-negative","expires_in":-5}`, "-5 seconds is not a usable lifetime", 0, "tok-negative"},
 		{"zero expires_in", `{"access_token":"tok-zero-exp","expires_in":0}`, "not a usable lifetime", 0, "tok-zero-exp"},
-		{"expires_in not a number", `{"access_token":"tok-nan-exp","expires_in":"soon"}`, `"soon" is not a number`, 0, "tok-nan-exp"},
+		{"expires_in not a number", `{"access_token":"tok-nan-exp","expires_in":"soon"}`, `not a JSON token response`, 0, "tok-nan-exp"},
 		{"opaque token without expires_in", `{"access_token":"opaque-token-value"}`, "cannot tell when it expires", 0, "opaque-token-value"},
 		{"JWT without exp", `{"access_token":"` + jwt(`{"sub":"x"}`) + `"}`, "cannot tell when it expires", 0, jwt(`{"sub":"x"}`)},
 		{"JWT expired", `{"access_token":"` + jwt(`{"exp":1000}`) + `"}`, "has passed", 0, jwt(`{"exp":1000}`)},
@@ -472,6 +474,12 @@ func TestUnusableResponses(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			e := newEndpoint(t)
 			e.set(reply(200, c.body))
+			if form, ok := strings.CutPrefix(c.body, "form:"); ok {
+				e.set(func(w http.ResponseWriter, r *http.Request, n int64) {
+					w.Header().Set("Content-Type", "application/x-www-form-urlencoded")
+					_, _ = w.Write([]byte(form))
+				})
+			}
 			cfg := config(e)
 			cfg.Now = func() time.Time { return now }
 			creds, err := mustNew(t, cfg).Credentials(t.Context(), oauthReq)

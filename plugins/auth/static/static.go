@@ -1,12 +1,19 @@
 // Package static is kmirror's built-in credential provider for SASL PLAIN
-// and SCRAM: a user name with a password given in its configuration or read
-// from a file.
+// and SCRAM: a user name with a password given in its configuration, read
+// from an environment variable, or read from a file.
 //
-// A password file is read again on every call, so rotating the password
-// (rewriting the file, or a Kubernetes secret volume swapping it) takes
-// effect at the next connection, without a restart. One trailing newline
-// ("\n" or "\r\n") is removed from the file's content; everything else,
-// spaces included, is part of the password.
+// A password file is re-read when it changes: every call compares the
+// file's identity, size, modification time and mode with what it last read,
+// so rotating the password (rewriting the file, or a Kubernetes secret
+// volume swapping it) takes effect at the next connection, without a
+// restart, while an unchanged file costs one stat(2) per call. One trailing
+// newline ("\n" or "\r\n") is removed from the file's content; everything
+// else, spaces included, is part of the password. A file that becomes
+// missing, unreadable, empty or invalid fails every call with
+// auth.ErrUnavailable and an error naming the file, until it is fixed.
+//
+// A password from the environment (PasswordEnv) is read once, by New: a
+// process's environment does not change.
 //
 // The provider refuses OAUTHBEARER with auth.ErrUnsupportedMechanism (use
 // plugins/auth/oauth). It never puts the password in an error or in printed
@@ -17,9 +24,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/kmirror/kmirror/sdk/auth"
@@ -30,11 +39,15 @@ import (
 type Config struct {
 	// Username is the SASL user name. Required.
 	Username string
-	// Password is the password. Exactly one of Password and PasswordFile
-	// is required.
+	// Password is the password. Exactly one of Password, PasswordFile and
+	// PasswordEnv is required.
 	Password auth.Secret
-	// PasswordFile is a file holding the password, re-read on every call.
+	// PasswordFile is a file holding the password, re-read when it
+	// changes.
 	PasswordFile string
+	// PasswordEnv names an environment variable holding the password,
+	// read by New.
+	PasswordEnv string
 	// Mechanisms the provider serves. Default (nil or empty): PLAIN,
 	// SCRAM-SHA-256 and SCRAM-SHA-512.
 	Mechanisms []string
@@ -51,47 +64,93 @@ type Provider struct {
 	username     string
 	password     auth.Secret
 	passwordFile string
+	passwordEnv  string // for String
 	mechanisms   []string
 	closed       atomic.Bool
+
+	// The password file as last read: its stat and what it gave.
+	mu      sync.Mutex
+	seen    fs.FileInfo
+	cached  auth.Credentials
+	readErr error
+	reads   atomic.Int64 // for tests: how often the file was read
 }
 
 var _ auth.Provider = (*Provider)(nil)
 
-// New validates cfg and returns a provider. A password file must be
-// readable and hold a usable password now. Errors wrap auth.ErrInvalidConfig
-// and never contain the password.
-func New(cfg Config) (*Provider, error) {
-	bad := func(format string, args ...any) (*Provider, error) {
-		return nil, fmt.Errorf("static auth provider: %w: %s", auth.ErrInvalidConfig, fmt.Sprintf(format, args...))
-	}
-	mechs := slices.Clone(cfg.Mechanisms)
+// problem is one thing wrong with a Config: the field (its plugin key) and
+// what is wrong, never the password.
+type problem struct {
+	key    string
+	reason string
+}
+
+// check returns what is wrong with c, in a stable order.
+func (c Config) check() []problem {
+	var probs []problem
+	mechs := c.Mechanisms
 	if len(mechs) == 0 {
 		mechs = DefaultMechanisms()
 	}
 	for i, m := range mechs {
 		switch {
 		case m == auth.MechanismOAuthBearer:
-			return bad("mechanism %s needs tokens, not a password; use the oauth provider", m)
+			probs = append(probs, problem{key: KeyMechanisms, reason: fmt.Sprintf("mechanism %s needs tokens, not a password; use the oauth provider", m)})
 		case !slices.Contains(DefaultMechanisms(), m):
-			return bad("unknown mechanism %q; use %s", m, strings.Join(DefaultMechanisms(), ", "))
+			probs = append(probs, problem{key: KeyMechanisms, reason: fmt.Sprintf("unknown mechanism %q; use %s", m, strings.Join(DefaultMechanisms(), ", "))})
 		case slices.Contains(mechs[:i], m):
-			return bad("mechanism %s listed twice", m)
+			probs = append(probs, problem{key: KeyMechanisms, reason: fmt.Sprintf("mechanism %s listed twice", m)})
+		}
+	}
+	if c.Username == "" {
+		probs = append(probs, problem{key: KeyUsername, reason: "no username"})
+	}
+	var sources []string
+	if c.Password.IsSet() {
+		sources = append(sources, "a password")
+	}
+	if c.PasswordFile != "" {
+		sources = append(sources, "a password file")
+	}
+	if c.PasswordEnv != "" {
+		sources = append(sources, "a password environment variable")
+		if _, ok := os.LookupEnv(c.PasswordEnv); !ok {
+			probs = append(probs, problem{key: KeyPasswordEnv, reason: fmt.Sprintf("environment variable %s is not set", c.PasswordEnv)})
 		}
 	}
 	switch {
-	case cfg.Username == "":
-		return bad("no username")
-	case cfg.Password.IsSet() && cfg.PasswordFile != "":
-		return bad("both a password and a password file are set; keep one")
-	case !cfg.Password.IsSet() && cfg.PasswordFile == "":
-		return bad("no password: set a password or a password file")
+	case len(sources) == 0:
+		probs = append(probs, problem{key: KeyPassword, reason: "no password: set a password, a password file or a password environment variable"})
+	case len(sources) > 1:
+		probs = append(probs, problem{key: KeyPassword, reason: "both " + strings.Join(sources, " and ") + " are set; keep one"})
 	}
-	p := &Provider{username: cfg.Username, password: cfg.Password, passwordFile: cfg.PasswordFile, mechanisms: mechs}
+	return probs
+}
+
+// New validates cfg and returns a provider. A password file must be
+// readable and hold a usable password now. Errors wrap auth.ErrInvalidConfig
+// and never contain the password.
+func New(cfg Config) (*Provider, error) {
+	if probs := cfg.check(); len(probs) > 0 {
+		return nil, fmt.Errorf("static auth provider: %w: %s", auth.ErrInvalidConfig, probs[0].reason)
+	}
+	mechs := slices.Clone(cfg.Mechanisms)
+	if len(mechs) == 0 {
+		mechs = DefaultMechanisms()
+	}
+	pw := cfg.Password
+	if cfg.PasswordEnv != "" {
+		pw = auth.NewSecret(os.Getenv(cfg.PasswordEnv))
+	}
+	p := &Provider{username: cfg.Username, password: pw, passwordFile: cfg.PasswordFile, passwordEnv: cfg.PasswordEnv, mechanisms: mechs}
 	c, err := p.credentials()
 	if err == nil {
 		err = c.Validate(mechs[0])
 	}
 	if err != nil {
+		if cfg.PasswordEnv != "" {
+			err = fmt.Errorf("environment variable %s: %w", cfg.PasswordEnv, err)
+		}
 		return nil, fmt.Errorf("static auth provider: %w: %w", auth.ErrInvalidConfig, err)
 	}
 	return p, nil
@@ -129,27 +188,55 @@ func (p *Provider) Credentials(ctx context.Context, req auth.Request) (auth.Cred
 	if err != nil {
 		// Only the file can change after New: the operator fixes or
 		// finishes rotating it, and the next call picks it up.
+		if p.passwordFile != "" && !strings.Contains(err.Error(), p.passwordFile) {
+			err = fmt.Errorf("password file %s: %w", p.passwordFile, err)
+		}
 		return auth.Credentials{}, fmt.Errorf("static auth provider: %v: %w: %w", req, auth.ErrUnavailable, err)
 	}
 	return c, nil
 }
 
 // credentials returns the configured user and password, reading the
-// password file if there is one. Errors name the file, not its content.
+// password file again if it changed since the last read. Errors name the
+// file, not its content.
 func (p *Provider) credentials() (auth.Credentials, error) {
-	pw := p.password
-	if p.passwordFile != "" {
-		b, err := readFile(p.passwordFile)
-		if err != nil {
-			return auth.Credentials{}, err
+	if p.passwordFile == "" {
+		if !p.password.IsSet() {
+			return auth.Credentials{}, fmt.Errorf("the password is empty")
 		}
+		return auth.Credentials{Username: p.username, Password: p.password}, nil
+	}
+	fi, err := os.Stat(p.passwordFile)
+	if err != nil {
+		return auth.Credentials{}, fmt.Errorf("cannot read the password file: %w", err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.seen != nil && sameVersion(p.seen, fi) {
+		return p.cached, p.readErr
+	}
+	// Stat before reading: a change during the read is seen at the next
+	// call, which reads again.
+	p.seen, p.cached, p.readErr = fi, auth.Credentials{}, nil
+	p.reads.Add(1)
+	b, err := readFile(p.passwordFile)
+	if err == nil {
 		s := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
 		if s == "" {
-			return auth.Credentials{}, fmt.Errorf("password file %s is empty", p.passwordFile)
+			err = fmt.Errorf("password file %s is empty", p.passwordFile)
+		} else {
+			p.cached = auth.Credentials{Username: p.username, Password: auth.NewSecret(s)}
 		}
-		pw = auth.NewSecret(s)
 	}
-	return auth.Credentials{Username: p.username, Password: pw}, nil
+	p.readErr = err
+	return p.cached, err
+}
+
+// sameVersion reports whether two stats of the password file show the same
+// content: the same file (a rename or a swapped symlink gives another), of
+// the same size, modification time and mode.
+func sameVersion(a, b fs.FileInfo) bool {
+	return os.SameFile(a, b) && a.Size() == b.Size() && a.ModTime().Equal(b.ModTime()) && a.Mode() == b.Mode()
 }
 
 // maxPasswordFile bounds what is read from a password file, so that a path
@@ -175,8 +262,11 @@ func readFile(path string) ([]byte, error) {
 // String describes the provider without its password.
 func (p *Provider) String() string {
 	src := "a configured password"
-	if p.passwordFile != "" {
+	switch {
+	case p.passwordFile != "":
 		src = "password file " + p.passwordFile
+	case p.passwordEnv != "":
+		src = "password from environment variable " + p.passwordEnv
 	}
 	return fmt.Sprintf("static auth provider (user %q, %s, %s)", p.username, src, strings.Join(p.mechanisms, ", "))
 }

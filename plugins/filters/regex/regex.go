@@ -2,7 +2,8 @@
 // include/exclude regex lists (mirror.topics.include, mirror.topics.exclude,
 // mirror.groups.include, mirror.groups.exclude) as a filter.Filter.
 //
-// Semantics, as KIP-1279 defines them:
+// The rules are sdk/filter/kiprules, the one implementation that the
+// engine's own scope (core/scope) uses too:
 //
 //   - A pattern matches the whole name: "orders.*" matches "orders-eu" but
 //     not "my-orders". Each pattern p is compiled as ^(?:p)$, so an
@@ -22,15 +23,22 @@
 //
 // The filter decides about topics and groups. ACL bindings pass through: the
 // mirror.acl.include rules are applied by kmirror's ACL sync itself.
+//
+// As a plugin (`kmirror plugin serve filter regex`, or a binary of its own
+// calling plugin.Serve) it is configured with the keys of Schema, decoded by
+// NewFromConfig.
 package regex
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"regexp"
+	"regexp/syntax"
 	"strings"
 
 	"github.com/kmirror/kmirror/sdk/filter"
+	"github.com/kmirror/kmirror/sdk/filter/kiprules"
+	"github.com/kmirror/kmirror/sdk/plugin"
 )
 
 // Config holds the four pattern lists. Use DefaultConfig for KIP-1279's
@@ -67,8 +75,7 @@ func (c Config) Validate() error {
 // Filter is the regex filter. It is immutable and safe for concurrent use.
 type Filter struct {
 	filter.Pass // ACLs
-	// Compiled lists; nil matches nothing.
-	topicsIn, topicsEx, groupsIn, groupsEx *regexp.Regexp
+	rules       kiprules.Rules
 }
 
 var _ filter.Filter = (*Filter)(nil)
@@ -82,19 +89,12 @@ func New(cfg Config) (*Filter, error) {
 func compileAll(c Config) (*Filter, error) {
 	var f Filter
 	var probs []string
-	for _, l := range []struct {
-		key      string
-		patterns []string
-		dst      **regexp.Regexp
-	}{
-		{"mirror.topics.include", c.TopicsInclude, &f.topicsIn},
-		{"mirror.topics.exclude", c.TopicsExclude, &f.topicsEx},
-		{"mirror.groups.include", c.GroupsInclude, &f.groupsIn},
-		{"mirror.groups.exclude", c.GroupsExclude, &f.groupsEx},
-	} {
-		re, p := compileList(l.key, l.patterns)
-		*l.dst = re
-		probs = append(probs, p...)
+	for _, l := range c.lists(&f.rules) {
+		list, err := kiprules.Compile(l.patterns)
+		*l.dst = list
+		for _, pe := range kiprules.PatternErrors(err) {
+			probs = append(probs, fmt.Sprintf("%s[%d]: %v", l.key, pe.Index, pe))
+		}
 	}
 	if len(probs) > 0 {
 		return nil, fmt.Errorf("regex filter: %w: %s", filter.ErrInvalidConfig, strings.Join(probs, "; "))
@@ -102,36 +102,22 @@ func compileAll(c Config) (*Filter, error) {
 	return &f, nil
 }
 
-// compileList compiles patterns into one whole-name regexp,
-// ^(?:(?:p1)|(?:p2)|...)$, or nil for an empty list. It returns a problem
-// for every invalid pattern.
-func compileList(key string, patterns []string) (*regexp.Regexp, []string) {
-	if len(patterns) == 0 {
-		return nil, nil
-	}
-	var probs []string
-	parts := make([]string, len(patterns))
-	for i, p := range patterns {
-		if p == "" {
-			probs = append(probs, fmt.Sprintf("%s[%d]: empty pattern (remove it, or use .* to match everything)", key, i))
-			continue
-		}
-		// Compiling p alone gives an error message about p rather than
-		// about its wrapped form, and guarantees p is balanced, so that
-		// the wrapping cannot change its meaning.
-		if _, err := regexp.Compile(p); err != nil {
-			probs = append(probs, fmt.Sprintf("%s[%d]: invalid pattern %q: %v", key, i, p, err))
-			continue
-		}
-		parts[i] = "(?:" + p + ")"
-	}
-	if len(probs) > 0 {
-		return nil, probs
-	}
-	return regexp.MustCompile("^(?:" + strings.Join(parts, "|") + ")$"), nil
+// list is one of the four pattern lists: its KIP key, its plugin key, its
+// patterns, and where its compiled form goes.
+type list struct {
+	key, pluginKey string
+	patterns       []string
+	dst            *kiprules.List
 }
 
-func matches(re *regexp.Regexp, s string) bool { return re != nil && re.MatchString(s) }
+func (c Config) lists(r *kiprules.Rules) []list {
+	return []list{
+		{"mirror.topics.include", KeyTopicsInclude, c.TopicsInclude, &r.TopicsInclude},
+		{"mirror.topics.exclude", KeyTopicsExclude, c.TopicsExclude, &r.TopicsExclude},
+		{"mirror.groups.include", KeyGroupsInclude, c.GroupsInclude, &r.GroupsInclude},
+		{"mirror.groups.exclude", KeyGroupsExclude, c.GroupsExclude, &r.GroupsExclude},
+	}
+}
 
 // Info implements filter.Filter: the filter decides about topics and groups.
 func (f *Filter) Info() filter.Info {
@@ -141,14 +127,10 @@ func (f *Filter) Info() filter.Info {
 
 // TopicPasses reports whether t passes: not internal, included, not
 // excluded.
-func (f *Filter) TopicPasses(t filter.Topic) bool {
-	return !t.IsInternal() && matches(f.topicsIn, t.Name) && !matches(f.topicsEx, t.Name)
-}
+func (f *Filter) TopicPasses(t filter.Topic) bool { return f.rules.Topic(t) }
 
 // GroupPasses reports whether the group id passes: included, not excluded.
-func (f *Filter) GroupPasses(id string) bool {
-	return matches(f.groupsIn, id) && !matches(f.groupsEx, id)
-}
+func (f *Filter) GroupPasses(id string) bool { return f.rules.Group(id) }
 
 // FilterTopics implements filter.Filter. It keeps the input order.
 func (f *Filter) FilterTopics(ctx context.Context, mirror string, in []filter.Topic) ([]filter.Topic, error) {
@@ -160,15 +142,92 @@ func (f *Filter) FilterGroups(ctx context.Context, mirror string, in []filter.Gr
 	return keep(ctx, in, func(g filter.Group) bool { return f.GroupPasses(g.ID) })
 }
 
-func keep[T any](ctx context.Context, in []T, pass func(T) bool) ([]T, error) {
-	if err := ctx.Err(); err != nil {
+func keep[T filter.Item](ctx context.Context, in []T, pass func(T) bool) ([]T, error) {
+	out, err := kiprules.Keep(ctx, in, pass)
+	if err != nil {
 		return nil, fmt.Errorf("regex filter: %w", err)
 	}
-	out := make([]T, 0, len(in))
-	for _, x := range in {
-		if pass(x) {
-			out = append(out, x)
+	return out, nil
+}
+
+// The configuration keys of the regex filter as a plugin (Schema).
+const (
+	KeyTopicsInclude = "topics.include"
+	KeyTopicsExclude = "topics.exclude"
+	KeyGroupsInclude = "groups.include"
+	KeyGroupsExclude = "groups.exclude"
+)
+
+// Schema declares the regex filter's configuration as a plugin: the four
+// lists, each defaulting to DefaultConfig's value when absent (an empty
+// list given explicitly is empty).
+var Schema = plugin.Schema{
+	{Name: KeyTopicsInclude, Type: plugin.FieldStringList, Default: "[]", Description: "topics to mirror (KIP-1279 mirror.topics.include); whole-name RE2 patterns; empty: none"},
+	{Name: KeyTopicsExclude, Type: plugin.FieldStringList, Default: `["__.*"]`, Description: "topics never to mirror, even if included (mirror.topics.exclude); internal topics never pass anyway"},
+	{Name: KeyGroupsInclude, Type: plugin.FieldStringList, Default: `[".*"]`, Description: "groups whose offsets are synced (mirror.groups.include)"},
+	{Name: KeyGroupsExclude, Type: plugin.FieldStringList, Default: "[]", Description: "groups never synced, even if included (mirror.groups.exclude)"},
+}
+
+// NewFromConfig builds the filter from a plugin configuration block (the
+// keys of Schema); it is the constructor of plugin.ServeConfig.NewFilter.
+// An invalid block or pattern is refused with a *plugin.ConfigError naming
+// the key and the position of each bad pattern.
+func NewFromConfig(_ context.Context, _ string, cfg plugin.Config) (filter.Filter, error) {
+	c, err := ConfigFromPlugin(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return New(c)
+}
+
+// ConfigFromPlugin decodes and checks a plugin configuration block into a
+// Config. Errors are *plugin.ConfigError values naming each key.
+func ConfigFromPlugin(cfg plugin.Config) (Config, error) {
+	if err := Schema.Validate(cfg); err != nil {
+		return Config{}, err
+	}
+	var raw struct {
+		TopicsInclude *[]string `json:"topics.include"`
+		TopicsExclude *[]string `json:"topics.exclude"`
+		GroupsInclude *[]string `json:"groups.include"`
+		GroupsExclude *[]string `json:"groups.exclude"`
+	}
+	if err := cfg.Decode(&raw); err != nil {
+		return Config{}, err
+	}
+	c := DefaultConfig()
+	for _, f := range []struct {
+		from *[]string
+		to   *[]string
+	}{{raw.TopicsInclude, &c.TopicsInclude}, {raw.TopicsExclude, &c.TopicsExclude}, {raw.GroupsInclude, &c.GroupsInclude}, {raw.GroupsExclude, &c.GroupsExclude}} {
+		if f.from != nil {
+			*f.to = *f.from
 		}
 	}
-	return out, nil
+	ce := &plugin.ConfigError{}
+	var r kiprules.Rules
+	for _, l := range c.lists(&r) {
+		for _, pe := range kiprules.PatternErrors(compileErr(l.patterns)) {
+			ce.Problems = append(ce.Problems, plugin.Problem{Key: l.pluginKey, Reason: fmt.Sprintf("item %d: %s", pe.Index, patternProblem(pe))})
+		}
+	}
+	if len(ce.Problems) > 0 {
+		return Config{}, ce
+	}
+	return c, nil
+}
+
+func compileErr(patterns []string) error {
+	_, err := kiprules.Compile(patterns)
+	return err
+}
+
+// patternProblem says what is wrong with a pattern without quoting it (a
+// ConfigError holds no values).
+func patternProblem(pe *kiprules.PatternError) string {
+	var se *syntax.Error
+	if errors.As(pe.Err, &se) {
+		return "invalid pattern: " + se.Code.String()
+	}
+	return pe.Error()
 }

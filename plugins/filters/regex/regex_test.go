@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/kmirror/kmirror/sdk/filter"
 	"github.com/kmirror/kmirror/sdk/filter/filtertest"
+	"github.com/kmirror/kmirror/sdk/plugin"
 )
 
 func mustNew(t testing.TB, c Config) *Filter {
@@ -257,6 +259,60 @@ func BenchmarkFilterTopics(b *testing.B) {
 	for b.Loop() {
 		if _, err := f.FilterTopics(context.Background(), "m", in); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+func TestNewFromConfig(t *testing.T) {
+	t.Parallel()
+	f, err := NewFromConfig(t.Context(), "re", plugin.Config{"topics.include": []any{"orders.*"}, "groups.exclude": []any{"tmp-.*"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := f.FilterTopics(t.Context(), "m", filtertest.Topics("orders-eu", "payments", "__orders"))
+	if err != nil || !slices.Equal(filtertest.TopicNames(out), []string{"orders-eu"}) {
+		t.Fatalf("FilterTopics = %v, %v", filtertest.TopicNames(out), err)
+	}
+	// Absent keys take DefaultConfig's lists: every group but the excluded.
+	groups, err := f.FilterGroups(t.Context(), "m", filtertest.Groups("app", "tmp-1"))
+	if err != nil || !slices.Equal(filtertest.GroupIDs(groups), []string{"app"}) {
+		t.Fatalf("FilterGroups = %v, %v", filtertest.GroupIDs(groups), err)
+	}
+	// An explicitly empty list is empty.
+	c, err := ConfigFromPlugin(plugin.Config{"groups.include": []any{}})
+	if err != nil || len(c.GroupsInclude) != 0 || !slices.Equal(c.TopicsExclude, []string{"__.*"}) {
+		t.Fatalf("ConfigFromPlugin(empty groups.include) = %+v, %v", c, err)
+	}
+}
+
+func TestNewFromConfigNamesTheKey(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		cfg  plugin.Config
+		want map[string]string
+	}{
+		{plugin.Config{"topics.include": []any{"ok", "orders("}, "groups.exclude": []any{""}}, map[string]string{
+			"topics.include": "item 1: invalid pattern: missing closing )",
+			"groups.exclude": "item 0: empty pattern (remove it, or use .* to match everything)",
+		}},
+		{plugin.Config{"topics.include": "orders"}, map[string]string{"topics.include": "must be a list of strings"}},
+		{plugin.Config{"mirror.topics.include": []any{"a"}}, map[string]string{"mirror.topics.include": "unknown key (known: groups.exclude, groups.include, topics.exclude, topics.include)"}},
+	}
+	for _, c := range cases {
+		f, err := NewFromConfig(t.Context(), "re", c.cfg)
+		var ce *plugin.ConfigError
+		if f != nil || !errors.As(err, &ce) || !errors.Is(err, plugin.ErrInvalidConfig) {
+			t.Fatalf("NewFromConfig(%v) = %v, %v; want a *plugin.ConfigError", c.cfg, f, err)
+		}
+		got := map[string]string{}
+		for _, p := range ce.Problems {
+			got[p.Key] = p.Reason
+		}
+		if !maps.Equal(got, c.want) {
+			t.Errorf("NewFromConfig(%v): problems %v, want %v", c.cfg, got, c.want)
+		}
+		if strings.Contains(err.Error(), "orders(") {
+			t.Errorf("the error quotes a value: %v", err)
 		}
 	}
 }

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	goplugin "github.com/hashicorp/go-plugin"
+
+	"github.com/kmirror/kmirror/plugins/filters/regex"
+	"github.com/kmirror/kmirror/sdk/plugin"
+)
+
+// builtinCase is, for one built-in, a configuration it accepts and one it
+// refuses with the key named.
+type builtinCase struct {
+	valid   func(t *testing.T) plugin.Config
+	invalid plugin.Config
+	badKey  string
+}
+
+var builtinCases = map[string]builtinCase{
+	"statestore file": {
+		valid:   func(t *testing.T) plugin.Config { return plugin.Config{"dir": filepath.Join(t.TempDir(), "state")} },
+		invalid: plugin.Config{"dir": ""}, badKey: "dir",
+	},
+	"auth static": {
+		valid:   func(*testing.T) plugin.Config { return plugin.Config{"username": "alice", "password": "s3cret"} },
+		invalid: plugin.Config{"username": "alice", "password": "s3cret", "mechanisms": []any{"GSSAPI"}}, badKey: "mechanisms",
+	},
+	"auth oauth": {
+		valid: func(*testing.T) plugin.Config {
+			return plugin.Config{"token_endpoint": "https://idp.example/token", "client_id": "kmirror", "client_secret": "s3cret"}
+		},
+		invalid: plugin.Config{"token_endpoint": "https://idp.example/token", "client_id": "kmirror", "client_secret": "s3cret", "request_timeout": "soon"}, badKey: "request_timeout",
+	},
+	"filter regex": {
+		valid:   func(*testing.T) plugin.Config { return plugin.Config{"topics.include": []any{"orders.*"}} },
+		invalid: plugin.Config{"topics.include": []any{"orders("}}, badKey: "topics.include",
+	},
+}
+
+// checkConfigService asks a built-in's configuration service for its
+// schema, then configures it with a refused and an accepted block.
+func checkConfigService(t *testing.T, cc *plugin.ConfigClient, b builtin, c builtinCase) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	schema, err := cc.Schema(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(schema, b.serve.Schema) {
+		t.Fatalf("Schema over RPC = %v\nwant %v", schema, b.serve.Schema)
+	}
+	err = cc.Configure(ctx, b.name, c.invalid)
+	var ce *plugin.ConfigError
+	if !errors.As(err, &ce) || !errors.Is(err, plugin.ErrInvalidConfig) || len(ce.Problems) != 1 || ce.Problems[0].Key != c.badKey {
+		t.Fatalf("Configure(%v) = %v; want a *plugin.ConfigError naming %s", c.invalid, err, c.badKey)
+	}
+	if strings.Contains(err.Error(), "s3cret") {
+		t.Fatalf("the error holds the secret: %v", err)
+	}
+	if err := cc.Configure(ctx, b.name, c.valid(t)); err != nil {
+		t.Fatalf("Configure(valid) = %v", err)
+	}
+}
+
+// Every built-in serves its Schema through the configuration service and
+// takes or refuses a block through it (in process, over gRPC).
+func TestEveryBuiltinServesItsSchema(t *testing.T) {
+	t.Parallel()
+	if len(builtins()) != len(builtinCases) {
+		t.Fatalf("%d built-ins (%s), %d test cases: add the new one", len(builtins()), builtinList(), len(builtinCases))
+	}
+	for _, b := range builtins() {
+		id := string(b.kind) + " " + b.name
+		c, ok := builtinCases[id]
+		if !ok {
+			t.Fatalf("no test case for %s", id)
+		}
+		t.Run(id, func(t *testing.T) {
+			t.Parallel()
+			kind, err := b.serve.Kind()
+			if err != nil || kind != b.kind {
+				t.Fatalf("Kind = %v, %v; want %s", kind, err, b.kind)
+			}
+			client, _ := goplugin.TestPluginGRPCConn(t, false, map[string]goplugin.Plugin{string(kind): plugin.ServerPlugin(b.serve, kind)})
+			t.Cleanup(func() { client.Close() })
+			checkConfigService(t, plugin.NewConfigClient(client.Conn), b, c)
+		})
+	}
+}
+
+// The host's way: the kmirror binary re-executed as `plugin serve filter
+// regex`, reached through go-plugin's client with AutoMTLS and the
+// handshake of the SDK.
+func TestPluginServeThroughGoPlugin(t *testing.T) {
+	t.Parallel()
+	hs, err := plugin.Handshake(plugin.KindFilter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sets, err := plugin.ClientPlugins(plugin.KindFilter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := goplugin.NewClient(&goplugin.ClientConfig{
+		HandshakeConfig:  hs,
+		VersionedPlugins: sets,
+		Cmd:              exec.Command(binary, "plugin", "serve", "filter", "regex"),
+		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
+		AutoMTLS:         true,
+		Logger:           hclog.New(&hclog.LoggerOptions{Name: "plugin.filter.regex", Output: hclog.DefaultOutput, Level: hclog.Warn}),
+	})
+	t.Cleanup(client.Kill)
+	rpc, err := client.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if client.NegotiatedVersion() != int(hs.ProtocolVersion) {
+		t.Fatalf("negotiated protocol %d, want %d", client.NegotiatedVersion(), hs.ProtocolVersion)
+	}
+	grpcClient, ok := rpc.(*goplugin.GRPCClient)
+	if !ok {
+		t.Fatalf("client protocol %T, want gRPC", rpc)
+	}
+	b, _ := findBuiltin("filter", "regex")
+	if !slices.Equal(b.serve.Schema, regex.Schema) {
+		t.Fatal("the registry's regex schema is not regex.Schema")
+	}
+	checkConfigService(t, plugin.NewConfigClient(grpcClient.Conn), b, builtinCases["filter regex"])
+}
+
+func TestPluginServeByHand(t *testing.T) {
+	t.Parallel()
+	code, _, stderr := kmirror(t, nil, "plugin", "serve", "filter", "regex")
+	if code == 0 || !strings.Contains(stderr, "not meant to be run by hand") || !strings.Contains(stderr, "This binary is a plugin") {
+		t.Fatalf("by hand: exit %d, stderr %q; want non-zero and what it is", code, stderr)
+	}
+	for _, args := range [][]string{{"plugin", "serve", "filter", "nope"}, {"plugin", "serve", "metrics", "regex"}, {"plugin", "serve"}, {"plugin"}} {
+		code, _, stderr := kmirror(t, nil, args...)
+		if code != exitUsage || !strings.Contains(stderr, "built-in plugins: statestore file, auth static, auth oauth, filter regex") {
+			t.Errorf("kmirror %v: exit %d, stderr %q; want %d listing the built-ins", args, code, stderr, exitUsage)
+		}
+	}
+	_, help, _ := kmirror(t, nil, "help")
+	if strings.Contains(help, "\n  plugin ") {
+		t.Fatalf("help lists the hidden plugin command:\n%s", help)
+	}
+}
