@@ -42,10 +42,11 @@ type Info struct {
 	// a time, so its leases are always that daemon's; a host still takes
 	// them, which costs one write per renewal.
 	Shared bool
-	// NativeLeases reports whether the store implements [Leaser] itself
-	// (for example with etcd leases) rather than through the generic
-	// compare-and-set leases of [NewCASLeases]. [InfoOf] fills it in from
-	// the store's type.
+	// NativeLeases reports whether the store implements leases natively
+	// (for example with etcd leases, expired by etcd) rather than through
+	// the generic compare-and-set leases of [NewCASLeases]. For
+	// information: [Leases] works either way. A store implementing
+	// [Leaser] itself sets it; the RPC client reports the plugin's.
 	NativeLeases bool
 }
 
@@ -67,12 +68,12 @@ func DefaultInfo() Info {
 }
 
 // InfoOf returns s's Info: s.Info() if s implements [Informer], else
-// [DefaultInfo]. NativeLeases is set from whether s implements [Leaser].
+// [DefaultInfo] with NativeLeases set when s implements [Leaser].
 func InfoOf(s Store) Info {
-	info := DefaultInfo()
 	if i, ok := s.(Informer); ok {
-		info = i.Info()
+		return i.Info()
 	}
+	info := DefaultInfo()
 	_, info.NativeLeases = s.(Leaser)
 	return info
 }
