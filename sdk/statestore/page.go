@@ -49,14 +49,14 @@ func ListPage(ctx context.Context, s Store, prefix, after string, limit int) ([]
 	if err != nil {
 		return nil, false, err
 	}
-	page, more := CutPage(all, after, limit)
+	page, more := cutPage(all, after, limit)
 	return page, more, nil
 }
 
-// CutPage returns the page of sorted that ListPage returns: at most limit
+// cutPage returns the page of sorted that ListPage returns: at most limit
 // entries whose key sorts after after, and whether more follow. sorted is
 // sorted by key; the page shares its backing array.
-func CutPage(sorted []Entry, after string, limit int) ([]Entry, bool) {
+func cutPage(sorted []Entry, after string, limit int) ([]Entry, bool) {
 	start := 0
 	if after != "" {
 		start = sort.Search(len(sorted), func(i int) bool { return sorted[i].Key > after })
