@@ -247,11 +247,12 @@ func (c *authClient) Close() error {
 // not context.Canceled, which would tell the caller its own context ended.
 func (c *authClient) fromStatus(ctx context.Context, req auth.Request, err error) error {
 	st, _ := status.FromError(err)
-	back := authErrors.FromStatus(err)
-	if !authTyped(st) && (st.Code() == codes.Unavailable || st.Code() == codes.Canceled && ctx.Err() == nil) {
+	back := authErrors.FromCall(ctx, err)
+	ended := rpcerr.CtxErr(ctx) != nil
+	if !authTyped(st) && !ended && (st.Code() == codes.Unavailable || st.Code() == codes.Canceled) {
 		return fmt.Errorf("%v: %v: the plugin is unreachable (%v): %w", c, req, back, auth.ErrUnavailable)
 	}
-	if ctx.Err() != nil {
+	if ended {
 		return fmt.Errorf("%v: %v: %w", c, req, back)
 	}
 	return fmt.Errorf("%v: %w", c, back)

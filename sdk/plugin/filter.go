@@ -341,11 +341,12 @@ func callFilter[T filter.Item, PB proto.Message, Req any](ctx context.Context, c
 	}
 	reqs, counts := chunk(codec, mirror, in, c.chunkBytes)
 
+	caller := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stream, err := codec.open(ctx, c.rpc)
 	if err != nil {
-		return nil, fmt.Errorf("filter plugin %q: %w", c.info.Name, filterErrors.FromStatus(err))
+		return nil, fmt.Errorf("filter plugin %q: %w", c.info.Name, filterErrors.FromCall(caller, err))
 	}
 	// The sender runs while the answers are read, so that a plugin that
 	// answers each chunk as it comes never blocks on flow control. It is
@@ -367,7 +368,7 @@ func callFilter[T filter.Item, PB proto.Message, Req any](ctx context.Context, c
 	}
 	wg.Wait()
 	if err != nil {
-		return nil, fmt.Errorf("filter plugin %q: %w", c.info.Name, filterErrors.FromStatus(err))
+		return nil, fmt.Errorf("filter plugin %q: %w", c.info.Name, filterErrors.FromCall(caller, err))
 	}
 	var out []T
 	for i, k := range kept {

@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/kmirror/kmirror/sdk/auth"
 	"github.com/kmirror/kmirror/sdk/filter"
@@ -35,7 +36,82 @@ func (l *lazy[T]) get() (T, error) {
 	return l.impl, nil
 }
 
-type lazyStore struct{ lazy[statestore.Store] }
+// lazyStore also offers the optional interfaces of statestore (Info,
+// paging, leases): the store's own once it is configured, else the generic
+// ones over it, so that what a plugin constructs natively stays visible
+// over the RPC.
+type lazyStore struct {
+	lazy[statestore.Store]
+	leasesOnce sync.Once
+	leases     statestore.Leaser
+}
+
+func (l *lazyStore) leaser() (statestore.Leaser, error) {
+	s, err := l.get()
+	if err != nil {
+		return nil, err
+	}
+	l.leasesOnce.Do(func() { l.leases = statestore.Leases(s) })
+	return l.leases, nil
+}
+
+// leasesNative: the configured store has leases of its own.
+func (l *lazyStore) leasesNative() bool {
+	s, err := l.get()
+	if err != nil {
+		return false
+	}
+	_, ok := s.(statestore.Leaser)
+	return ok
+}
+
+func (l *lazyStore) Info() statestore.Info {
+	s, err := l.get()
+	if err != nil {
+		return statestore.DefaultInfo()
+	}
+	return statestore.InfoOf(s)
+}
+
+func (l *lazyStore) ListPage(ctx context.Context, prefix, after string, limit int) ([]statestore.Entry, bool, error) {
+	s, err := l.get()
+	if err != nil {
+		return nil, false, err
+	}
+	return statestore.ListPage(ctx, s, prefix, after, limit)
+}
+
+func (l *lazyStore) AcquireLease(ctx context.Context, key, holder string, ttl time.Duration) (statestore.Lease, error) {
+	ls, err := l.leaser()
+	if err != nil {
+		return statestore.Lease{}, err
+	}
+	return ls.AcquireLease(ctx, key, holder, ttl)
+}
+
+func (l *lazyStore) RenewLease(ctx context.Context, key, holder string, ttl time.Duration) (statestore.Lease, error) {
+	ls, err := l.leaser()
+	if err != nil {
+		return statestore.Lease{}, err
+	}
+	return ls.RenewLease(ctx, key, holder, ttl)
+}
+
+func (l *lazyStore) ReleaseLease(ctx context.Context, key, holder string) error {
+	ls, err := l.leaser()
+	if err != nil {
+		return err
+	}
+	return ls.ReleaseLease(ctx, key, holder)
+}
+
+func (l *lazyStore) GetLease(ctx context.Context, key string) (statestore.Lease, error) {
+	ls, err := l.leaser()
+	if err != nil {
+		return statestore.Lease{}, err
+	}
+	return ls.GetLease(ctx, key)
+}
 
 func (l *lazyStore) Get(ctx context.Context, key string) (statestore.Entry, error) {
 	s, err := l.get()

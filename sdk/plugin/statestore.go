@@ -82,6 +82,9 @@ type stateStoreServer struct {
 func (s *stateStoreServer) Info(context.Context, *statestorev1.InfoRequest) (*statestorev1.InfoResponse, error) {
 	info := statestore.InfoOf(s.impl)
 	_, native := s.impl.(statestore.Leaser)
+	if l, ok := s.impl.(interface{ leasesNative() bool }); ok { // a lazyStore
+		native = l.leasesNative()
+	}
 	return &statestorev1.InfoResponse{
 		Name: info.Name, Version: info.Version,
 		ProtocolMajor: int32(info.ProtocolMajor), ProtocolMinor: int32(info.ProtocolMinor),
@@ -271,8 +274,8 @@ func newStateStoreClient(ctx context.Context, rpc statestorev1.StateStoreClient)
 
 // fail turns an error of an RPC into the host's error: the plugin's text,
 // the sentinels it matched, prefixed with the plugin's name.
-func (c *stateStoreClient) fail(err error) error {
-	return fmt.Errorf("statestore plugin %q: %w", c.info.Name, stateStoreErrors.FromStatus(err))
+func (c *stateStoreClient) fail(ctx context.Context, err error) error {
+	return fmt.Errorf("statestore plugin %q: %w", c.info.Name, stateStoreErrors.FromCall(ctx, err))
 }
 
 // checkOpen fails with ErrClosed once Close was called, without an RPC (the
@@ -320,7 +323,7 @@ func (c *stateStoreClient) Get(ctx context.Context, key string) (statestore.Entr
 	}
 	stream, err := c.rpc.Get(ctx, &statestorev1.GetRequest{Key: key})
 	if err != nil {
-		return statestore.Entry{}, c.fail(err)
+		return statestore.Entry{}, c.fail(ctx, err)
 	}
 	e := statestore.Entry{Key: key}
 	for first := true; ; first = false {
@@ -332,7 +335,7 @@ func (c *stateStoreClient) Get(ctx context.Context, key string) (statestore.Entr
 			break
 		}
 		if err != nil {
-			return statestore.Entry{}, c.fail(err)
+			return statestore.Entry{}, c.fail(ctx, err)
 		}
 		if first {
 			e.Version = msg.GetVersion()
@@ -355,7 +358,7 @@ func (c *stateStoreClient) Put(ctx context.Context, key string, value []byte, ex
 	}
 	stream, err := c.rpc.Put(ctx)
 	if err != nil {
-		return 0, c.fail(err)
+		return 0, c.fail(ctx, err)
 	}
 	v := value
 	for first := true; first || len(v) > 0; first = false {
@@ -371,13 +374,13 @@ func (c *stateStoreClient) Put(ctx context.Context, key string, value []byte, ex
 			if errors.Is(err, io.EOF) {
 				break
 			}
-			return 0, c.fail(err)
+			return 0, c.fail(ctx, err)
 		}
 		v = v[n:]
 	}
 	resp, err := stream.CloseAndRecv()
 	if err != nil {
-		return 0, c.fail(err)
+		return 0, c.fail(ctx, err)
 	}
 	return resp.GetVersion(), nil
 }
@@ -388,7 +391,7 @@ func (c *stateStoreClient) Delete(ctx context.Context, key string, expect int64)
 		return err
 	}
 	if _, err := c.rpc.Delete(ctx, &statestorev1.DeleteRequest{Key: key, Expect: expect}); err != nil {
-		return c.fail(err)
+		return c.fail(ctx, err)
 	}
 	return nil
 }
@@ -406,7 +409,7 @@ func (c *stateStoreClient) ListPage(ctx context.Context, prefix, after string, l
 	}
 	stream, err := c.rpc.ListPage(ctx, &statestorev1.ListPageRequest{Prefix: []byte(prefix), After: []byte(after), Limit: int32(min(limit, math.MaxInt32))})
 	if err != nil {
-		return nil, false, c.fail(err)
+		return nil, false, c.fail(ctx, err)
 	}
 	var (
 		out       []statestore.Entry
@@ -419,7 +422,7 @@ func (c *stateStoreClient) ListPage(ctx context.Context, prefix, after string, l
 			break
 		}
 		if err != nil {
-			return nil, false, c.fail(err)
+			return nil, false, c.fail(ctx, err)
 		}
 		more = more || msg.GetMore()
 		for _, p := range msg.GetParts() {
@@ -451,7 +454,7 @@ func (c *stateStoreClient) AcquireLease(ctx context.Context, key, holder string,
 		return statestore.Lease{}, err
 	}
 	resp, err := c.rpc.AcquireLease(ctx, &statestorev1.AcquireLeaseRequest{Key: key, Holder: holder, TtlNanos: int64(ttl)})
-	return c.lease(resp, err)
+	return c.lease(ctx, resp, err)
 }
 
 // RenewLease implements statestore.Leaser.
@@ -460,7 +463,7 @@ func (c *stateStoreClient) RenewLease(ctx context.Context, key, holder string, t
 		return statestore.Lease{}, err
 	}
 	resp, err := c.rpc.RenewLease(ctx, &statestorev1.RenewLeaseRequest{Key: key, Holder: holder, TtlNanos: int64(ttl)})
-	return c.lease(resp, err)
+	return c.lease(ctx, resp, err)
 }
 
 // ReleaseLease implements statestore.Leaser.
@@ -469,7 +472,7 @@ func (c *stateStoreClient) ReleaseLease(ctx context.Context, key, holder string)
 		return err
 	}
 	if _, err := c.rpc.ReleaseLease(ctx, &statestorev1.ReleaseLeaseRequest{Key: key, Holder: holder}); err != nil {
-		return c.fail(err)
+		return c.fail(ctx, err)
 	}
 	return nil
 }
@@ -480,12 +483,12 @@ func (c *stateStoreClient) GetLease(ctx context.Context, key string) (statestore
 		return statestore.Lease{}, err
 	}
 	resp, err := c.rpc.GetLease(ctx, &statestorev1.GetLeaseRequest{Key: key})
-	return c.lease(resp, err)
+	return c.lease(ctx, resp, err)
 }
 
-func (c *stateStoreClient) lease(resp *statestorev1.LeaseResponse, err error) (statestore.Lease, error) {
+func (c *stateStoreClient) lease(ctx context.Context, resp *statestorev1.LeaseResponse, err error) (statestore.Lease, error) {
 	if err != nil {
-		return statestore.Lease{}, c.fail(err)
+		return statestore.Lease{}, c.fail(ctx, err)
 	}
 	return statestore.Lease{
 		Key: resp.GetKey(), Holder: resp.GetHolder(), Version: resp.GetVersion(), TTL: time.Duration(resp.GetTtlNanos()),
@@ -503,7 +506,7 @@ func (c *stateStoreClient) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), infoTimeout)
 	defer cancel()
 	if _, err := c.rpc.Close(ctx, &statestorev1.CloseRequest{}); err != nil {
-		return c.fail(err)
+		return c.fail(ctx, err)
 	}
 	return nil
 }

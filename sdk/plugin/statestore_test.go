@@ -522,3 +522,48 @@ func TestServeRunsAStateStorePlugin(t *testing.T) {
 		return s
 	})
 }
+
+// dialConfiguredStore serves a store built by a ServeConfig constructor,
+// configures it through the configuration service as a host does, and
+// returns the host's client.
+func dialConfiguredStore(t *testing.T, build func() statestore.Store) statestore.Store {
+	t.Helper()
+	cfg := ServeConfig{Schema: Schema{{Name: "dir", Type: FieldString}}, NewStateStore: func(_ context.Context, _ string, c Config) (statestore.Store, error) {
+		if c["dir"] != "/state" {
+			return nil, &ConfigError{Problems: []Problem{{Key: "dir", Reason: "want /state"}}}
+		}
+		return build(), nil
+	}}
+	client, _ := goplugin.TestPluginGRPCConn(t, false, map[string]goplugin.Plugin{string(KindStateStore): ServerPlugin(cfg, KindStateStore)})
+	t.Cleanup(func() { client.Close() })
+	if err := NewConfigClient(client.Conn).Configure(t.Context(), "store", Config{"dir": "/state"}); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := client.Dispense(string(KindStateStore))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw.(statestore.Store)
+}
+
+// A store a plugin builds from the host's configuration passes the suite
+// through the RPC, and what it offers natively (paging, leases) stays
+// visible: the constructor's lazy stand-in hides nothing.
+func TestAConfiguredStoreKeepsItsNativeInterfaces(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T) statestore.Store {
+		return dialConfiguredStore(t, func() statestore.Store { return memstore.New() })
+	})
+	impl := &nativeLeaseStore{Store: memstore.New()}
+	s := dialConfiguredStore(t, func() statestore.Store { return impl })
+	if info := statestore.InfoOf(s); !info.NativeLeases {
+		t.Fatalf("Info %+v: the constructed store's native leases are hidden", info)
+	}
+	if _, err := statestore.Leases(s).AcquireLease(t.Context(), "mirrors/m/leases/x", "a", time.Minute); err != nil || impl.calls.Load() != 1 {
+		t.Fatalf("AcquireLease = %v; native lease calls %d, want 1", err, impl.calls.Load())
+	}
+	plain := dialConfiguredStore(t, func() statestore.Store { return plainStore{memstore.New()} })
+	if info := statestore.InfoOf(plain); info.NativeLeases {
+		t.Fatalf("Info %+v: a store without leases reported native ones", info)
+	}
+}

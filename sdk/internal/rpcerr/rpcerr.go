@@ -16,6 +16,7 @@ package rpcerr
 import (
 	"context"
 	"errors"
+	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
@@ -115,6 +116,41 @@ func (t *Table) FromStatus(err error) error {
 		re.msg = st.Code().String()
 	}
 	return re
+}
+
+// deadlineSlack: a call that fails this close to its deadline failed
+// because of it. The plugin's side learns the deadline as "time left" and so
+// ends the call a moment before the host's own timer fires; the host may
+// read that end (a reset stream, an internal error) before its context is
+// done.
+const deadlineSlack = 100 * time.Millisecond
+
+// CtxErr is the host's reason for a call under ctx to have ended: ctx.Err(),
+// or context.DeadlineExceeded when the deadline is less than deadlineSlack
+// away; nil otherwise.
+func CtxErr(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < deadlineSlack {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
+// FromCall is FromStatus for the error of a call made under ctx: when
+// ctx ended (CtxErr), the error also matches ctx's error, whatever the
+// transport made of it.
+func (t *Table) FromCall(ctx context.Context, err error) error {
+	back := t.FromStatus(err)
+	cerr := CtxErr(ctx)
+	if back == nil || cerr == nil || errors.Is(back, cerr) {
+		return back
+	}
+	if re, ok := back.(*remoteError); ok {
+		return &remoteError{msg: re.msg, matches: append(append([]error(nil), re.matches...), cerr)}
+	}
+	return &remoteError{msg: back.Error(), matches: []error{back, cerr}}
 }
 
 func (t *Table) matchesAny(err error) bool {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -76,5 +77,29 @@ func TestAnotherDomainsReasonIsNotMatched(t *testing.T) {
 	back := table.FromStatus(other.ToStatus(fmt.Errorf("x: %w", other.sentinels[0].Err)))
 	if errors.Is(back, errA) {
 		t.Fatal("a reason of another domain matched this table's sentinel")
+	}
+}
+
+func TestFromCallMatchesTheHostsEndedContext(t *testing.T) {
+	t.Parallel()
+	// A reset stream read just before the host's own deadline fires.
+	reset := status.Error(codes.Internal, "stream terminated by RST_STREAM with error code: CANCEL")
+	near, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := table.FromCall(near, reset); !errors.Is(err, context.DeadlineExceeded) || err.Error() != reset.(interface{ GRPCStatus() *status.Status }).GRPCStatus().Message() {
+		t.Fatalf("FromCall near the deadline = %v, want the text kept and DeadlineExceeded matched", err)
+	}
+	far, cancel2 := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel2()
+	if err := table.FromCall(far, reset); errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("FromCall far from the deadline matched DeadlineExceeded: %v", err)
+	}
+	done, cancel3 := context.WithCancel(context.Background())
+	cancel3()
+	if err := table.FromCall(done, table.ToStatus(fmt.Errorf("x: %w", errA))); !errors.Is(err, context.Canceled) || !errors.Is(err, errA) {
+		t.Fatalf("FromCall after cancel = %v, want Canceled and the sentinel", err)
+	}
+	if err := table.FromCall(done, nil); err != nil {
+		t.Fatalf("FromCall(nil) = %v", err)
 	}
 }
