@@ -15,6 +15,7 @@ import (
 	"github.com/kmirror/kmirror/core/config"
 	"github.com/kmirror/kmirror/core/control"
 	"github.com/kmirror/kmirror/core/fetcher"
+	"github.com/kmirror/kmirror/core/kclient"
 	"github.com/kmirror/kmirror/core/metrics"
 	"github.com/kmirror/kmirror/core/partition"
 	"github.com/kmirror/kmirror/core/supervisor"
@@ -93,11 +94,11 @@ func (e *Engine) Start(ctx context.Context, cfg *config.Config) error {
 	if err != nil {
 		return err
 	}
-	opts, err := supervisor.ClientOpts(cfg, &cfg.Destination, "destination")
+	opts, err := kclient.ClusterOpts(cfg, &cfg.Destination, kclient.RoleDestination)
 	if err != nil {
 		return err
 	}
-	dst, err := kgo.NewClient(append(opts, kgo.ClientID(supervisor.ClientID(cfg.Destination.ClientID, "destination")))...)
+	dst, err := kgo.NewClient(append(opts, kgo.ClientID(kclient.ClientID(cfg.Destination.ClientID, "destination")))...)
 	if err != nil {
 		return fmt.Errorf("destination cluster: %w", err)
 	}
