@@ -37,10 +37,16 @@ type fixture struct {
 	srcCl, dstCl *kgo.Client
 }
 
+// freshMetadata makes a client ask for metadata again after 10 ms: the
+// admin requests the tests poll with (ListTopics, ListEndOffsets) answer
+// from metadata franz-go otherwise keeps for MetadataMinAge (5 s), so a
+// poll would see a new topic only seconds after it appeared.
+var freshMetadata = kgo.MetadataMinAge(10 * time.Millisecond)
+
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	f := &fixture{src: kfaketest.NewCluster(t, kfake.NumBrokers(3)), dst: kfaketest.NewCluster(t)}
-	f.srcCl, f.dstCl = kfaketest.NewClient(t, f.src), kfaketest.NewClient(t, f.dst)
+	f.srcCl, f.dstCl = kfaketest.NewClient(t, f.src, freshMetadata), kfaketest.NewClient(t, f.dst, freshMetadata)
 	return f
 }
 
