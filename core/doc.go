@@ -26,7 +26,7 @@
 //   - groupsync:        the consumer-group and share-group offset sync loop of one mirror
 //   - internal/coalesce: concurrent requests of one topic gathered into one call, never answered from an older one
 //   - kafkalog:         a partition's log read raw: bounds, leader, batches in bounded memory, entries
-//   - kclient:          a cluster's configuration turned into franz-go client options (TLS, SASL, sockets, dialer)
+//   - kclient:          a cluster's configuration turned into franz-go client options (TLS, SASL, sockets, dialer, per-role timeouts and retries)
 //   - logging:          hclog construction from configuration
 //   - metrics:          the OpenTelemetry meter provider exported to Prometheus, and the engine's and data path's instruments
 //   - mirror:           the mirroring engine: wiring, reload, topic claims, the operator API's entry points, status
@@ -56,5 +56,6 @@
 // imports nothing of ours, fetcher's sub-packages import only batch,
 // backoff and each other, and fetcher, writer and runner (with their
 // sub-packages) never import mirror, admin or cmd. config/value and config/security sit below config,
-// which calls them while it loads, and never import it.
+// which calls them while it loads, and never import it; kclient imports
+// only config and what config imports.
 package core

@@ -122,6 +122,15 @@ var layeringRules = []layeringRule{
 			within(dep, module+"/core/aclrule") || within(dep, module+"/sdk")
 	}, "core/config/value and core/config/security may import only each other, core/aclrule and sdk (never core/config)",
 		module + "/core/kclient"},
+	// Client options are built from configuration alone: core/kclient
+	// sits right above core/config (and what core/config itself imports)
+	// and below everything that builds a client.
+	{module + "/core/...", func(pkg string) bool { return within(pkg, module+"/core/kclient") },
+		func(dep string) bool {
+			return within(dep, module+"/core/config") || within(dep, module+"/core/aclrule") ||
+				within(dep, module+"/core/failpoint") || within(dep, module+"/sdk")
+		}, "core/kclient may import only core/config (with its sub-packages) and what core/config imports (core/aclrule, core/failpoint, sdk)",
+		module + "/core/supervisor"},
 	// The jobs the engine wires stand below it: they never reach up into
 	// the engine, its operator API or the command line.
 	{module + "/core/...", func(pkg string) bool {

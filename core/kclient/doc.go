@@ -4,7 +4,9 @@
 // configuration built from the ssl.* keys, the SASL mechanism of the sasl.*
 // keys (PLAIN and SCRAM; OAUTHBEARER tokens come from the auth plugin), and
 // kmirror's own dialer, which applies the socket keys (buffer sizes and the
-// connection setup timeout) before the TLS handshake.
+// connection setup timeout) before the TLS handshake. ClusterOpts adds what
+// depends on the client's role (source or destination) and on the
+// daemon-wide keys: the read timeout, the retry backoff and the metadata age.
 //
 // core/config declares, loads and validates the keys, and
 // core/config/security resolves what they name (files, JAAS, inline PEM)

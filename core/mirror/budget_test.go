@@ -12,6 +12,7 @@ import (
 // at a time, the sessions taking turns) still mirrors everything,
 // the fetch metrics are exposed, and a reload changes the budget in place.
 func TestEngineSharesOneFetchBudgetAndExposesFetchMetrics(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.createTopic(t, "budget", 4)
 	f.produce(t, "budget", 300, "tx-budget")

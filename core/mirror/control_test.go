@@ -14,53 +14,26 @@ import (
 
 	"github.com/kmirror/kmirror/core/admin"
 	"github.com/kmirror/kmirror/core/control"
+	"github.com/kmirror/kmirror/internal/kfaketest"
 	"github.com/kmirror/kmirror/sdk/statestore"
 	"github.com/kmirror/kmirror/sdk/statestore/memstore"
 )
-
-func opCtx(t *testing.T) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-func endOffset(t *testing.T, cl *kgo.Client, topic string, p int32) int64 {
-	t.Helper()
-	ends, err := kadm.NewClient(cl).ListEndOffsets(context.Background(), topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o, _ := ends.Lookup(topic, p)
-	return o.Offset
-}
-
-func states(e *Engine, topic string) string {
-	var out []string
-	for _, m := range e.Status().Mirrors {
-		for _, p := range m.Partitions {
-			if p.Topic == topic {
-				out = append(out, fmt.Sprintf("%d:%s", p.Partition, p.State))
-			}
-		}
-	}
-	return strings.Join(out, " ")
-}
 
 // TestPauseKeepsTheResumePointAndResumeContinuesWithNoGap: paused
 // partitions copy nothing more (also across a restart, the pause being
 // recorded); resume continues where they stopped and the logs end
 // identical.
 func TestPauseKeepsTheResumePointAndResumeContinuesWithNoGap(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.createTopic(t, "held", 2)
 	f.produce(t, "held", 50, "tx-h1")
 	store := memstore.New()
-	cfg := f.config(t, "held")
+	cfg := f.config(t, "held,witness")
 	e := startEngine(t, cfg, store)
 	f.waitMirrored(t, e, "held", 2)
 
-	res, err := e.Pause(opCtx(t), "test", []string{"hel.*"})
+	res, err := e.Pause(kfaketest.Context(t), "test", []string{"hel.*"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +42,9 @@ func TestPauseKeepsTheResumePointAndResumeContinuesWithNoGap(t *testing.T) {
 	}
 	before := []int64{endOffset(t, f.dstCl, "held", 0), endOffset(t, f.dstCl, "held", 1)}
 	f.produce(t, "held", 50, "tx-h2")
-	time.Sleep(time.Second) // several fetch rounds would have copied something
+	// Every source broker's fetch session has since delivered newer
+	// records: unpaused, held's would have been copied by now.
+	f.witness(t, e, "witness")
 	if after := []int64{endOffset(t, f.dstCl, "held", 0), endOffset(t, f.dstCl, "held", 1)}; after[0] != before[0] || after[1] != before[1] {
 		t.Fatalf("destination moved while paused: %v → %v", before, after)
 	}
@@ -83,13 +58,13 @@ func TestPauseKeepsTheResumePointAndResumeContinuesWithNoGap(t *testing.T) {
 		t.Fatalf("destination moved after a restart while paused: %d → %d", before[0], after)
 	}
 
-	if _, err := e2.Resume(opCtx(t), "test", []string{"other.*"}); err != nil {
+	if _, err := e2.Resume(kfaketest.Context(t), "test", []string{"other.*"}); err != nil {
 		t.Fatal(err) // nothing matches: a no-op
 	}
 	if s := states(e2, "held"); s != "0:PAUSED 1:PAUSED" {
 		t.Fatalf("resuming another pattern changed %s", s)
 	}
-	if _, err := e2.Resume(opCtx(t), "test", nil); err != nil {
+	if _, err := e2.Resume(kfaketest.Context(t), "test", nil); err != nil {
 		t.Fatal(err)
 	}
 	f.waitMirrored(t, e2, "held", 2)
@@ -99,6 +74,7 @@ func TestPauseKeepsTheResumePointAndResumeContinuesWithNoGap(t *testing.T) {
 // TestTheLatestPauseOrResumeWins: resuming one topic after pausing all
 // resumes that topic only; pausing all again pauses it again.
 func TestTheLatestPauseOrResumeWins(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.createTopic(t, "one", 1)
 	f.createTopic(t, "two", 1)
@@ -107,7 +83,7 @@ func TestTheLatestPauseOrResumeWins(t *testing.T) {
 	e := startEngine(t, f.config(t, "one|two"), memstore.New())
 	f.waitMirrored(t, e, "one", 1)
 	f.waitMirrored(t, e, "two", 1)
-	ctx := opCtx(t)
+	ctx := kfaketest.Context(t)
 	if _, err := e.Pause(ctx, "test", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -138,17 +114,18 @@ func TestTheLatestPauseOrResumeWins(t *testing.T) {
 // same; after a restart nothing more is mirrored, and a partition added on
 // the source is not created on the destination.
 func TestFailoverStopsTopicsAbortsOpenTransactionsAndSurvivesARestart(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.createTopic(t, "moving", 1)
-	ctx := opCtx(t)
-	plain := f.client(t, f.src, kgo.DefaultProduceTopic("moving"))
-	txn := f.client(t, f.src, kgo.DefaultProduceTopic("moving"), kgo.TransactionalID("moving-txn"))
+	ctx := kfaketest.Context(t)
+	plain := kfaketest.NewClient(t, f.src, kgo.DefaultProduceTopic("moving"))
+	txn := kfaketest.NewClient(t, f.src, kgo.DefaultProduceTopic("moving"), kgo.TransactionalID("moving-txn"))
 	for i := 0; i < 5; i++ {
 		if err := plain.ProduceSync(ctx, &kgo.Record{Value: fmt.Appendf(nil, "v%d", i)}).FirstErr(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	consumer := f.client(t, f.src, kgo.ConsumerGroup("app-moving"), kgo.ConsumeTopics("moving"), kgo.DisableAutoCommit())
+	consumer := kfaketest.NewClient(t, f.src, kgo.ConsumerGroup("app-moving"), kgo.ConsumeTopics("moving"), kgo.DisableAutoCommit())
 	fetched := 0
 	for fetched < 3 {
 		fs := consumer.PollRecords(ctx, 3-fetched)
@@ -170,7 +147,7 @@ func TestFailoverStopsTopicsAbortsOpenTransactionsAndSurvivesARestart(t *testing
 	defer func() { _ = txn.EndTransaction(context.Background(), kgo.TryAbort) }()
 
 	store := memstore.New()
-	cfg := f.config(t, "moving", "    mirror.groups.include: \"app-.*\"")
+	cfg := f.config(t, "moving,witness", "    mirror.groups.include: \"app-.*\"")
 	e := startEngine(t, cfg, store)
 	f.waitMirrored(t, e, "moving", 1)
 	res, err := e.Failover(ctx, admin.FailoverOrder{Mirror: "test", Topics: []string{"moving"}})
@@ -207,7 +184,9 @@ func TestFailoverStopsTopicsAbortsOpenTransactionsAndSurvivesARestart(t *testing
 	}
 	e2 := startEngine(t, cfg, store)
 	waitState(t, e2, "moving", 0, "STOPPED")
-	time.Sleep(1500 * time.Millisecond) // three topic rounds
+	// A topic sync round has run since the restart, with moving's second
+	// partition on the source: it expanded nothing.
+	f.witness(t, e2, "witness")
 	if hw := listOffset(t, f.dstCl, "moving", false); hw != 7 {
 		t.Fatalf("destination high watermark %d after a restart, want 7 (nothing mirrored after the failover)", hw)
 	}
@@ -220,10 +199,11 @@ func TestFailoverStopsTopicsAbortsOpenTransactionsAndSurvivesARestart(t *testing
 // recording the stop and before the partitions stopped; on start they go to
 // STOPPED with the open transaction aborted.
 func TestAFailoverRecordedBeforeACrashCompletesOnStart(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.createTopic(t, "halfway", 1)
-	ctx := opCtx(t)
-	txn := f.client(t, f.src, kgo.DefaultProduceTopic("halfway"), kgo.TransactionalID("halfway-txn"))
+	ctx := kfaketest.Context(t)
+	txn := kfaketest.NewClient(t, f.src, kgo.DefaultProduceTopic("halfway"), kgo.TransactionalID("halfway-txn"))
 	if err := txn.BeginTransaction(); err != nil {
 		t.Fatal(err)
 	}
@@ -255,12 +235,13 @@ func TestAFailoverRecordedBeforeACrashCompletesOnStart(t *testing.T) {
 // after the wait and leaves the partition as it was; without lag it
 // proceeds.
 func TestPlannedFailoverWaitsForCatchUpAndChangesNothingWhenItTimesOut(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.createTopic(t, "planned", 1)
 	f.produce(t, "planned", 20, "tx-p")
 	e := startEngine(t, f.config(t, "planned"), memstore.New())
 	f.waitMirrored(t, e, "planned", 1)
-	ctx := opCtx(t)
+	ctx := kfaketest.Context(t)
 	if _, err := e.Pause(ctx, "test", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -290,12 +271,13 @@ func TestPlannedFailoverWaitsForCatchUpAndChangesNothingWhenItTimesOut(t *testin
 // the partitions through PREPARING back to MIRRORING from the destination's
 // end; a start whose exclusion covers the topic leaves it stopped.
 func TestStoppedTopicsStartAgainAndContinueWithNoGap(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.createTopic(t, "again", 1)
 	f.produce(t, "again", 20, "tx-a1")
 	e := startEngine(t, f.config(t, "again"), memstore.New())
 	f.waitMirrored(t, e, "again", 1)
-	ctx := opCtx(t)
+	ctx := kfaketest.Context(t)
 	if _, err := e.StopTopics(ctx, "test", nil); !errors.Is(err, admin.ErrInvalidRequest) {
 		t.Fatalf("stop without topics: %v", err)
 	}

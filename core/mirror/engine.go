@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/hashicorp/go-hclog"
@@ -15,6 +17,7 @@ import (
 	"github.com/kmirror/kmirror/core/config"
 	"github.com/kmirror/kmirror/core/control"
 	"github.com/kmirror/kmirror/core/fetcher"
+	"github.com/kmirror/kmirror/core/kclient"
 	"github.com/kmirror/kmirror/core/metrics"
 	"github.com/kmirror/kmirror/core/partition"
 	"github.com/kmirror/kmirror/core/supervisor"
@@ -93,11 +96,11 @@ func (e *Engine) Start(ctx context.Context, cfg *config.Config) error {
 	if err != nil {
 		return err
 	}
-	opts, err := supervisor.ClientOpts(cfg, &cfg.Destination, "destination")
+	opts, err := kclient.ClusterOpts(cfg, &cfg.Destination, kclient.RoleDestination)
 	if err != nil {
 		return err
 	}
-	dst, err := kgo.NewClient(append(opts, kgo.ClientID(supervisor.ClientID(cfg.Destination.ClientID, "destination")))...)
+	dst, err := kgo.NewClient(append(opts, kgo.ClientID(kclient.ClientID(cfg.Destination.ClientID, "destination")))...)
 	if err != nil {
 		return fmt.Errorf("destination cluster: %w", err)
 	}
@@ -137,10 +140,10 @@ func (e *Engine) startMirror(mc config.Mirror) {
 func (e *Engine) Reload(ctx context.Context, cfg *config.Config) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if fmt.Sprint(settingsOf(cfg, "destination.")) != fmt.Sprint(settingsOf(e.cfg, "destination.")) {
+	if settingsChanged(e.cfg, cfg, "destination.") {
 		return errors.New("the destination cluster's settings changed; they take effect after a restart (the running configuration stays)")
 	}
-	if fmt.Sprint(settingsOf(cfg, "state.")) != fmt.Sprint(settingsOf(e.cfg, "state.")) {
+	if settingsChanged(e.cfg, cfg, "state.") {
 		return errors.New("the state store's settings changed; they take effect after a restart (the running configuration stays)")
 	}
 	e.limiter.SetRate(cfg.ReplicationThrottledRate)
@@ -151,14 +154,14 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) error {
 		if m.Runtime() {
 			// A failback mirror is built from the mirror it reverses (and
 			// the destination's settings): restart it when those change.
-			if daemonSettingsChanged(old, cfg) || m.ReverseOf() != "" && fmt.Sprint(mirrorSettings(old, m.ReverseOf())) != fmt.Sprint(mirrorSettings(cfg, m.ReverseOf())) {
+			if daemonSettingsChanged(old, cfg) || m.ReverseOf() != "" && mirrorChanged(old, cfg, m.ReverseOf()) {
 				m.Stop(ctx)
 				delete(e.mirrors, name)
 			}
 			continue
 		}
 		nm, ok := cfg.Mirror(name)
-		if !ok || fmt.Sprint(mirrorSettings(old, name)) != fmt.Sprint(mirrorSettings(cfg, name)) || daemonSettingsChanged(old, cfg) {
+		if !ok || mirrorChanged(old, cfg, name) || daemonSettingsChanged(old, cfg) {
 			m.Stop(ctx)
 			delete(e.mirrors, name)
 			if ok {
@@ -186,15 +189,29 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) error {
 func settingsOf(cfg *config.Config, prefix string) []config.Setting {
 	var out []config.Setting
 	for _, s := range cfg.Effective() {
-		if len(s.Path) >= len(prefix) && s.Path[:len(prefix)] == prefix {
+		if strings.HasPrefix(s.Path, prefix) {
 			out = append(out, s)
 		}
 	}
 	return out
 }
 
-func mirrorSettings(cfg *config.Config, name string) []config.Setting {
-	return settingsOf(cfg, "mirrors["+name+"].")
+// settingsChanged reports whether a and b differ in a key whose path starts
+// with prefix ("destination.", "state.", "mirrors[dc1]."): one more or one
+// fewer key, or one effective value (defaults included) that differs. The
+// settings are compared key by key, path and value, as config.Effective
+// lists them, so a set secret compares as config.Redacted: changing only a
+// secret's value restarts nothing (a secret named by a file is read again
+// at every connection).
+func settingsChanged(a, b *config.Config, prefix string) bool {
+	return !slices.Equal(settingsOf(a, prefix), settingsOf(b, prefix))
+}
+
+// mirrorChanged reports whether mirror name's own keys (its scope, sync and
+// data keys and its source cluster's client keys) differ in a and b; a
+// mirror missing from one of them has no keys there.
+func mirrorChanged(a, b *config.Config, name string) bool {
+	return settingsChanged(a, b, "mirrors["+name+"].")
 }
 
 // daemonSettingsChanged reports whether a daemon-wide key that the data path

@@ -10,8 +10,8 @@ import (
 
 	"github.com/kmirror/kmirror/core/admin"
 	"github.com/kmirror/kmirror/core/failback"
+	"github.com/kmirror/kmirror/core/kclient"
 	"github.com/kmirror/kmirror/core/runtimemirror"
-	"github.com/kmirror/kmirror/core/supervisor"
 	"github.com/kmirror/kmirror/sdk/statestore"
 )
 
@@ -51,11 +51,11 @@ func (e *Engine) Failback(ctx context.Context, req admin.FailbackOrder) (admin.F
 
 	// A client of the old source (the reverse mirror's destination).
 	dcfg, mc := m.Settings()
-	opts, err := supervisor.ClientOpts(dcfg, &mc.Source, "destination")
+	opts, err := kclient.ClusterOpts(dcfg, &mc.Source, kclient.RoleDestination)
 	if err != nil {
 		return out, err
 	}
-	old, err := kgo.NewClient(append(opts, kgo.ClientID(supervisor.ClientID(mc.Source.ClientID, "failback-"+m.Name())))...)
+	old, err := kgo.NewClient(append(opts, kgo.ClientID(kclient.ClientID(mc.Source.ClientID, "failback-"+m.Name())))...)
 	if err != nil {
 		return out, fmt.Errorf("mirror %s: old source cluster: %w", m.Name(), err)
 	}

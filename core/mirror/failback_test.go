@@ -11,6 +11,7 @@ import (
 
 	"github.com/kmirror/kmirror/core/admin"
 	"github.com/kmirror/kmirror/core/verify"
+	"github.com/kmirror/kmirror/internal/kfaketest"
 	"github.com/kmirror/kmirror/sdk/statestore/memstore"
 )
 
@@ -38,7 +39,7 @@ func identical(t *testing.T, from, to *kgo.Client, topic string, p int32) {
 
 func waitMirrorCopied(t *testing.T, e *Engine, mirror, topic string, want int64) {
 	t.Helper()
-	eventually(t, mirror+" copies "+topic, func() (bool, string) {
+	kfaketest.WaitFor(t, mirror+" copies "+topic, func() (bool, string) {
 		for _, m := range e.Status().Mirrors {
 			if m.Name != mirror {
 				continue
@@ -59,9 +60,10 @@ func waitMirrorCopied(t *testing.T, e *Engine, mirror, topic string, want int64)
 // mirrored offset (A ends identical to B); the failback mirror fails over,
 // A takes writes, and A→B starts again, ending identical.
 func TestFailbackCopiesOnlyWhatTheNewPrimaryGotAndTheRoundTripCompletes(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.createTopic(t, "trip", 1)
-	ctx := opCtx(t)
+	ctx := kfaketest.Context(t)
 	produceTo(t, f.srcCl, "trip", "a1", 10)
 	store := memstore.New()
 	e := startEngine(t, f.config(t, "trip"), store)
@@ -115,9 +117,10 @@ func TestFailbackCopiesOnlyWhatTheNewPrimaryGotAndTheRoundTripCompletes(t *testi
 // the topic is recreated on A and mirrored back from B with offsets
 // preserved.
 func TestFailbackKeepsDivergedRecordsInASideTopicAndRecreatesOnlyWhenAllowed(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.createTopic(t, "split", 1)
-	ctx := opCtx(t)
+	ctx := kfaketest.Context(t)
 	produceTo(t, f.srcCl, "split", "a1", 10)
 	e := startEngine(t, f.config(t, "split"), memstore.New())
 	f.waitMirrored(t, e, "split", 1)
@@ -135,7 +138,7 @@ func TestFailbackKeepsDivergedRecordsInASideTopicAndRecreatesOnlyWhenAllowed(t *
 	if pf.Action != admin.FailbackFailed || pf.Diverged != 3 || pf.SideTopic != "split.kmirror-diverged" || !strings.Contains(pf.Reason, "--allow-recreate") {
 		t.Fatalf("failback of a diverged partition: %+v", pf)
 	}
-	eventually(t, "the failback mirror's partition is FAILED", func() (bool, string) {
+	kfaketest.WaitFor(t, "the failback mirror's partition is FAILED", func() (bool, string) {
 		for _, m := range e.Status().Mirrors {
 			for _, p := range m.Partitions {
 				if m.Name == "test-failback" && p.State == "FAILED" && p.Retry == "NonRetryable" && strings.Contains(p.LastError, "split.kmirror-diverged") {
@@ -184,11 +187,12 @@ func TestFailbackKeepsDivergedRecordsInASideTopicAndRecreatesOnlyWhenAllowed(t *
 // it out): both logs hold one ABORT marker after the last mirrored offset,
 // so failback continues after it instead of calling the partition diverged.
 func TestFailbackContinuesPastTransactionsAbortedOnBothSides(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.createTopic(t, "hung", 1)
-	ctx := opCtx(t)
+	ctx := kfaketest.Context(t)
 	produceTo(t, f.srcCl, "hung", "a1", 10)
-	txn := f.client(t, f.src, kgo.DefaultProduceTopic("hung"), kgo.TransactionalID("hung-txn"))
+	txn := kfaketest.NewClient(t, f.src, kgo.DefaultProduceTopic("hung"), kgo.TransactionalID("hung-txn"))
 	if err := txn.BeginTransaction(); err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +207,7 @@ func TestFailbackContinuesPastTransactionsAbortedOnBothSides(t *testing.T) {
 	if err := txn.EndTransaction(ctx, kgo.TryAbort); err != nil { // on the old source, later
 		t.Fatal(err)
 	}
-	eventually(t, "the old source's ABORT marker", func() (bool, string) {
+	kfaketest.WaitFor(t, "the old source's ABORT marker", func() (bool, string) {
 		return listOffset(t, f.srcCl, "hung", false) == 13, "source end not 13"
 	})
 	produceTo(t, f.dstCl, "hung", "b1", 5)

@@ -2,14 +2,11 @@ package mirror
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/core/batch"
@@ -17,36 +14,11 @@ import (
 	"github.com/kmirror/kmirror/sdk/statestore/memstore"
 )
 
-// trimmedTopic creates a one-partition source topic with configs, writes ten
-// batches of 50 keyed records and moves its log start to at.
-func (f *fixture) trimmedTopic(t *testing.T, topic string, configs map[string]*string, at int64) {
-	t.Helper()
-	f.createTopicWith(t, topic, 1, configs)
-	cl := f.client(t, f.src, kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(50*time.Millisecond))
-	for i := 0; i < 10; i++ {
-		var recs []*kgo.Record
-		for j := 0; j < 50; j++ {
-			recs = append(recs, &kgo.Record{Key: fmt.Appendf(nil, "k%d-%d", i, j), Value: []byte("v")})
-		}
-		if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var os kadm.Offsets
-	os.Add(kadm.Offset{Topic: topic, Partition: 0, At: at})
-	resp, err := kadm.NewClient(f.srcCl).DeleteRecords(context.Background(), os)
-	if err == nil {
-		err = resp.Error()
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestFillerRecordsHaveAKeyAndANullValue: compacted topics refuse records
 // without a key, so every filler record carries the key and header
 // "kmirror.filler" (a tombstone: null value).
 func TestFillerRecordsHaveAKeyAndANullValue(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	var (
 		mu     sync.Mutex
@@ -101,6 +73,7 @@ func TestFillerRecordsHaveAKeyAndANullValue(t *testing.T) {
 // never remove filler: the partition runs in map mode and says why, and
 // copies the source's records from its log start, which falls inside a batch.
 func TestCompactDestinationTopicWithASourceLogStartRunsInMapMode(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.trimmedTopic(t, "table", map[string]*string{"cleanup.policy": kadm.StringPtr("compact")}, 120) // inside a batch
 	e := startEngine(t, f.config(t, "table"), memstore.New())
@@ -123,6 +96,7 @@ func TestCompactDestinationTopicWithASourceLogStartRunsInMapMode(t *testing.T) {
 // map mode, fetching from the log start (brokers refuse fetches below it)
 // and copying only the records from it on.
 func TestSourceLogStartBeyondTheFillerBudgetRunsInMapModeFromTheLogStart(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.trimmedTopic(t, "trimmed", nil, 120)
 	cfg := f.config(t, "trimmed")

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/core/partition"
+	"github.com/kmirror/kmirror/internal/kfaketest"
 	"github.com/kmirror/kmirror/sdk/statestore"
 	"github.com/kmirror/kmirror/sdk/statestore/memstore"
 )
@@ -35,6 +36,7 @@ func storedRecord(t *testing.T, store statestore.Store, mirror, topic string, p 
 // failures, keeps mirroring: progress after a retry clears the count of
 // consecutive failures, so each failure is retry 1 again.
 func TestSeparatedTransientFailuresDoNotUseUpTheRetryBudget(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.createTopic(t, "flaky", 1)
 	// Armed, the next destination Produce for flaky fails once with an
@@ -72,11 +74,11 @@ func TestSeparatedTransientFailuresDoNotUseUpTheRetryBudget(t *testing.T) {
 	for round := 1; round <= 2*maxAttempts+1; round++ {
 		armed.Store(true)
 		produceTo(t, f.srcCl, "flaky", fmt.Sprintf("round%d", round), 2)
-		eventually(t, fmt.Sprintf("round %d: the fault fires", round), func() (bool, string) {
+		kfaketest.WaitFor(t, fmt.Sprintf("round %d: the fault fires", round), func() (bool, string) {
 			return fired.Load() == int32(round), fmt.Sprintf("%d faults", fired.Load())
 		})
 		f.waitMirrored(t, e, "flaky", 1)
-		eventually(t, fmt.Sprintf("round %d: the count of consecutive failures is cleared", round), func() (bool, string) {
+		kfaketest.WaitFor(t, fmt.Sprintf("round %d: the count of consecutive failures is cleared", round), func() (bool, string) {
 			rec := storedRecord(t, store, "test", "flaky", 0)
 			return rec.State == partition.Mirroring && rec.Attempts == 0, fmt.Sprintf("%v, %d attempts, reason %q", rec.State, rec.Attempts, rec.Reason)
 		})

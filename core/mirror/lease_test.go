@@ -6,23 +6,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kmirror/kmirror/core/admin"
 	"github.com/kmirror/kmirror/core/syncloop"
 	"github.com/kmirror/kmirror/internal/faultstore"
+	"github.com/kmirror/kmirror/internal/kfaketest"
+	"github.com/kmirror/kmirror/sdk/statestore"
 	"github.com/kmirror/kmirror/sdk/statestore/memstore"
 )
 
+// shortLeases lets a lease's TTL be three refresh intervals of 500 ms. It
+// changes a package variable every engine reads, so the tests that call it
+// do not run in parallel (no t.Parallel): Go runs them before any parallel
+// test starts.
 func shortLeases(t *testing.T) {
 	old := syncloop.MinLeaseTTL
 	syncloop.MinLeaseTTL = 0
 	t.Cleanup(func() { syncloop.MinLeaseTTL = old })
-}
-
-func mirrorStatus(e *Engine) admin.MirrorStatus {
-	if st := e.Status(); len(st.Mirrors) == 1 {
-		return st.Mirrors[0]
-	}
-	return admin.MirrorStatus{}
 }
 
 func wantLeaseMetric(t *testing.T, e *Engine, want float64) {
@@ -52,15 +50,22 @@ func TestOnlyTheSyncLeaseHolderSyncsAndAnotherTakesOverWhenItStops(t *testing.T)
 		t.Fatalf("first engine: %+v, want it to hold the lease", mirrorStatus(a))
 	}
 	wantLeaseMetric(t, a, 1)
-	b := startEngine(t, cfg, store)
-	eventually(t, "second engine sees the holder", func() (bool, string) {
+	bStore := &readCounter{Store: store, key: statestore.LeaseKey("test", "metadata-sync")}
+	b := startEngine(t, cfg, bStore)
+	kfaketest.WaitFor(t, "second engine sees the holder", func() (bool, string) {
 		st := mirrorStatus(b)
 		return st.SyncLeaseHolder == holder, fmt.Sprintf("%+v", st)
 	})
 	f.createTopic(t, "leased-2", 1)
 	f.produce(t, "leased-2", 5, "tx-l2")
 	f.waitMirrored(t, a, "leased-2", 1)
-	time.Sleep(2 * cfg.MetadataRefreshInterval)
+	// The second engine tries for the lease once a refresh interval: two
+	// more tries are two intervals in which it would have synced.
+	tries := bStore.reads()
+	kfaketest.WaitFor(t, "two more lease attempts of the second engine", func() (bool, string) {
+		n := bStore.reads()
+		return n >= tries+2, fmt.Sprintf("%d attempts, %d before", n, tries)
+	})
 	st := mirrorStatus(b)
 	if st.SyncLeaseHeld || len(st.Partitions) != 0 || st.Error != "" {
 		t.Fatalf("second engine without the lease: held %v, %d partitions, error %q; want no sync", st.SyncLeaseHeld, len(st.Partitions), st.Error)
@@ -71,7 +76,7 @@ func TestOnlyTheSyncLeaseHolderSyncsAndAnotherTakesOverWhenItStops(t *testing.T)
 	wantLeaseMetric(t, b, 0)
 	stopEngine(t, a)
 	stopped := time.Now()
-	eventually(t, "second engine takes the lease", func() (bool, string) {
+	kfaketest.WaitFor(t, "second engine takes the lease", func() (bool, string) {
 		st := mirrorStatus(b)
 		return st.SyncLeaseHeld, fmt.Sprintf("%+v", st)
 	})
@@ -102,7 +107,7 @@ func TestSyncLeaseOfADaemonCutOffFromTheStoreIsTakenOverAfterTheTTL(t *testing.T
 	a := startEngine(t, cfg, aStore)
 	f.waitMirrored(t, a, "cut", 1)
 	b := startEngine(t, cfg, mem)
-	eventually(t, "second engine sees the holder", func() (bool, string) {
+	kfaketest.WaitFor(t, "second engine sees the holder", func() (bool, string) {
 		st := mirrorStatus(b)
 		return st.SyncLeaseHolder != "" && !st.SyncLeaseHeld, fmt.Sprintf("%+v", st)
 	})
@@ -110,18 +115,18 @@ func TestSyncLeaseOfADaemonCutOffFromTheStoreIsTakenOverAfterTheTTL(t *testing.T
 	cut := time.Now()
 	f.createTopic(t, "cut-2", 1)
 	f.produce(t, "cut-2", 5, "tx-c2")
-	eventually(t, "the cut-off engine stops syncing", func() (bool, string) {
+	kfaketest.WaitFor(t, "the cut-off engine stops syncing", func() (bool, string) {
 		st := mirrorStatus(a)
 		return !st.SyncLeaseHeld, fmt.Sprintf("%+v", st)
 	})
-	eventually(t, "second engine takes the lease", func() (bool, string) {
+	kfaketest.WaitFor(t, "second engine takes the lease", func() (bool, string) {
 		st := mirrorStatus(b)
 		return st.SyncLeaseHeld, fmt.Sprintf("%+v", st)
 	})
 	if took := time.Since(cut); took < ttl/2 || took > 3*ttl {
 		t.Fatalf("takeover %v after the holder was cut off, want after about one TTL (%v)", took, ttl)
 	}
-	eventually(t, "second engine creates the new topic", func() (bool, string) {
+	kfaketest.WaitFor(t, "second engine creates the new topic", func() (bool, string) {
 		n := partitionCount(t, f.dstCl, "cut-2")
 		return n == 1, fmt.Sprintf("%d partitions", n)
 	})

@@ -18,6 +18,7 @@ import (
 
 	"github.com/kmirror/kmirror/core/admin"
 	"github.com/kmirror/kmirror/core/batch"
+	"github.com/kmirror/kmirror/internal/kfaketest"
 	"github.com/kmirror/kmirror/sdk/statestore/memstore"
 )
 
@@ -25,22 +26,11 @@ import (
 // partition 0 of topic, as one uncompressed batch.
 func (f *fixture) produceBig(t *testing.T, topic string, size int) {
 	t.Helper()
-	cl := f.client(t, f.src, kgo.DefaultProduceTopic(topic), kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerBatchMaxBytes(int32(size+1<<20)))
+	cl := kfaketest.NewClient(t, f.src, kgo.DefaultProduceTopic(topic), kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerBatchMaxBytes(int32(size+1<<20)))
 	v := make([]byte, size)
 	_, _ = rand.Read(v)
 	if err := cl.ProduceSync(context.Background(), &kgo.Record{Partition: 0, Value: v}).FirstErr(); err != nil {
 		t.Fatalf("producing a %d-byte record to %s: %v", size, topic, err)
-	}
-}
-
-func (f *fixture) createDestTopic(t *testing.T, topic string, configs map[string]*string) {
-	t.Helper()
-	resp, err := kadm.NewClient(f.dstCl).CreateTopic(context.Background(), 1, 1, configs, topic)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
-		t.Fatalf("creating destination topic %s: %v", topic, err)
 	}
 }
 
@@ -64,9 +54,10 @@ func failures(t *testing.T, e *Engine) float64 {
 // batch between the two limits is mirrored without a failure, and the
 // destination's limit ends at the source's.
 func TestBatchAboveADestinationLimitBelowTheSourcesIsMirrored(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
-	f.createTopicWith(t, "big", 1, map[string]*string{"max.message.bytes": kadm.StringPtr("3145728")})
-	f.createDestTopic(t, "big", map[string]*string{"max.message.bytes": kadm.StringPtr("200000")})
+	kfaketest.CreateTopic(t, f.srcCl, "big", 1, map[string]*string{"max.message.bytes": kadm.StringPtr("3145728")})
+	kfaketest.CreateTopic(t, f.dstCl, "big", 1, map[string]*string{"max.message.bytes": kadm.StringPtr("200000")})
 	f.produce(t, "big", 10, "tx-big")
 	f.produceBig(t, "big", 2<<20)
 	f.produce(t, "big", 10, "tx-big")
@@ -87,13 +78,14 @@ func TestBatchAboveADestinationLimitBelowTheSourcesIsMirrored(t *testing.T) {
 // non-retryable, with a reason naming the batch size, both limits and the
 // key to raise; the mirror status warns about the lower limit beforehand.
 func TestBatchTheDestinationRefusesFailsThePartitionAtOnceNamingBothLimits(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
-	f.createTopicWith(t, "huge", 1, map[string]*string{"max.message.bytes": kadm.StringPtr("3145728")})
+	kfaketest.CreateTopic(t, f.srcCl, "huge", 1, map[string]*string{"max.message.bytes": kadm.StringPtr("3145728")})
 	f.produce(t, "huge", 10, "tx-huge")
 	f.produceBig(t, "huge", 2<<20)
 	e := startEngine(t, f.config(t, "huge", `    mirror.topic.properties.exclude: "max.message.bytes,min.insync.replicas"`), memstore.New())
 	var ps admin.PartitionStatus
-	eventually(t, "partition FAILED", func() (bool, string) {
+	kfaketest.WaitFor(t, "partition FAILED", func() (bool, string) {
 		st := e.Status()
 		if len(st.Mirrors) == 1 && len(st.Mirrors[0].Partitions) == 1 {
 			ps = st.Mirrors[0].Partitions[0]
@@ -115,7 +107,7 @@ func TestBatchTheDestinationRefusesFailsThePartitionAtOnceNamingBothLimits(t *te
 	if ps.LastMirroredOffset < 0 {
 		t.Fatalf("nothing before the big batch was mirrored: %+v", ps)
 	}
-	eventually(t, "status warns about the excluded lower limit", func() (bool, string) {
+	kfaketest.WaitFor(t, "status warns about the excluded lower limit", func() (bool, string) {
 		errs := e.Status().Mirrors[0].TopicConfigErrors
 		return len(errs) == 1 && errs[0].Topic == "huge" && errs[0].Key == "max.message.bytes" && strings.Contains(errs[0].Error, "below the source topic's 3145728"), fmt.Sprintf("%+v", errs)
 	})
@@ -129,8 +121,9 @@ func TestBatchTheDestinationRefusesFailsThePartitionAtOnceNamingBothLimits(t *te
 // first batch above its limit fails the partition at once, and the reason
 // says why kmirror could not raise the limit.
 func TestBatchRefusedWhenTheDestinationWillNotRaiseItsLimit(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
-	f.createTopicWith(t, "fixed", 1, map[string]*string{"max.message.bytes": kadm.StringPtr("3145728")})
+	kfaketest.CreateTopic(t, f.srcCl, "fixed", 1, map[string]*string{"max.message.bytes": kadm.StringPtr("3145728")})
 	f.produceBig(t, "fixed", 2<<20)
 	policy := "max.message.bytes is fixed on this cluster"
 	f.dst.ControlKey(kmsg.CreateTopics.Int16(), func(kr kmsg.Request) (kmsg.Response, error, bool) {
@@ -163,7 +156,7 @@ func TestBatchRefusedWhenTheDestinationWillNotRaiseItsLimit(t *testing.T) {
 	})
 	e := startEngine(t, f.config(t, "fixed"), memstore.New())
 	var ps admin.PartitionStatus
-	eventually(t, "partition FAILED", func() (bool, string) {
+	kfaketest.WaitFor(t, "partition FAILED", func() (bool, string) {
 		st := e.Status()
 		if len(st.Mirrors) == 1 && len(st.Mirrors[0].Partitions) == 1 {
 			ps = st.Mirrors[0].Partitions[0]
@@ -243,9 +236,10 @@ func zstdBomb(t *testing.T, size int) []byte {
 // partition, the batch's offsets and the bound; what came before it is
 // mirrored.
 func TestMapModeBatchOverTheDecodingBoundFailsThePartition(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
-	f.createTopicWith(t, "bomb", 1, map[string]*string{"max.message.bytes": kadm.StringPtr("100000")})
-	plain := f.client(t, f.src, kgo.DefaultProduceTopic("bomb"))
+	kfaketest.CreateTopic(t, f.srcCl, "bomb", 1, map[string]*string{"max.message.bytes": kadm.StringPtr("100000")})
+	plain := kfaketest.NewClient(t, f.src, kgo.DefaultProduceTopic("bomb"))
 	for i := 0; i < 5; i++ {
 		if err := plain.ProduceSync(context.Background(), &kgo.Record{Value: fmt.Appendf(nil, "v%d", i)}).FirstErr(); err != nil {
 			t.Fatal(err)
@@ -262,7 +256,7 @@ func TestMapModeBatchOverTheDecodingBoundFailsThePartition(t *testing.T) {
 	cfg.OffsetAlignmentMaxRecords = 0 // a log start beyond 0 means map mode
 	e := startEngine(t, cfg, memstore.New())
 	var ps admin.PartitionStatus
-	eventually(t, "partition FAILED", func() (bool, string) {
+	kfaketest.WaitFor(t, "partition FAILED", func() (bool, string) {
 		st := e.Status()
 		if len(st.Mirrors) == 1 && len(st.Mirrors[0].Partitions) == 1 {
 			ps = st.Mirrors[0].Partitions[0]

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kmirror/kmirror/core/offsetmap"
 	"github.com/kmirror/kmirror/core/verify"
+	"github.com/kmirror/kmirror/internal/kfaketest"
 	"github.com/kmirror/kmirror/sdk/statestore"
 	"github.com/kmirror/kmirror/sdk/statestore/memstore"
 )
@@ -83,7 +84,7 @@ func (s *mapStoreSpy) counts() (snapshotPuts, segmentPuts, maxSegment, reads int
 // every odd offset but the last.
 func (f *fixture) produceCompactable(t *testing.T, topic string, from, n int) {
 	t.Helper()
-	cl := f.client(t, f.src, kgo.DefaultProduceTopic(topic))
+	cl := kfaketest.NewClient(t, f.src, kgo.DefaultProduceTopic(topic))
 	for i := from; i < from+n; i++ {
 		key := fmt.Sprintf("u%d", i)
 		if i%2 == 1 {
@@ -124,8 +125,9 @@ func (f *fixture) checkMapped(t *testing.T, store statestore.Store, topic string
 // through the runner's map without reading the state store; and the map
 // reloaded from the store maps every record exactly.
 func TestMapModeAppendsSegmentsAndGroupSyncTranslatesInMemory(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
-	f.createTopicWith(t, "squeezed", 1, map[string]*string{"cleanup.policy": kadm.StringPtr("compact")})
+	kfaketest.CreateTopic(t, f.srcCl, "squeezed", 1, map[string]*string{"cleanup.policy": kadm.StringPtr("compact")})
 	f.produceCompactable(t, "squeezed", 0, 300)
 	f.src.Compact()
 	store := newMapStoreSpy("squeezed")
@@ -163,7 +165,7 @@ func TestMapModeAppendsSegmentsAndGroupSyncTranslatesInMemory(t *testing.T) {
 	if !ok {
 		t.Fatal("source offset 101 does not translate")
 	}
-	eventually(t, "the group offset reaches the destination", func() (bool, string) {
+	kfaketest.WaitFor(t, "the group offset reaches the destination", func() (bool, string) {
 		offs, err := kadm.NewClient(f.dstCl).FetchOffsets(ctx, "readers")
 		if err != nil {
 			return false, err.Error()
@@ -185,8 +187,9 @@ func TestMapModeAppendsSegmentsAndGroupSyncTranslatesInMemory(t *testing.T) {
 // never landed. Either way the partition continues, and the stored map maps
 // every record exactly; a restart reloads it from the store.
 func TestMapModeWritesEachMappingAheadOfItsBatch(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
-	f.createTopicWith(t, "flaky", 1, map[string]*string{"cleanup.policy": kadm.StringPtr("compact")})
+	kfaketest.CreateTopic(t, f.srcCl, "flaky", 1, map[string]*string{"cleanup.policy": kadm.StringPtr("compact")})
 	f.produceCompactable(t, "flaky", 0, 40)
 	f.src.Compact()
 	store := newMapStoreSpy("flaky")

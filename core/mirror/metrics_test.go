@@ -37,6 +37,7 @@ var dataPathFamilies = map[string]bool{
 // mirror), the families of requests made count them, and
 // docs/operations.md has one row for each.
 func TestMetricsShowEachDataPathSeriesOnce(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.createTopic(t, "scrape", 3)
 	f.produce(t, "scrape", 200, "tx-scrape")

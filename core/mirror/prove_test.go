@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmirror/kmirror/core/offsetmap"
 	"github.com/kmirror/kmirror/core/verify"
+	"github.com/kmirror/kmirror/internal/kfaketest"
 	"github.com/kmirror/kmirror/sdk/statestore"
 	"github.com/kmirror/kmirror/sdk/statestore/memstore"
 )
@@ -27,6 +27,7 @@ import (
 // commits, and loses nothing: every record a read_committed consumer sees on
 // the source is visible on the destination, at the offset the map gives.
 func TestALostDestinationTransactionIsCopiedAgainInMapMode(t *testing.T) {
+	t.Parallel()
 	lostTransactionCopiedAgain(t, memstore.New())
 }
 
@@ -59,6 +60,7 @@ func (s *failingPuts) Put(ctx context.Context, key string, value []byte, expect 
 // recorded decision is completed, not decided again from a destination that
 // now holds more aborted data.
 func TestARecoveryInterruptedAfterItWasDecidedCompletesTheSameWay(t *testing.T) {
+	t.Parallel()
 	// Offset-map writes: 1 is the recovery's own; 2 the first batch copied
 	// again.
 	lostTransactionCopiedAgain(t, &failingPuts{Store: memstore.New(), key: statestore.OffsetMapKey("test", "slow", 0), fail: map[int]bool{2: true}})
@@ -68,8 +70,8 @@ func lostTransactionCopiedAgain(t *testing.T, store statestore.Store) {
 	f := newFixture(t)
 	f.createTopic(t, "slow", 1)
 	ctx := context.Background()
-	plain := f.client(t, f.src, kgo.DefaultProduceTopic("slow"))
-	txn := f.client(t, f.src, kgo.DefaultProduceTopic("slow"), kgo.TransactionalID("slow-txn"), kgo.TransactionTimeout(time.Minute))
+	plain := kfaketest.NewClient(t, f.src, kgo.DefaultProduceTopic("slow"))
+	txn := kfaketest.NewClient(t, f.src, kgo.DefaultProduceTopic("slow"), kgo.TransactionalID("slow-txn"), kgo.TransactionTimeout(time.Minute))
 	put := func(cl *kgo.Client, vals ...string) {
 		t.Helper()
 		for _, v := range vals {
@@ -92,7 +94,7 @@ func lostTransactionCopiedAgain(t *testing.T, store statestore.Store) {
 	if lso := listOffset(t, f.dstCl, "slow", true); lso != 2 {
 		t.Fatalf("destination last stable offset %d after the shutdown, want 2 (the replayed transaction is open)", lso)
 	}
-	eventually(t, "the destination times the transaction out", func() (bool, string) {
+	kfaketest.WaitFor(t, "the destination times the transaction out", func() (bool, string) {
 		hw, lso := listOffset(t, f.dstCl, "slow", false), listOffset(t, f.dstCl, "slow", true)
 		return hw == 6 && lso == 6, "high watermark and last stable offset not both 6 (abort marker at 5)"
 	})
@@ -156,11 +158,12 @@ func lostTransactionCopiedAgain(t *testing.T, store statestore.Store) {
 // transaction, and when the source commits, the partition recovers in map
 // mode and the committed records are visible on the destination.
 func TestATransactionTheDestinationTimesOutWhileMirroringIsCopiedAgain(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.createTopic(t, "sleepy", 1)
 	ctx := context.Background()
-	plain := f.client(t, f.src, kgo.DefaultProduceTopic("sleepy"))
-	txn := f.client(t, f.src, kgo.DefaultProduceTopic("sleepy"), kgo.TransactionalID("sleepy-txn"), kgo.TransactionTimeout(time.Minute))
+	plain := kfaketest.NewClient(t, f.src, kgo.DefaultProduceTopic("sleepy"))
+	txn := kfaketest.NewClient(t, f.src, kgo.DefaultProduceTopic("sleepy"), kgo.TransactionalID("sleepy-txn"), kgo.TransactionTimeout(time.Minute))
 	put := func(cl *kgo.Client, vals ...string) {
 		t.Helper()
 		for _, v := range vals {
@@ -176,7 +179,7 @@ func TestATransactionTheDestinationTimesOutWhileMirroringIsCopiedAgain(t *testin
 	}
 	put(txn, "x", "y")
 	f.waitMirrored(t, e, "sleepy", 1)
-	eventually(t, "the destination times the transaction out", func() (bool, string) {
+	kfaketest.WaitFor(t, "the destination times the transaction out", func() (bool, string) {
 		hw, lso := listOffset(t, f.dstCl, "sleepy", false), listOffset(t, f.dstCl, "sleepy", true)
 		return hw == 4 && lso == 4, "high watermark and last stable offset not both 4 (abort marker at 3)"
 	})
@@ -237,11 +240,12 @@ func checkMappedCopy(t *testing.T, f *fixture, store statestore.Store, topic, wa
 // transaction's first record and copies it again: every committed source
 // record is visible on the destination exactly once.
 func TestAStopWithAnOpenTransactionThenStartCopiesItAgain(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.createTopic(t, "halt", 1)
 	ctx := context.Background()
-	plain := f.client(t, f.src, kgo.DefaultProduceTopic("halt"))
-	txn := f.client(t, f.src, kgo.DefaultProduceTopic("halt"), kgo.TransactionalID("halt-txn"))
+	plain := kfaketest.NewClient(t, f.src, kgo.DefaultProduceTopic("halt"))
+	txn := kfaketest.NewClient(t, f.src, kgo.DefaultProduceTopic("halt"), kgo.TransactionalID("halt-txn"))
 	put := func(cl *kgo.Client, v string) {
 		t.Helper()
 		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
@@ -256,7 +260,7 @@ func TestAStopWithAnOpenTransactionThenStartCopiesItAgain(t *testing.T) {
 	store := memstore.New()
 	e := startEngine(t, f.config(t, "halt"), store)
 	f.waitMirrored(t, e, "halt", 1)
-	if _, err := e.StopTopics(opCtx(t), "test", []string{"halt"}); err != nil {
+	if _, err := e.StopTopics(kfaketest.Context(t), "test", []string{"halt"}); err != nil {
 		t.Fatal(err)
 	}
 	waitState(t, e, "halt", 0, "STOPPED")
@@ -265,7 +269,7 @@ func TestAStopWithAnOpenTransactionThenStartCopiesItAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	put(plain, "after")
-	if _, err := e.StartTopics(opCtx(t), "test", []string{"halt"}, nil); err != nil {
+	if _, err := e.StartTopics(kfaketest.Context(t), "test", []string{"halt"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	f.waitMirrored(t, e, "halt", 1)
@@ -282,9 +286,10 @@ func TestAStopWithAnOpenTransactionThenStartCopiesItAgain(t *testing.T) {
 // offset), the partition continues in map mode after it, and every source
 // record is on the destination.
 func TestAForeignRecordWrittenWhileDownIsReportedAndNoSourceRecordSkipped(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.createTopic(t, "intruded", 1)
-	src := f.client(t, f.src, kgo.DefaultProduceTopic("intruded"))
+	src := kfaketest.NewClient(t, f.src, kgo.DefaultProduceTopic("intruded"))
 	put := func(cl *kgo.Client, vs ...string) { t.Helper(); putValues(t, cl, vs...) }
 	put(src, "s0", "s1", "s2")
 	store := memstore.New()
@@ -292,7 +297,7 @@ func TestAForeignRecordWrittenWhileDownIsReportedAndNoSourceRecordSkipped(t *tes
 	e := startEngine(t, cfg, store)
 	f.waitMirrored(t, e, "intruded", 1)
 	stopEngine(t, e)
-	put(f.client(t, f.dst, kgo.DefaultProduceTopic("intruded")), "foreign")
+	put(kfaketest.NewClient(t, f.dst, kgo.DefaultProduceTopic("intruded")), "foreign")
 	put(src, "s3", "s4")
 
 	e = startEngine(t, cfg, store)
@@ -309,10 +314,11 @@ func TestAForeignRecordWrittenWhileDownIsReportedAndNoSourceRecordSkipped(t *tes
 // reason naming the offset and the command; after the operator switches to
 // map and starts the topic, it continues in map mode with nothing lost.
 func TestWithMismatchActionFailTheForeignRecordFailsThePartitionUntilStarted(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.createTopic(t, "strict", 1)
 	ctx := context.Background()
-	src := f.client(t, f.src, kgo.DefaultProduceTopic("strict"))
+	src := kfaketest.NewClient(t, f.src, kgo.DefaultProduceTopic("strict"))
 	put := func(cl *kgo.Client, vs ...string) { t.Helper(); putValues(t, cl, vs...) }
 	put(src, "s0", "s1")
 	store := memstore.New()
@@ -320,7 +326,7 @@ func TestWithMismatchActionFailTheForeignRecordFailsThePartitionUntilStarted(t *
 	e := startEngine(t, cfg, store)
 	f.waitMirrored(t, e, "strict", 1)
 	stopEngine(t, e)
-	put(f.client(t, f.dst, kgo.DefaultProduceTopic("strict")), "foreign")
+	put(kfaketest.NewClient(t, f.dst, kgo.DefaultProduceTopic("strict")), "foreign")
 	put(src, "s2")
 
 	e = startEngine(t, cfg, store)
@@ -336,8 +342,8 @@ func TestWithMismatchActionFailTheForeignRecordFailsThePartitionUntilStarted(t *
 	if err := e.Reload(ctx, f.config(t, "strict")); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the operator's start is taken", func() (bool, string) {
-		_, err := e.StartTopics(opCtx(t), "test", []string{"strict"}, nil)
+	kfaketest.WaitFor(t, "the operator's start is taken", func() (bool, string) {
+		_, err := e.StartTopics(kfaketest.Context(t), "test", []string{"strict"}, nil)
 		return err == nil, fmt.Sprint(err)
 	})
 	f.waitMirrored(t, e, "strict", 1)
@@ -374,6 +380,7 @@ func (s *failingWriterRecord) Put(ctx context.Context, key string, value []byte,
 // epoch the record does not, but nothing of the transaction: the retry
 // proves the log, keeps preserve mode and copies nothing twice.
 func TestAWriterReinitialisedBeforeAStoreErrorIsNotALostTransaction(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.createTopic(t, "reinit", 1)
 	store := &failingWriterRecord{Store: memstore.New()}
@@ -395,36 +402,15 @@ func TestAWriterReinitialisedBeforeAStoreErrorIsNotALostTransaction(t *testing.T
 	f.verify(t, "reinit", 1)
 }
 
-// trimmedSource fills topic with 10 batches of 50 records and moves its log
-// start to 275, inside the sixth batch.
-func trimmedSource(t *testing.T, f *fixture, topic string) {
-	t.Helper()
-	f.createTopic(t, topic, 1)
-	cl := f.client(t, f.src, kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(50*time.Millisecond))
-	for i := 0; i < 10; i++ {
-		var recs []*kgo.Record
-		for j := 0; j < 50; j++ {
-			recs = append(recs, &kgo.Record{Key: fmt.Appendf(nil, "k%d-%d", i, j), Value: []byte("v")})
-		}
-		if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var os kadm.Offsets
-	os.Add(kadm.Offset{Topic: topic, Partition: 0, At: 275})
-	if _, err := kadm.NewClient(f.srcCl).DeleteRecords(context.Background(), os); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestMapModeStartsAtALogStartInsideABatch: beyond the filler budget, a
 // source whose log starts inside a batch runs in map mode from the log
 // start itself (not from the batch's base, which the source refuses), also
 // when the first copy failed before anything was appended and the
 // partition resumes with an empty offset map.
 func TestMapModeStartsAtALogStartInsideABatch(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
-	trimmedSource(t, f, "cut")
+	f.trimmedTopic(t, "cut", nil, 275)
 	// Offset-map writes: 1 is the decision's (empty map), 2 the first batch's.
 	store := &failingPuts{Store: memstore.New(), key: statestore.OffsetMapKey("test", "cut", 0), fail: map[int]bool{2: true}}
 	e := startEngine(t, f.config(t, "cut", "mirror.offset.alignment.max.records: 0"), store)

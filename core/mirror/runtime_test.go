@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/kmirror/kmirror/core/admin"
+	"github.com/kmirror/kmirror/internal/kfaketest"
 	"github.com/kmirror/kmirror/sdk/statestore"
 	"github.com/kmirror/kmirror/sdk/statestore/memstore"
 )
@@ -25,13 +26,14 @@ func mirrorNames(e *Engine) string {
 // deleted with its state; configuration mirrors cannot be created over or
 // deleted, and inline secrets are refused.
 func TestRunTimeMirrorsSurviveRestartsAndAreDeletedOnlyWhenStopped(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.createTopic(t, "live", 1)
 	f.produce(t, "live", 30, "tx-l")
 	store := memstore.New()
 	cfg := f.config(t, "nothing-matches-this")
 	e := startEngine(t, cfg, store)
-	ctx := opCtx(t)
+	ctx := kfaketest.Context(t)
 	settings := []byte(fmt.Sprintf("bootstrap.servers: %s\nmirror.topics.include: \"live\"\n", strings.Join(f.src.ListenAddrs(), ",")))
 
 	if _, err := e.CreateMirror(ctx, "test", settings); !errors.Is(err, admin.ErrConflict) {
@@ -91,13 +93,14 @@ func TestRunTimeMirrorsSurviveRestartsAndAreDeletedOnlyWhenStopped(t *testing.T)
 // DELETE /v1/mirrors/test%2Fpartitions unescapes to) is a prefix of mirror
 // test's partition records; it is refused and nothing is deleted.
 func TestDeleteMirrorRefusesANameThatIsNotAMirrorName(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.createTopic(t, "kept", 1)
 	f.produce(t, "kept", 5, "tx-k")
 	store := memstore.New()
 	e := startEngine(t, f.config(t, "kept"), store)
 	f.waitMirrored(t, e, "kept", 1)
-	ctx := opCtx(t)
+	ctx := kfaketest.Context(t)
 	before, err := store.List(ctx, statestore.MirrorPrefix("test"))
 	if err != nil || len(before) == 0 {
 		t.Fatalf("state of mirror test: %d keys (%v)", len(before), err)

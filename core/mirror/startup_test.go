@@ -70,21 +70,12 @@ type startupFixture struct {
 
 func newStartupFixture(tb testing.TB, topic string, partitions int32, perPartition int) *startupFixture {
 	tb.Helper()
-	src, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(src.Close)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(src.ListenAddrs()...), kgo.DefaultProduceTopic(topic),
+	src := kfaketest.NewCluster(tb)
+	cl := kfaketest.NewClient(tb, src, kgo.DefaultProduceTopic(topic),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(10*time.Millisecond))
-	if err != nil {
-		tb.Fatal(err)
-	}
 	defer cl.Close()
-	ctx := context.Background()
-	if _, err := kadm.NewClient(cl).CreateTopic(ctx, partitions, 1, nil, topic); err != nil {
-		tb.Fatal(err)
-	}
+	ctx := kfaketest.Context(tb)
+	kfaketest.CreateTopic(tb, cl, topic, partitions, nil)
 	for p := int32(0); p < partitions; p++ {
 		for i := 0; i < perPartition; i++ {
 			cl.Produce(ctx, &kgo.Record{Partition: p, Value: fmt.Appendf(nil, "p%d-r%d", p, i)}, nil)
@@ -100,15 +91,14 @@ func newStartupFixture(tb testing.TB, topic string, partitions int32, perPartiti
 	return &startupFixture{src: src, topic: topic, partitions: partitions, ends: ends}
 }
 
-// engine starts a fresh destination and an engine mirroring the topic into
-// it, without starting it.
+// engine starts a fresh destination (closed when the test ends, or
+// earlier by the caller) and an engine mirroring the topic into it, without
+// starting it.
 func (f *startupFixture) engine(tb testing.TB, store statestore.Store) *Engine {
 	tb.Helper()
-	dst, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		tb.Fatal(err)
-	}
+	dst := kfaketest.NewCluster(tb)
 	f.dst = dst
+	var err error
 	f.cfg, err = config.Parse([]byte(fmt.Sprintf("mirror.metadata.refresh.interval.ms: 60000\ndestination:\n  bootstrap.servers: %s\nstate:\n  dir: /unused\nmirrors:\n  - name: startup\n    bootstrap.servers: %s\n    mirror.topics.include: %s\n",
 		strings.Join(dst.ListenAddrs(), ","), strings.Join(f.src.ListenAddrs(), ","), f.topic)), "yaml", nil, nil)
 	if err != nil {
@@ -141,17 +131,10 @@ func (f *startupFixture) caughtUp(e *Engine) (int, string) {
 
 func (f *startupFixture) waitCaughtUp(tb testing.TB, e *Engine, timeout time.Duration) {
 	tb.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	kfaketest.WaitForWithin(tb, timeout, fmt.Sprintf("%d partitions caught up", f.partitions), func() (bool, string) {
 		done, state := f.caughtUp(e)
-		if done == int(f.partitions) {
-			return
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("%d of %d partitions caught up after %s; %s", done, f.partitions, timeout, state)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return done == int(f.partitions), fmt.Sprintf("%d caught up; %s", done, state)
+	})
 }
 
 // BenchmarkMirrorStartManyPartitionsKfake measures the start-up of a mirror
@@ -204,6 +187,7 @@ func BenchmarkMirrorStartManyPartitionsKfake(b *testing.B) {
 // they stay a small number however many partitions the topic has, and every
 // partition mirrors every record at its own offsets.
 func TestStartManyPartitionsAsksPerTopicNotPerPartition(t *testing.T) {
+	t.Parallel()
 	const partitions, perPartition = 1000, 3
 	// Per start, a batch per preparation step and a few for the partitions
 	// that do not start together; one request per partition would be
@@ -234,7 +218,6 @@ func TestStartManyPartitionsAsksPerTopicNotPerPartition(t *testing.T) {
 		}
 	}
 	e := f.engine(t, store)
-	t.Cleanup(func() { f.dst.Close() })
 	run("first start", e)
 
 	// The same destination, a new engine on the same records: every

@@ -28,6 +28,7 @@ import (
 	"github.com/kmirror/kmirror/core/datapath"
 	"github.com/kmirror/kmirror/core/fetcher"
 	"github.com/kmirror/kmirror/core/groupsync"
+	"github.com/kmirror/kmirror/core/kclient"
 	"github.com/kmirror/kmirror/core/metrics"
 	"github.com/kmirror/kmirror/core/partition"
 	"github.com/kmirror/kmirror/core/runner"
@@ -326,11 +327,11 @@ func (m *Mirror) TriggerSync() {
 // client) and the data path.
 func (m *Mirror) connect(cfg *config.Config) error {
 	if m.dstCfg != nil && m.dst == nil {
-		opts, err := ClientOpts(cfg, m.dstCfg, "destination")
+		opts, err := kclient.ClusterOpts(cfg, m.dstCfg, kclient.RoleDestination)
 		if err != nil {
 			return fmt.Errorf("mirror %s: %w", m.name, err)
 		}
-		dst, err := kgo.NewClient(append(opts, kgo.ClientID(ClientID(m.dstCfg.ClientID, "destination-"+m.name)))...)
+		dst, err := kgo.NewClient(append(opts, kgo.ClientID(kclient.ClientID(m.dstCfg.ClientID, "destination-"+m.name)))...)
 		if err != nil {
 			return fmt.Errorf("mirror %s: destination cluster: %w", m.name, err)
 		}
@@ -338,11 +339,11 @@ func (m *Mirror) connect(cfg *config.Config) error {
 		m.dst, m.dstAdm = dst, kadm.NewClient(dst)
 		m.mu.Unlock()
 	}
-	opts, err := ClientOpts(cfg, &m.cfg.Source, "source")
+	opts, err := kclient.ClusterOpts(cfg, &m.cfg.Source, kclient.RoleSource)
 	if err != nil {
 		return fmt.Errorf("mirror %s: %w", m.name, err)
 	}
-	src, err := kgo.NewClient(append(opts, kgo.ClientID(ClientID(m.cfg.Source.ClientID, "source-"+m.name)))...)
+	src, err := kgo.NewClient(append(opts, kgo.ClientID(kclient.ClientID(m.cfg.Source.ClientID, "source-"+m.name)))...)
 	if err != nil {
 		return fmt.Errorf("mirror %s: source cluster: %w", m.name, err)
 	}
