@@ -15,8 +15,8 @@ import (
 // then fails with ErrNotConfigured.
 
 type lazy[T any] struct {
-	mu   sync.RWMutex
-	impl T
+	mu    sync.RWMutex
+	impl  T
 	ready bool
 }
 
