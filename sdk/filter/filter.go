@@ -21,6 +21,17 @@
 // filter for kinds it does not handle. [Funcs] turns plain functions into a
 // Filter.
 //
+// # Behind an RPC boundary
+//
+// A filter plugin (package plugin of the SDK, protocol
+// kmirror.plugin.filter.v1) sees the same calls as an in-process filter:
+// the host sends a large batch over several gRPC messages, but the plugin
+// side puts them back together and calls the filter once with the whole
+// batch. What travels back is one flag per input item, so the host receives
+// a subset of what it sent by construction; the host still checks it with
+// VerifyOutput. The host does not call a plugin for kinds its Info does not
+// list; a plugin asked anyway fails with [ErrUnsupportedKind].
+//
 // # What an error means
 //
 // An error means "no decision": the host skips that kind for the cycle of
@@ -68,6 +79,9 @@ var (
 	// ErrIncompatible: a filter speaks another major protocol version or
 	// announces an invalid Info; the host does not use it.
 	ErrIncompatible = errors.New("filter: incompatible filter")
+	// ErrUnsupportedKind: a filter was asked about a kind its Info does not
+	// list. A host never does this; a plugin answers it if asked anyway.
+	ErrUnsupportedKind = errors.New("filter: kind not handled by this filter")
 )
 
 // Kind is a kind of item a filter decides about.
@@ -299,20 +313,41 @@ type Item interface {
 // offending item. Chain calls it after every filter; an RPC host calls it
 // on what a plugin returned.
 func VerifyOutput[T Item](in, out []T) error {
+	return match(in, out, nil)
+}
+
+// Kept returns, for each item of in, whether out holds it: out as one flag
+// per input item, the form in which the RPC protocol carries a filter's
+// output. It fails like VerifyOutput when out is not a subset of in. When
+// in holds equal items several times, the first ones are marked.
+func Kept[T Item](in, out []T) ([]bool, error) {
+	kept := make([]bool, len(in))
+	if err := match(in, out, kept); err != nil {
+		return nil, err
+	}
+	return kept, nil
+}
+
+// match checks that out is a subset of in (see VerifyOutput) and, when kept
+// is not nil (len(in) flags), sets the flag of every input item out holds.
+func match[T Item](in, out []T, kept []bool) error {
 	if len(out) > len(in) {
 		return fmt.Errorf("%w: %d items out of %d in", ErrInvalidOutput, len(out), len(in))
 	}
-	unused := make(map[string][]T, len(in))
-	for _, x := range in {
+	unused := make(map[string][]int, len(in)) // item key -> indices into in not yet matched
+	for i, x := range in {
 		k := itemKey(x)
-		unused[k] = append(unused[k], x)
+		unused[k] = append(unused[k], i)
 	}
 	for _, x := range out {
 		k := itemKey(x)
 		cands := unused[k]
-		i := slices.IndexFunc(cands, func(c T) bool { return itemEqual(c, x) })
+		i := slices.IndexFunc(cands, func(c int) bool { return itemEqual(in[c], x) })
 		switch {
 		case i >= 0:
+			if kept != nil {
+				kept[cands[i]] = true
+			}
 			unused[k] = slices.Delete(cands, i, i+1)
 		case len(cands) > 0:
 			return fmt.Errorf("%w: %s was changed", ErrInvalidOutput, describe(x))

@@ -205,6 +205,36 @@ func TestVerifyOutput(t *testing.T) {
 	}
 }
 
+func TestKeptMarksEachOutputItemOnce(t *testing.T) {
+	in := filtertest.Topics("a", "b", "b", "c")
+	in[2].Configs = map[string]string{"cleanup.policy": "compact"}
+	cases := []struct {
+		out  []filter.Topic
+		want []bool
+	}{
+		{nil, []bool{false, false, false, false}},
+		{[]filter.Topic{in[3], in[0]}, []bool{true, false, false, true}},
+		{[]filter.Topic{in[2]}, []bool{false, false, true, false}}, // equal name, other configs: the second b
+		{filtertest.Topics("b", "b")[:1], []bool{false, true, false, false}},
+		{[]filter.Topic{in[2], in[1]}, []bool{false, true, true, false}},
+	}
+	for _, c := range cases {
+		got, err := filter.Kept(in, c.out)
+		if err != nil || !slices.Equal(got, c.want) {
+			t.Errorf("Kept(%v) = %v, %v; want %v", filtertest.TopicNames(c.out), got, err, c.want)
+		}
+	}
+	twice := filtertest.Topics("a", "a")
+	if _, err := filter.Kept(in, twice); !errors.Is(err, filter.ErrInvalidOutput) || !strings.Contains(err.Error(), `topic "a"`) {
+		t.Errorf("an item returned twice: %v", err)
+	}
+	changed := filtertest.Topics("c")
+	changed[0].Partitions = 9
+	if _, err := filter.Kept(in, changed); !errors.Is(err, filter.ErrInvalidOutput) || !strings.Contains(err.Error(), `topic "c" was changed`) {
+		t.Errorf("a changed item: %v", err)
+	}
+}
+
 func TestIsInternal(t *testing.T) {
 	cases := []struct {
 		tp   filter.Topic
