@@ -395,8 +395,41 @@ func (e *UnavailableError) Unwrap() error { return e.err }
 
 // onlyName keeps a logger's name when go-plugin derives sub-loggers from it
 // (it appends the executable's base name for the plugin's stderr), so that
-// every line of a plugin is under plugin.<kind>.<name>.
+// every line of a plugin is under plugin.<kind>.<name>. A plugin's own
+// logger name, which go-plugin passes on as an "@module" field that would
+// replace ours in JSON output, is kept as "module" instead.
 type onlyName struct{ hclog.Logger }
 
 // Named returns the logger itself.
 func (l onlyName) Named(string) hclog.Logger { return l }
+
+// Log logs at level with the plugin's "@module" renamed.
+func (l onlyName) Log(level hclog.Level, msg string, args ...any) {
+	l.Logger.Log(level, msg, renameModule(args)...)
+}
+
+// Trace logs at trace level with the plugin's "@module" renamed.
+func (l onlyName) Trace(msg string, args ...any) { l.Log(hclog.Trace, msg, args...) }
+
+// Debug logs at debug level with the plugin's "@module" renamed.
+func (l onlyName) Debug(msg string, args ...any) { l.Log(hclog.Debug, msg, args...) }
+
+// Info logs at info level with the plugin's "@module" renamed.
+func (l onlyName) Info(msg string, args ...any) { l.Log(hclog.Info, msg, args...) }
+
+// Warn logs at warn level with the plugin's "@module" renamed.
+func (l onlyName) Warn(msg string, args ...any) { l.Log(hclog.Warn, msg, args...) }
+
+// Error logs at error level with the plugin's "@module" renamed.
+func (l onlyName) Error(msg string, args ...any) { l.Log(hclog.Error, msg, args...) }
+
+func renameModule(args []any) []any {
+	for i := 0; i+1 < len(args); i += 2 {
+		if args[i] == "@module" {
+			out := append([]any(nil), args...)
+			out[i] = "module"
+			return out
+		}
+	}
+	return args
+}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -35,7 +36,7 @@ type supervised struct {
 	sum string
 
 	mu       sync.RWMutex
-	cur      *instance        // nil while down
+	cur      *instance         // nil while down
 	down     *UnavailableError // why cur is nil
 	launches int
 	authInfo auth.Info   // last Info of an auth plugin, served while down
@@ -242,6 +243,7 @@ func (h *Host) connect(ctx context.Context, s *supervised, client *goplugin.Clie
 	}); err != nil {
 		return nil, err
 	}
+	s.log.Info("plugin configured", "keys", configKeys(s.spec.Config))
 	raw, err := rpc.Dispense(string(s.spec.Kind))
 	if err != nil {
 		return nil, fmt.Errorf("dispense %s: %w", s.spec.Kind, err)
@@ -271,6 +273,17 @@ func configure(ctx context.Context, spec Spec, schema plugin.Schema, apply func(
 		return fmt.Errorf("configure: %w", err)
 	}
 	return nil
+}
+
+// configKeys lists the keys of a config block: its values may be secrets
+// and are never logged.
+func configKeys(c plugin.Config) []string {
+	keys := make([]string, 0, len(c))
+	for k := range c {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 func checkImpl(kind plugin.Kind, raw any) error {
