@@ -63,7 +63,7 @@ type Options struct {
 	// out of process.
 	InProcess bool
 	// Builtins returns the ServeConfig of a built-in (what `kmirror plugin
-	// serve` serves). Required for InProcess; otherwise, when set, a
+	// serve` serves). Required for a built-in with InProcess; when set, a
 	// built-in it does not know is refused before anything is launched.
 	Builtins func(kind plugin.Kind, name string) (plugin.ServeConfig, bool)
 	// Restart is the wait between restarts of a crashed plugin. Default:
@@ -117,9 +117,6 @@ func New(specs []Spec, opts Options) (*Host, error) {
 	if opts.WatchInterval <= 0 {
 		opts.WatchInterval = DefaultWatchInterval
 	}
-	if opts.InProcess && opts.Builtins == nil {
-		return nil, errors.New("pluginhost: built-ins in process need Options.Builtins")
-	}
 	h := &Host{opts: opts, log: opts.Logger, plugins: map[string]*supervised{}}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	var errs []error
@@ -156,6 +153,8 @@ func (h *Host) check(s Spec) error {
 		return fmt.Errorf("%s: set exactly one of path and builtin", prefix)
 	case s.Path != "" && s.SHA256 == "":
 		return fmt.Errorf("%s.sha256: required with path: a plugin is never started unverified", prefix)
+	case s.Builtin != "" && h.opts.InProcess && h.opts.Builtins == nil:
+		return fmt.Errorf("%s.builtin: plugin.builtin.in.process is true, but this kmirror cannot run built-ins in process; set it to false", prefix)
 	case s.Builtin != "" && h.opts.Builtins != nil:
 		if _, ok := h.opts.Builtins(s.Kind, s.Builtin); !ok {
 			return fmt.Errorf("%s.builtin: this kmirror has no built-in %s plugin %q", prefix, s.Kind, s.Builtin)

@@ -454,4 +454,7 @@ func TestNewRefusesBadSpecs(t *testing.T) {
 			t.Errorf("New(%+v) = %v, want …%s…", tc.spec, err, tc.want)
 		}
 	}
+	if _, err := pluginhost.New([]pluginhost.Spec{{Name: "sso", Kind: plugin.KindAuth, Builtin: "static"}}, pluginhost.Options{InProcess: true}); err == nil || !strings.Contains(err.Error(), "plugins.sso.builtin: plugin.builtin.in.process is true, but this kmirror cannot run built-ins in process") {
+		t.Errorf("New in process without Builtins = %v", err)
+	}
 }
