@@ -32,6 +32,7 @@
 //   - mirror:           the mirroring engine: wiring, reload, topic claims, the operator API's entry points, status
 //   - offsetmap:        the exact source→destination offset map of a partition in map mode
 //   - partition:        the per-partition state machine and its persistence
+//   - pluginhost:       the plugins configured under plugins: verified by SHA-256, launched over go-plugin gRPC, configured, supervised and restarted; a stable handle per kind
 //   - runner:           one mirrored partition: prepare, prove the destination, forward, map mode, stop
 //   - runner/destination: a runner's writer of its destination partition (transactional writers recorded, resumed, appends, abort)
 //   - runner/filler:    the filler that aligns a new destination partition's log start with its source's (written, deletable, deleted)
