@@ -57,5 +57,7 @@
 // imports nothing of ours, fetcher's sub-packages import only batch,
 // backoff and each other, and fetcher, writer and runner (with their
 // sub-packages) never import mirror, admin or cmd. config/value and config/security sit below config,
-// which calls them while it loads, and never import it.
+// which calls them while it loads, and never import it. pluginhost reaches
+// plugins through the sdk's protocols only: it never imports plugins,
+// runner or mirror.
 package core
