@@ -458,3 +458,18 @@ func TestNewRefusesBadSpecs(t *testing.T) {
 		t.Errorf("New in process without Builtins = %v", err)
 	}
 }
+
+func TestUnavailableErrorMatchesTheKindsSentinel(t *testing.T) {
+	t.Parallel()
+	a := &pluginhost.UnavailableError{Kind: plugin.KindAuth, Name: "sso", Reason: "process 7 exited (exit status 2)"}
+	if !errors.Is(a, pluginhost.ErrUnavailable) || !errors.Is(a, auth.ErrUnavailable) || errors.Is(a, filter.ErrUnavailable) {
+		t.Errorf("auth UnavailableError matches wrongly: %v", a)
+	}
+	if want := "plugin.auth.sso is unavailable: process 7 exited (exit status 2)"; !strings.HasPrefix(a.Error(), want) {
+		t.Errorf("Error() = %q, want prefix %q", a, want)
+	}
+	s := &pluginhost.UnavailableError{Kind: plugin.KindStateStore, Name: "etcd", Reason: "x"}
+	if !errors.Is(s, pluginhost.ErrUnavailable) || errors.Is(s, auth.ErrUnavailable) || errors.Is(s, filter.ErrUnavailable) {
+		t.Errorf("statestore UnavailableError matches wrongly: %v", s)
+	}
+}
