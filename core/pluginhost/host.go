@@ -210,6 +210,14 @@ func (h *Host) Start(ctx context.Context) error {
 		h.Close()
 		return err
 	}
+	// Supervisors are added under mu, so that Close, which sets closed
+	// under mu before it waits, either waits for them or is seen here.
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		h.stopAll()
+		return errors.New("pluginhost: closed while starting")
+	}
 	for _, name := range h.names() {
 		s := h.plugins[name]
 		if s.current().client == nil {
@@ -246,6 +254,11 @@ func (h *Host) Close() error {
 	h.mu.Unlock()
 	h.cancel()
 	h.wg.Wait()
+	return h.stopAll()
+}
+
+// stopAll takes every plugin out of service and stops its instance.
+func (h *Host) stopAll() error {
 	var errs []error
 	for _, name := range h.names() {
 		s := h.plugins[name]
@@ -272,7 +285,7 @@ func (h *Host) supervise(s *supervised) {
 			if time.Since(inst.started) > h.opts.Restart.Cap(1<<20) {
 				retry.Reset() // it ran long enough: a new failure starts from the first wait
 			}
-			s.stop(&UnavailableError{Kind: s.spec.Kind, Name: s.spec.Name, Reason: reason})
+			s.stop(&UnavailableError{Kind: s.spec.Kind, Name: s.spec.Name, Reason: reason + "; the host restarts it"})
 			inst.client.Kill()
 			s.log.Error("plugin stopped; restarting it", "reason", reason)
 		}
@@ -284,7 +297,7 @@ func (h *Host) supervise(s *supervised) {
 			if h.ctx.Err() != nil {
 				return
 			}
-			s.setDown(&UnavailableError{Kind: s.spec.Kind, Name: s.spec.Name, Reason: "restart failed: " + err.Error(), err: err})
+			s.setDown(&UnavailableError{Kind: s.spec.Kind, Name: s.spec.Name, Reason: "restart failed (the host tries again): " + err.Error(), err: err})
 			s.log.Error("plugin restart failed; trying again", "error", err, "attempt", retry.Retries())
 			continue
 		}
@@ -373,7 +386,7 @@ type UnavailableError struct {
 var ErrUnavailable = errors.New("plugin unavailable")
 
 func (e *UnavailableError) Error() string {
-	return fmt.Sprintf("plugin.%s.%s is unavailable: %s; the host restarts it", e.Kind, e.Name, e.Reason)
+	return fmt.Sprintf("plugin.%s.%s is unavailable: %s", e.Kind, e.Name, e.Reason)
 }
 
 // Is matches ErrUnavailable and the kind's own unavailability sentinel.

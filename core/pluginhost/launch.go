@@ -141,7 +141,7 @@ func (s *supervised) failed(inst *instance, err error) error {
 	if err == nil || inst.client == nil || !inst.client.Exited() {
 		return err
 	}
-	down := &UnavailableError{Kind: s.spec.Kind, Name: s.spec.Name, Reason: inst.exitReason()}
+	down := &UnavailableError{Kind: s.spec.Kind, Name: s.spec.Name, Reason: inst.exitReason() + "; the host restarts it"}
 	return fmt.Errorf("%w (the call failed: %w)", down, err)
 }
 
