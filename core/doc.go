@@ -32,6 +32,7 @@
 //   - mirror:           the mirroring engine: wiring, reload, topic claims, the operator API's entry points, status
 //   - offsetmap:        the exact source→destination offset map of a partition in map mode
 //   - partition:        the per-partition state machine and its persistence
+//   - pluginhost:       the plugins configured under plugins: verified by SHA-256, launched over go-plugin gRPC, configured, supervised and restarted; a stable handle per kind
 //   - runner:           one mirrored partition: prepare, prove the destination, forward, map mode, stop
 //   - runner/destination: a runner's writer of its destination partition (transactional writers recorded, resumed, appends, abort)
 //   - runner/filler:    the filler that aligns a new destination partition's log start with its source's (written, deletable, deleted)
@@ -57,5 +58,6 @@
 // backoff and each other, and fetcher, writer and runner (with their
 // sub-packages) never import mirror, admin or cmd. config/value and config/security sit below config,
 // which calls them while it loads, and never import it; kclient imports
-// only config and what config imports.
+// only config and what config imports. pluginhost reaches plugins through
+// the sdk's protocols only: it never imports plugins, runner or mirror.
 package core

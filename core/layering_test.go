@@ -149,6 +149,14 @@ var layeringRules = []layeringRule{
 	{module + "/core/...", func(pkg string) bool { return within(pkg, module+"/core/supervisor") },
 		func(dep string) bool { return !within(dep, module+"/core/mirror") && !within(dep, module+"/cmd") },
 		"core/supervisor must never import core/mirror or cmd", module + "/cmd/kmirror"},
+	// The plugin host runs plugins through the SDK's protocols: it never
+	// imports an implementation (plugins/), nor the engine that will use
+	// its handles.
+	{module + "/core/...", func(pkg string) bool { return within(pkg, module+"/core/pluginhost") },
+		func(dep string) bool {
+			return !within(dep, module+"/plugins") && !within(dep, module+"/core/runner") &&
+				!within(dep, module+"/core/mirror") && !within(dep, module+"/cmd")
+		}, "core/pluginhost must never import plugins, core/runner, core/mirror or cmd", module + "/cmd/kmirror"},
 	// The operator API defines what it asks of the engine (Controller)
 	// and the types it answers with; the engine implements it.
 	{module + "/core/...", func(pkg string) bool { return within(pkg, module+"/core/admin") },
@@ -174,7 +182,7 @@ func (r layeringRule) violations(pkgs []goPackage) []string {
 // core, batch imports nothing of ours, fetcher's sub-packages import only
 // batch, backoff and each other, fetcher, writer and runner never import
 // mirror, admin or cmd, and config's value and security packages never
-// import config.
+// import config, and pluginhost never imports plugins, runner or mirror.
 func TestLayering(t *testing.T) {
 	for _, r := range layeringRules {
 		var pkgs []goPackage

@@ -37,6 +37,16 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		logger.Error("cannot start", "error", err)
 		return exitFailure
 	}
+	// Plugins start first and stop last: whatever uses one (the state
+	// store, credentials, filters) is up only while its plugin host is.
+	plugins, err := startPlugins(context.Background(), cfg, logger)
+	if err != nil {
+		logger.Error("cannot start the plugins", "error", err)
+		return exitFailure
+	}
+	if plugins != nil {
+		defer plugins.Close()
+	}
 	// The state store opens before anything mirrors and closes after every
 	// mirror stopped; its lock keeps a second daemon off the same directory.
 	store, err := file.Open(cfg.State.Dir)

@@ -23,6 +23,9 @@ const (
 	ScopeMirror
 	// ScopeState keys sit under state.
 	ScopeState
+	// ScopePlugin keys sit in each entry of plugins (a map keyed by the
+	// plugin's name).
+	ScopePlugin
 )
 
 func (s Scope) String() string {
@@ -35,6 +38,8 @@ func (s Scope) String() string {
 		return "mirror"
 	case ScopeState:
 		return "state"
+	case ScopePlugin:
+		return "plugin"
 	}
 	return "scope(" + strconv.Itoa(int(s)) + ")"
 }

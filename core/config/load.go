@@ -98,6 +98,7 @@ func newSection() section { return section{vals: map[string]rawVal{}} }
 type document struct {
 	daemon, destination, state section
 	mirrors                    []section
+	plugins                    []pluginSection
 }
 
 func load(data []byte, format, path string, env, sets, reserved []string) (*Config, error) {
@@ -156,6 +157,8 @@ func split(raw map[string]any, c *collector) *document {
 			default:
 				c.add(k, "expected a map of keys, got "+value.Describe(v, false))
 			}
+		case sectionPlugins:
+			d.plugins = splitPlugins(v, c)
 		case sectionMirrors:
 			list, ok := v.([]any)
 			if !ok && v != nil {
@@ -236,9 +239,12 @@ func (s section) mirrorName() (string, bool) {
 // KMIRROR_<KEY> for a daemon key, KMIRROR_DESTINATION__<KEY>,
 // KMIRROR_STATE__<KEY> and KMIRROR_MIRRORS__<NAME>__<KEY>, where KEY and NAME
 // are upper-cased with dots and dashes turned into underscores. For mirror
-// keys pass the mirror name (or "<NAME>" for documentation).
+// keys pass the mirror name (or "<NAME>" for documentation); for plugin keys
+// (KMIRROR_PLUGINS__<NAME>__<KEY>) the plugin name.
 func EnvName(scope Scope, key, mirror string) string {
 	switch scope {
+	case ScopePlugin:
+		return EnvPrefix + "PLUGINS__" + envNorm(mirror) + "__" + envNorm(key)
 	case ScopeDaemon:
 		return EnvPrefix + envNorm(key)
 	case ScopeState:
@@ -263,13 +269,17 @@ func envNorm(s string) string {
 // includes unsupported keys, so that setting one through the environment
 // gets the same "not supported" reason as in the file.
 var envIndex = func() map[string]map[string]string {
-	idx := map[string]map[string]string{"daemon": {}, "destination": {}, "state": {}, "mirror": {}}
+	idx := map[string]map[string]string{"daemon": {}, "destination": {}, "state": {}, "mirror": {}, "plugin": {}}
 	add := func(scope Scope, name string) {
 		switch scope {
 		case ScopeDaemon:
 			idx["daemon"][envNorm(name)] = name
 		case ScopeState:
 			idx["state"][envNorm(name)] = name
+		case ScopePlugin:
+			if name != "config" { // the plugin's block: its types are the plugin's
+				idx["plugin"][envNorm(name)] = name
+			}
 		case ScopeCluster:
 			idx["destination"][envNorm(name)] = name
 			idx["mirror"][envNorm(name)] = name
@@ -310,6 +320,24 @@ func applyEnv(d *document, env, reserved []string, c *collector) {
 			kind, norm, sec = "destination", strings.TrimPrefix(rest, "DESTINATION__"), &d.destination
 		case strings.HasPrefix(rest, "STATE__"):
 			kind, norm, sec = "state", strings.TrimPrefix(rest, "STATE__"), &d.state
+		case strings.HasPrefix(rest, "PLUGINS__"):
+			body := strings.TrimPrefix(rest, "PLUGINS__")
+			i := strings.LastIndex(body, "__")
+			if i <= 0 {
+				c.add(name, "unknown environment variable: expected KMIRROR_PLUGINS__<NAME>__<KEY>")
+				continue
+			}
+			kind, norm = "plugin", body[i+2:]
+			found := findPlugin(d, body[:i], true)
+			if len(found) != 1 {
+				if len(found) == 0 {
+					c.add(name, fmt.Sprintf("no plugin matches %s; the plugins are %s (upper-case the name and replace '-' with '_'; the environment can override plugins of the file, not add them)", body[:i], listOrNone(pluginNames(d))))
+				} else {
+					c.add(name, fmt.Sprintf("%s matches several plugins; rename one so that their upper-cased names differ", body[:i]))
+				}
+				continue
+			}
+			sec = found[0]
 		case strings.HasPrefix(rest, "MIRRORS__"):
 			// Key names never hold "__", so the key is after the last one;
 			// everything before it is the (normalised) mirror name.
@@ -330,7 +358,9 @@ func applyEnv(d *document, env, reserved []string, c *collector) {
 		key, ok := envIndex[kind][norm]
 		if !ok {
 			reason := "unknown environment variable: it names no configuration key (docs/config.md lists each key's variable)"
-			if norm == "NAME" && kind == "mirror" {
+			if norm == "CONFIG" && kind == "plugin" {
+				reason = "a plugin's config block cannot be overridden: only the plugin knows the types of its keys; change it in the file"
+			} else if norm == "NAME" && kind == "mirror" {
 				reason = "a mirror cannot be renamed through the environment; change name in the file"
 			} else if s := suggest(norm, sortedKeys(envIndex[kind])); s != "" {
 				reason += "; did you mean " + envPrefixFor(name, norm) + s + "?"
@@ -398,6 +428,22 @@ func applySets(d *document, sets []string, c *collector) {
 		case strings.HasPrefix(key, sectionState+"."):
 			d.state.present = true
 			d.state.vals[strings.TrimPrefix(key, sectionState+".")] = rv
+		case strings.HasPrefix(key, sectionPlugins+"."):
+			name, k, ok := strings.Cut(strings.TrimPrefix(key, sectionPlugins+"."), ".")
+			if !ok || name == "" || k == "" {
+				c.add("--set", fmt.Sprintf("flag %d: %s: expected plugins.<name>.<key>=value", i+1, value.Quote(key)))
+				continue
+			}
+			if k == "config" || strings.HasPrefix(k, "config.") {
+				c.add("--set", fmt.Sprintf("flag %d: %s: a plugin's config block cannot be overridden (only the plugin knows the types of its keys); change it in the file", i+1, value.Quote(key)))
+				continue
+			}
+			found := findPlugin(d, name, false)
+			if len(found) == 0 {
+				c.add("--set", fmt.Sprintf("flag %d: %s: no plugin named %s in the configuration (--set can override plugins, not add them)", i+1, value.Quote(key), value.Quote(name)))
+				continue
+			}
+			found[0].vals[k] = rv
 		case strings.HasPrefix(key, sectionMirrors+"."):
 			name, k, ok := strings.Cut(strings.TrimPrefix(key, sectionMirrors+"."), ".")
 			if !ok || name == "" || k == "" {
@@ -444,6 +490,7 @@ func decode(d *document, c *collector) *Config {
 
 	failed = decodeSection(d.state, sectionState, []Scope{ScopeState}, func(Scope) any { return &cfg.State }, c)
 	validateState(&cfg.State, failed, c)
+	decodePlugins(d, cfg, c)
 
 	seen := map[string]int{}
 	for i, sec := range d.mirrors {
@@ -590,10 +637,12 @@ func unknownReason(name string, scopes []Scope) string {
 			return "unknown key here: " + name + " is a per-mirror key; set it in a mirrors entry"
 		case ScopeState:
 			return "unknown key here: " + name + " belongs under state"
+		case ScopePlugin:
+			return "unknown key here: " + name + " belongs in a plugins entry"
 		}
 	}
 	if hasScope(scopes, ScopeDaemon) {
-		for _, sec := range []string{sectionDestination, sectionState, sectionMirrors} {
+		for _, sec := range []string{sectionDestination, sectionState, sectionMirrors, sectionPlugins} {
 			if strings.HasPrefix(name, sec+".") {
 				return "unknown key: nest it under the " + sec + " section instead of writing " + value.Quote(name) + " as one key"
 			}
@@ -613,7 +662,7 @@ func unknownReason(name string, scopes []Scope) string {
 		}
 	}
 	if hasScope(scopes, ScopeDaemon) {
-		candidates = append(candidates, sectionDestination, sectionState, sectionMirrors)
+		candidates = append(candidates, sectionDestination, sectionState, sectionMirrors, sectionPlugins)
 	}
 	if s := suggest(name, candidates); s != "" {
 		return "unknown key; did you mean " + s + "?"

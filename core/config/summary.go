@@ -13,6 +13,21 @@ func (c *Config) Summary() string {
 	fmt.Fprintf(&b, "destination: %s\n", clusterSummary(&c.Destination))
 	fmt.Fprintf(&b, "state: %s store in %s\n", c.State.Type, c.State.Dir)
 	fmt.Fprintf(&b, "mirrors: %d\n", len(c.Mirrors))
+	if len(c.Plugins) > 0 {
+		fmt.Fprintf(&b, "plugins: %d in %s", len(c.Plugins), c.PluginDirectory())
+		if c.PluginBuiltinInProcess {
+			b.WriteString(" (built-ins in process)")
+		}
+		b.WriteString("\n")
+		for i := range c.Plugins {
+			p := &c.Plugins[i]
+			from := "file " + p.File(c.PluginDirectory())
+			if p.Builtin != "" {
+				from = "built-in " + p.Builtin
+			}
+			fmt.Fprintf(&b, "  %s: %s plugin, %s\n", p.Name, p.Kind, from)
+		}
+	}
 	for i := range c.Mirrors {
 		m := &c.Mirrors[i]
 		fmt.Fprintf(&b, "  %s: source %s; topics %s minus %s; groups %s minus %s; acls %s\n",
@@ -70,6 +85,9 @@ func (c *Config) Effective() []Setting {
 		prefix := fmt.Sprintf("mirrors[%s]", m.Name)
 		emit(prefix, ScopeMirror, m)
 		emit(prefix, ScopeCluster, &m.Source)
+	}
+	for i := range c.Plugins {
+		emit(sectionPlugins+"."+c.Plugins[i].Name, ScopePlugin, &c.Plugins[i])
 	}
 	return out
 }

@@ -40,6 +40,11 @@ func stateKey[V any](k Key, f func(*State) *V, c value.Codec[V]) Key {
 	return declare(k, f, c)
 }
 
+func pluginKey[V any](k Key, f func(*Plugin) *V, c value.Codec[V]) Key {
+	k.Scope = ScopePlugin
+	return declare(k, f, c)
+}
+
 // def marks a key with a default value.
 func def(k Key, value string) Key {
 	k.Default, k.HasDefault = value, true
@@ -154,6 +159,12 @@ var Keys = []Key{
 	daemonKey(def(Key{Name: "shutdown.timeout.ms", Origin: OriginKmirror,
 		Doc: "Deadline for the ordered shutdown after SIGTERM or SIGINT (stop fetchers, finish or abort in-flight appends, flush state). When it passes, the daemon exits anyway; the next start resumes from the destination, so no data is lost."},
 		"30000"), func(c *Config) *time.Duration { return &c.ShutdownTimeout }, value.Ms(1)),
+	daemonKey(Key{Name: "plugin.dir", Origin: OriginKmirror,
+		Doc: "Directory of plugin binaries: a plugin's relative `path` is taken from here. Empty: `<state.dir>/plugins`. kmirror never writes to it and runs nothing from it that the configuration does not name with its SHA-256."},
+		func(c *Config) *string { return &c.PluginDir }, value.String("path", nil)),
+	daemonKey(def(Key{Name: "plugin.builtin.in.process", Origin: OriginKmirror,
+		Doc: "Run built-in plugins (`builtin:` in a plugins entry) inside the daemon instead of as child processes. **Off by default**: each built-in runs out of process through the same RPC path as a third-party plugin (the kmirror binary re-executed as `kmirror plugin serve <kind> <name>`), so the path users rely on is the one tested and a crashing plugin cannot take the daemon down. On: no RPC cost per call, no restart on a crash. Read at start."},
+		"false"), func(c *Config) *bool { return &c.PluginBuiltinInProcess }, value.Bool()),
 
 	// ---- Cluster (client) keys: destination and every mirror's source -------
 	clusterKey(Key{Name: "bootstrap.servers", Origin: OriginKIP, Required: true,
@@ -259,6 +270,23 @@ var Keys = []Key{
 	stateKey(Key{Name: "dir", Origin: OriginKmirror,
 		Doc: "Directory of the file state store (required when type is file). Created if missing; it must not be shared by two daemons."},
 		func(s *State) *string { return &s.Dir }, value.String("path", nil)),
+
+	// ---- Plugins ------------------------------------------------------------
+	pluginKey(Key{Name: "kind", Origin: OriginKmirror, Required: true,
+		Doc: "What the plugin supplies: `auth` (SASL credentials and OAUTHBEARER tokens), `statestore` (where partition state is kept) or `filter` (which topics, groups and ACLs a mirror takes)."},
+		func(p *Plugin) *string { return &p.Kind }, value.Enum(pluginKinds(), nil)),
+	pluginKey(Key{Name: "path", Origin: OriginKmirror, Constraint: "an executable file; set path or builtin",
+		Doc: "The plugin's executable. A relative path is taken from plugin.dir. It must exist and match sha256 when the configuration is loaded, and again each time it is launched."},
+		func(p *Plugin) *string { return &p.Path }, value.String("path", nil)),
+	pluginKey(Key{Name: "builtin", Origin: OriginKmirror, Constraint: "[a-z0-9][a-z0-9_-]*; set path or builtin",
+		Doc: "Name of a plugin shipped inside the kmirror binary (for example `static` for auth). It runs out of process like any other plugin, unless plugin.builtin.in.process is true. A built-in has no sha256: it is part of the binary."},
+		func(p *Plugin) *string { return &p.Builtin }, value.String("name", checkBuiltinName)),
+	pluginKey(Key{Name: "sha256", Origin: OriginKmirror, Constraint: "64 hex digits; required with path",
+		Doc: "SHA-256 of the file at path, in hex (`sha256sum <file>`). A plugin whose file does not match is not started; the error names the file and both sums."},
+		func(p *Plugin) *string { return &p.SHA256 }, value.String("hex", checkSHA256)),
+	pluginKey(Key{Name: "config", Origin: OriginKmirror,
+		Doc: "The plugin's own configuration, a map handed to it as is. The plugin declares which keys it accepts (its schema); the daemon checks the block against it when it starts the plugin, and an error names the key (`plugins.<name>.config.<key>`). Not overridable from the environment or --set, because only the plugin knows the types of its keys."},
+		func(p *Plugin) *map[string]any { return &p.Config }, pluginConfigCodec()),
 }
 
 var storeTypeRejections = map[string]string{

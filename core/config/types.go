@@ -65,6 +65,8 @@ type Config struct {
 	HTTPAddress               string        // http.address; "" = no HTTP listener
 	HTTPPprofEnable           bool          // http.pprof.enable: /debug/pprof/ on http.address
 	ShutdownTimeout           time.Duration // shutdown.timeout.ms
+	PluginDir                 string        // plugin.dir; "" = <state.dir>/plugins (see PluginDirectory)
+	PluginBuiltinInProcess    bool          // plugin.builtin.in.process
 
 	// Admin API (see AdminTokenPath, AdminServerTLS).
 	AdminAddress         string // admin.address; "" = no admin API
@@ -76,6 +78,8 @@ type Config struct {
 	Destination Cluster
 	State       State
 	Mirrors     []Mirror
+	// Plugins are the plugins entries, sorted by name.
+	Plugins []Plugin
 }
 
 // Mirror returns the mirror with this name.

@@ -31,8 +31,9 @@ func Generate() []byte {
 
 kmirror reads one YAML file (or TOML, when the file name ends in ` + "`.toml`" + `).
 Daemon-wide keys sit at the top level; ` + "`destination`" + ` holds the destination
-cluster's client keys, ` + "`state`" + ` the state store, and ` + "`mirrors`" + ` a list of named
-mirrors, each with its source cluster's client keys and its mirror keys. Key
+cluster's client keys, ` + "`state`" + ` the state store, ` + "`mirrors`" + ` a list of named
+mirrors, each with its source cluster's client keys and its mirror keys, and
+` + "`plugins`" + ` the plugins the daemon launches, keyed by name. Key
 names and defaults are KIP-1279's wherever the KIP defines them. The design
 decisions behind this shape are in [configuration.md](configuration.md); a
 commented example is [kmirror.sample.yaml](kmirror.sample.yaml).
@@ -72,6 +73,7 @@ Kafka because the KIP gives none), *kmirror* (kmirror's own key).
 		{"Client keys (destination and every mirror)", "Valid under `destination` (the destination cluster) and in each `mirrors` entry (that mirror's source cluster). Only PEM key and trust material is supported.", config.ScopeCluster, nil},
 		{"Mirror keys", "Valid in each `mirrors` entry, next to the client keys of its source cluster.", config.ScopeMirror, nil},
 		{"State keys", "Under `state`.", config.ScopeState, nil},
+		{"Plugin keys", "In each entry of `plugins`, a map keyed by the plugin's name (`[a-z0-9][a-z0-9_-]*`): `plugins: {sso: {kind: auth, path: kmirror-auth-vault, sha256: …, config: {…}}}`. Errors name `plugins.<name>.<key>`. See [plugins.md](plugins.md).", config.ScopePlugin, nil},
 	}
 	for _, s := range sections {
 		fmt.Fprintf(&b, "\n## %s\n\n%s\n", s.title, s.intro)
@@ -102,8 +104,11 @@ func hasOrigin(list []config.Origin, o config.Origin) bool {
 
 func writeKey(b *strings.Builder, k config.Key) {
 	heading := k.Name
-	if k.Scope == config.ScopeState {
+	switch k.Scope {
+	case config.ScopeState:
 		heading = "state." + k.Name
+	case config.ScopePlugin:
+		heading = "plugins.<name>." + k.Name
 	}
 	fmt.Fprintf(b, "\n### `%s`\n\n%s\n\n", heading, k.Doc)
 	fmt.Fprintf(b, "- Type: %s\n", k.Type)
@@ -129,6 +134,12 @@ func writeKey(b *strings.Builder, k config.Key) {
 			b.WriteString("- Environment: none (a mirror cannot be renamed by an override)\n")
 		} else {
 			fmt.Fprintf(b, "- Environment: `%s`\n", config.EnvName(config.ScopeMirror, k.Name, "<NAME>"))
+		}
+	case config.ScopePlugin:
+		if k.Name == "config" {
+			b.WriteString("- Environment: none (only the plugin knows the types of its keys)\n")
+		} else {
+			fmt.Fprintf(b, "- Environment: `%s`\n", config.EnvName(config.ScopePlugin, k.Name, "<NAME>"))
 		}
 	default:
 		fmt.Fprintf(b, "- Environment: `%s`\n", config.EnvName(k.Scope, k.Name, ""))

@@ -44,8 +44,11 @@ func TestReferenceListsEveryKey(t *testing.T) {
 	ref := string(reference.Generate())
 	for _, k := range config.Keys {
 		name := k.Name
-		if k.Scope == config.ScopeState {
+		switch k.Scope {
+		case config.ScopeState:
 			name = "state." + name
+		case config.ScopePlugin:
+			name = "plugins.<name>." + name
 		}
 		if !strings.Contains(ref, "### `"+name+"`") {
 			t.Errorf("reference has no section for %s", k.Name)

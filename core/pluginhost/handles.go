@@ -1,0 +1,110 @@
+package pluginhost
+
+import (
+	"context"
+
+	"github.com/kmirror/kmirror/sdk/auth"
+	"github.com/kmirror/kmirror/sdk/filter"
+	"github.com/kmirror/kmirror/sdk/plugin"
+	"github.com/kmirror/kmirror/sdk/statestore"
+)
+
+// The handles forward each call to the instance serving at the time of the
+// call. They stay valid across restarts; while the plugin is down a call
+// fails at once with an *UnavailableError. Their Close does nothing: the
+// Host owns the processes and stops them in Close.
+
+// call runs f on the current implementation of s.
+func call[I, R any](s *supervised, f func(I) (R, error)) (R, error) {
+	inst, err := s.get()
+	if err != nil {
+		var zero R
+		return zero, err
+	}
+	r, err := f(inst.impl.(I))
+	return r, s.failed(inst, err)
+}
+
+// StateStore returns the handle of the statestore plugin named name.
+func (h *Host) StateStore(name string) (statestore.Store, error) {
+	s, err := h.lookup(name, plugin.KindStateStore)
+	if err != nil {
+		return nil, err
+	}
+	return storeHandle{s}, nil
+}
+
+type storeHandle struct{ s *supervised }
+
+func (h storeHandle) Get(ctx context.Context, key string) (statestore.Entry, error) {
+	return call(h.s, func(st statestore.Store) (statestore.Entry, error) { return st.Get(ctx, key) })
+}
+
+func (h storeHandle) Put(ctx context.Context, key string, value []byte, expect int64) (int64, error) {
+	return call(h.s, func(st statestore.Store) (int64, error) { return st.Put(ctx, key, value, expect) })
+}
+
+func (h storeHandle) Delete(ctx context.Context, key string, expect int64) error {
+	_, err := call(h.s, func(st statestore.Store) (struct{}, error) { return struct{}{}, st.Delete(ctx, key, expect) })
+	return err
+}
+
+func (h storeHandle) List(ctx context.Context, prefix string) ([]statestore.Entry, error) {
+	return call(h.s, func(st statestore.Store) ([]statestore.Entry, error) { return st.List(ctx, prefix) })
+}
+
+func (h storeHandle) Close() error { return nil }
+
+// Auth returns the handle of the auth plugin named name.
+func (h *Host) Auth(name string) (auth.Provider, error) {
+	s, err := h.lookup(name, plugin.KindAuth)
+	if err != nil {
+		return nil, err
+	}
+	return authHandle{s}, nil
+}
+
+type authHandle struct{ s *supervised }
+
+// Info is the plugin's Info as read when it was last launched.
+func (h authHandle) Info() auth.Info {
+	h.s.mu.RLock()
+	defer h.s.mu.RUnlock()
+	return h.s.authInfo
+}
+
+func (h authHandle) Credentials(ctx context.Context, req auth.Request) (auth.Credentials, error) {
+	return call(h.s, func(p auth.Provider) (auth.Credentials, error) { return p.Credentials(ctx, req) })
+}
+
+func (h authHandle) Close() error { return nil }
+
+// Filter returns the handle of the filter plugin named name.
+func (h *Host) Filter(name string) (filter.Filter, error) {
+	s, err := h.lookup(name, plugin.KindFilter)
+	if err != nil {
+		return nil, err
+	}
+	return filterHandle{s}, nil
+}
+
+type filterHandle struct{ s *supervised }
+
+// Info is the plugin's Info as read when it was last launched.
+func (h filterHandle) Info() filter.Info {
+	h.s.mu.RLock()
+	defer h.s.mu.RUnlock()
+	return h.s.filtInfo
+}
+
+func (h filterHandle) FilterTopics(ctx context.Context, mirror string, in []filter.Topic) ([]filter.Topic, error) {
+	return call(h.s, func(f filter.Filter) ([]filter.Topic, error) { return f.FilterTopics(ctx, mirror, in) })
+}
+
+func (h filterHandle) FilterGroups(ctx context.Context, mirror string, in []filter.Group) ([]filter.Group, error) {
+	return call(h.s, func(f filter.Filter) ([]filter.Group, error) { return f.FilterGroups(ctx, mirror, in) })
+}
+
+func (h filterHandle) FilterACLs(ctx context.Context, mirror string, in []filter.ACLBinding) ([]filter.ACLBinding, error) {
+	return call(h.s, func(f filter.Filter) ([]filter.ACLBinding, error) { return f.FilterACLs(ctx, mirror, in) })
+}
