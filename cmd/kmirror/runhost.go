@@ -10,10 +10,14 @@ import (
 	"github.com/kmirror/kmirror/sdk/plugin"
 )
 
-// builtinServeConfig returns what a built-in plugin serves, for running it
-// in process (plugin.builtin.in.process). Nil until the built-ins are wired
-// here; out of process they run through `kmirror plugin serve`.
-var builtinServeConfig func(kind plugin.Kind, name string) (plugin.ServeConfig, bool)
+// builtinServeConfig returns what a built-in plugin serves (the registry
+// of plugin_serve.go), for running it in process
+// (plugin.builtin.in.process); out of process it runs through `kmirror
+// plugin serve`, which serves the same.
+func builtinServeConfig(kind plugin.Kind, name string) (plugin.ServeConfig, bool) {
+	b, ok := findBuiltin(string(kind), name)
+	return b.serve, ok
+}
 
 // startPlugins launches the configured plugins, verified and configured,
 // or returns nil when there are none. The caller closes the host after

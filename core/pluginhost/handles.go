@@ -2,6 +2,7 @@ package pluginhost
 
 import (
 	"context"
+	"time"
 
 	"github.com/kmirror/kmirror/sdk/auth"
 	"github.com/kmirror/kmirror/sdk/filter"
@@ -54,6 +55,58 @@ func (h storeHandle) List(ctx context.Context, prefix string) ([]statestore.Entr
 }
 
 func (h storeHandle) Close() error { return nil }
+
+// Info is the serving instance's Info (statestore.DefaultInfo while the
+// plugin is down).
+func (h storeHandle) Info() statestore.Info {
+	inst, err := h.s.get()
+	if err != nil {
+		return statestore.DefaultInfo()
+	}
+	return statestore.InfoOf(inst.impl.(statestore.Store))
+}
+
+// ListPage implements statestore.Pager.
+func (h storeHandle) ListPage(ctx context.Context, prefix, after string, limit int) ([]statestore.Entry, bool, error) {
+	type page struct {
+		entries []statestore.Entry
+		more    bool
+	}
+	p, err := call(h.s, func(st statestore.Store) (page, error) {
+		e, more, err := statestore.ListPage(ctx, st, prefix, after, limit)
+		return page{e, more}, err
+	})
+	return p.entries, p.more, err
+}
+
+// AcquireLease implements statestore.Leaser.
+func (h storeHandle) AcquireLease(ctx context.Context, key, holder string, ttl time.Duration) (statestore.Lease, error) {
+	return call(h.s, func(st statestore.Store) (statestore.Lease, error) {
+		return statestore.Leases(st).AcquireLease(ctx, key, holder, ttl)
+	})
+}
+
+// RenewLease implements statestore.Leaser.
+func (h storeHandle) RenewLease(ctx context.Context, key, holder string, ttl time.Duration) (statestore.Lease, error) {
+	return call(h.s, func(st statestore.Store) (statestore.Lease, error) {
+		return statestore.Leases(st).RenewLease(ctx, key, holder, ttl)
+	})
+}
+
+// ReleaseLease implements statestore.Leaser.
+func (h storeHandle) ReleaseLease(ctx context.Context, key, holder string) error {
+	_, err := call(h.s, func(st statestore.Store) (struct{}, error) {
+		return struct{}{}, statestore.Leases(st).ReleaseLease(ctx, key, holder)
+	})
+	return err
+}
+
+// GetLease implements statestore.Leaser.
+func (h storeHandle) GetLease(ctx context.Context, key string) (statestore.Lease, error) {
+	return call(h.s, func(st statestore.Store) (statestore.Lease, error) {
+		return statestore.Leases(st).GetLease(ctx, key)
+	})
+}
 
 // Auth returns the handle of the auth plugin named name.
 func (h *Host) Auth(name string) (auth.Provider, error) {

@@ -66,7 +66,7 @@ func (p *filterPlugin) GRPCServer(_ *goplugin.GRPCBroker, s *grpc.Server) error 
 	if p.impl == nil {
 		return errors.New("plugin: no filter to serve")
 	}
-	filterv1.RegisterFilterServer(s, &filterServer{impl: p.impl, info: p.impl.Info()})
+	filterv1.RegisterFilterServer(s, &filterServer{impl: p.impl})
 	return nil
 }
 
@@ -182,13 +182,16 @@ var (
 type filterServer struct {
 	filterv1.UnimplementedFilterServer
 	impl filter.Filter
-	info filter.Info // impl's, read once: it does not change
 }
+
+// info is impl's Info, read at each call: a filter built by a ServeConfig
+// constructor has none until the host configured the plugin.
+func (s *filterServer) info() filter.Info { return s.impl.Info() }
 
 // Info implements filterv1.FilterServer: the Info the kinds served are
 // checked against.
 func (s *filterServer) Info(context.Context, *filterv1.InfoRequest) (*filterv1.InfoResponse, error) {
-	info := s.info
+	info := s.info()
 	resp := &filterv1.InfoResponse{Name: info.Name, Version: info.Version,
 		ProtocolMajor: int32(info.ProtocolMajor), ProtocolMinor: int32(info.ProtocolMinor)}
 	for _, k := range info.Kinds {
@@ -223,9 +226,10 @@ func (s *filterServer) FilterACLs(stream grpc.BidiStreamingServer[filterv1.Filte
 // per chunk.
 func serveFilter[T filter.Item, PB proto.Message, Req any](s *filterServer, c filterCodec[T, PB, Req],
 	stream grpc.BidiStreamingServer[Req, filterv1.FilterResponse]) error {
-	if !s.info.Handles(c.kind) {
+	info := s.info()
+	if !info.Handles(c.kind) {
 		return filterErrors.ToStatus(fmt.Errorf("%w: filter %q was asked about %s, and its Info lists only %v",
-			filter.ErrUnsupportedKind, s.info.Name, c.kind, s.info.Kinds))
+			filter.ErrUnsupportedKind, info.Name, c.kind, info.Kinds))
 	}
 	var (
 		mirror string
@@ -258,7 +262,7 @@ func serveFilter[T filter.Item, PB proto.Message, Req any](s *filterServer, c fi
 	}
 	kept, err := filter.Kept(in, out)
 	if err != nil {
-		return filterErrors.ToStatus(fmt.Errorf("filter %q on %d %s of mirror %q: %w", s.info.Name, len(in), c.kind, mirror, err))
+		return filterErrors.ToStatus(fmt.Errorf("filter %q on %d %s of mirror %q: %w", info.Name, len(in), c.kind, mirror, err))
 	}
 	for _, n := range counts {
 		if err := stream.Send(&filterv1.FilterResponse{Kept: kept[:n]}); err != nil {

@@ -311,7 +311,7 @@ func TestFilterMessagesStayUnderTheChunkSize(t *testing.T) {
 		groups[i] = filter.Group{ID: fmt.Sprintf("consumer-group-of-service-%06d", i), Kind: filter.GroupConsumer, State: "Stable"}
 	}
 	impl := newKeepEveryOther(filter.Groups)
-	cc, counter := serveFilterServer(t, &filterServer{impl: impl, info: impl.Info()}, 1<<20)
+	cc, counter := serveFilterServer(t, &filterServer{impl: impl}, 1<<20)
 	f, err := newFilterClient(t.Context(), filterv1.NewFilterClient(cc))
 	if err != nil {
 		t.Fatal(err)
@@ -367,7 +367,7 @@ func TestFilterChunksAreBoundedAndKeepOrder(t *testing.T) {
 func TestFilterUnannouncedKindsAreNotCalled(t *testing.T) {
 	t.Parallel()
 	impl := newKeepEveryOther(filter.Topics)
-	cc, counter := serveFilterServer(t, &filterServer{impl: impl, info: impl.Info()}, 0)
+	cc, counter := serveFilterServer(t, &filterServer{impl: impl}, 0)
 	f, err := newFilterClient(t.Context(), filterv1.NewFilterClient(cc))
 	if err != nil {
 		t.Fatal(err)
