@@ -15,6 +15,22 @@ import (
 // fails at once with an *UnavailableError. Their Close does nothing: the
 // Host owns the processes and stops them in Close.
 
+// ref names the plugin a handle stands for. A plugin that Ensure
+// replaced is a new supervised under the same name, so a handle looks its
+// plugin up at each call; one that was dropped keeps answering as dropped.
+type ref struct {
+	h    *Host
+	name string
+	last *supervised
+}
+
+func (r ref) sv() *supervised {
+	if s := r.h.plugin(r.name); s != nil && s.spec.Kind == r.last.spec.Kind {
+		return s
+	}
+	return r.last
+}
+
 // call runs f on the current implementation of s.
 func call[I, R any](s *supervised, f func(I) (R, error)) (R, error) {
 	inst, err := s.get()
@@ -32,26 +48,26 @@ func (h *Host) StateStore(name string) (statestore.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return storeHandle{s}, nil
+	return storeHandle{ref{h, name, s}}, nil
 }
 
-type storeHandle struct{ s *supervised }
+type storeHandle struct{ r ref }
 
 func (h storeHandle) Get(ctx context.Context, key string) (statestore.Entry, error) {
-	return call(h.s, func(st statestore.Store) (statestore.Entry, error) { return st.Get(ctx, key) })
+	return call(h.r.sv(), func(st statestore.Store) (statestore.Entry, error) { return st.Get(ctx, key) })
 }
 
 func (h storeHandle) Put(ctx context.Context, key string, value []byte, expect int64) (int64, error) {
-	return call(h.s, func(st statestore.Store) (int64, error) { return st.Put(ctx, key, value, expect) })
+	return call(h.r.sv(), func(st statestore.Store) (int64, error) { return st.Put(ctx, key, value, expect) })
 }
 
 func (h storeHandle) Delete(ctx context.Context, key string, expect int64) error {
-	_, err := call(h.s, func(st statestore.Store) (struct{}, error) { return struct{}{}, st.Delete(ctx, key, expect) })
+	_, err := call(h.r.sv(), func(st statestore.Store) (struct{}, error) { return struct{}{}, st.Delete(ctx, key, expect) })
 	return err
 }
 
 func (h storeHandle) List(ctx context.Context, prefix string) ([]statestore.Entry, error) {
-	return call(h.s, func(st statestore.Store) ([]statestore.Entry, error) { return st.List(ctx, prefix) })
+	return call(h.r.sv(), func(st statestore.Store) ([]statestore.Entry, error) { return st.List(ctx, prefix) })
 }
 
 func (h storeHandle) Close() error { return nil }
@@ -59,7 +75,7 @@ func (h storeHandle) Close() error { return nil }
 // Info is the serving instance's Info (statestore.DefaultInfo while the
 // plugin is down).
 func (h storeHandle) Info() statestore.Info {
-	inst, err := h.s.get()
+	inst, err := h.r.sv().get()
 	if err != nil {
 		return statestore.DefaultInfo()
 	}
@@ -72,7 +88,7 @@ func (h storeHandle) ListPage(ctx context.Context, prefix, after string, limit i
 		entries []statestore.Entry
 		more    bool
 	}
-	p, err := call(h.s, func(st statestore.Store) (page, error) {
+	p, err := call(h.r.sv(), func(st statestore.Store) (page, error) {
 		e, more, err := statestore.ListPage(ctx, st, prefix, after, limit)
 		return page{e, more}, err
 	})
@@ -81,21 +97,21 @@ func (h storeHandle) ListPage(ctx context.Context, prefix, after string, limit i
 
 // AcquireLease implements statestore.Leaser.
 func (h storeHandle) AcquireLease(ctx context.Context, key, holder string, ttl time.Duration) (statestore.Lease, error) {
-	return call(h.s, func(st statestore.Store) (statestore.Lease, error) {
+	return call(h.r.sv(), func(st statestore.Store) (statestore.Lease, error) {
 		return statestore.Leases(st).AcquireLease(ctx, key, holder, ttl)
 	})
 }
 
 // RenewLease implements statestore.Leaser.
 func (h storeHandle) RenewLease(ctx context.Context, key, holder string, ttl time.Duration) (statestore.Lease, error) {
-	return call(h.s, func(st statestore.Store) (statestore.Lease, error) {
+	return call(h.r.sv(), func(st statestore.Store) (statestore.Lease, error) {
 		return statestore.Leases(st).RenewLease(ctx, key, holder, ttl)
 	})
 }
 
 // ReleaseLease implements statestore.Leaser.
 func (h storeHandle) ReleaseLease(ctx context.Context, key, holder string) error {
-	_, err := call(h.s, func(st statestore.Store) (struct{}, error) {
+	_, err := call(h.r.sv(), func(st statestore.Store) (struct{}, error) {
 		return struct{}{}, statestore.Leases(st).ReleaseLease(ctx, key, holder)
 	})
 	return err
@@ -103,7 +119,7 @@ func (h storeHandle) ReleaseLease(ctx context.Context, key, holder string) error
 
 // GetLease implements statestore.Leaser.
 func (h storeHandle) GetLease(ctx context.Context, key string) (statestore.Lease, error) {
-	return call(h.s, func(st statestore.Store) (statestore.Lease, error) {
+	return call(h.r.sv(), func(st statestore.Store) (statestore.Lease, error) {
 		return statestore.Leases(st).GetLease(ctx, key)
 	})
 }
@@ -114,20 +130,21 @@ func (h *Host) Auth(name string) (auth.Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	return authHandle{s}, nil
+	return authHandle{ref{h, name, s}}, nil
 }
 
-type authHandle struct{ s *supervised }
+type authHandle struct{ r ref }
 
 // Info is the plugin's Info as read when it was last launched.
 func (h authHandle) Info() auth.Info {
-	h.s.mu.RLock()
-	defer h.s.mu.RUnlock()
-	return h.s.authInfo
+	s := h.r.sv()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.authInfo
 }
 
 func (h authHandle) Credentials(ctx context.Context, req auth.Request) (auth.Credentials, error) {
-	return call(h.s, func(p auth.Provider) (auth.Credentials, error) { return p.Credentials(ctx, req) })
+	return call(h.r.sv(), func(p auth.Provider) (auth.Credentials, error) { return p.Credentials(ctx, req) })
 }
 
 func (h authHandle) Close() error { return nil }
@@ -138,26 +155,27 @@ func (h *Host) Filter(name string) (filter.Filter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return filterHandle{s}, nil
+	return filterHandle{ref{h, name, s}}, nil
 }
 
-type filterHandle struct{ s *supervised }
+type filterHandle struct{ r ref }
 
 // Info is the plugin's Info as read when it was last launched.
 func (h filterHandle) Info() filter.Info {
-	h.s.mu.RLock()
-	defer h.s.mu.RUnlock()
-	return h.s.filtInfo
+	s := h.r.sv()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.filtInfo
 }
 
 func (h filterHandle) FilterTopics(ctx context.Context, mirror string, in []filter.Topic) ([]filter.Topic, error) {
-	return call(h.s, func(f filter.Filter) ([]filter.Topic, error) { return f.FilterTopics(ctx, mirror, in) })
+	return call(h.r.sv(), func(f filter.Filter) ([]filter.Topic, error) { return f.FilterTopics(ctx, mirror, in) })
 }
 
 func (h filterHandle) FilterGroups(ctx context.Context, mirror string, in []filter.Group) ([]filter.Group, error) {
-	return call(h.s, func(f filter.Filter) ([]filter.Group, error) { return f.FilterGroups(ctx, mirror, in) })
+	return call(h.r.sv(), func(f filter.Filter) ([]filter.Group, error) { return f.FilterGroups(ctx, mirror, in) })
 }
 
 func (h filterHandle) FilterACLs(ctx context.Context, mirror string, in []filter.ACLBinding) ([]filter.ACLBinding, error) {
-	return call(h.s, func(f filter.Filter) ([]filter.ACLBinding, error) { return f.FilterACLs(ctx, mirror, in) })
+	return call(h.r.sv(), func(f filter.Filter) ([]filter.ACLBinding, error) { return f.FilterACLs(ctx, mirror, in) })
 }

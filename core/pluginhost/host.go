@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"reflect"
 	"regexp"
 	"sort"
 	"sync"
@@ -82,9 +83,13 @@ type Options struct {
 // valid from New on and fail with ErrUnavailable while their plugin is
 // not running.
 type Host struct {
-	opts    Options
-	log     hclog.Logger
+	opts Options
+	log  hclog.Logger
+
+	pmu     sync.RWMutex // guards plugins: Ensure adds to it while handles read it
 	plugins map[string]*supervised
+	// ensureMu makes Ensure and Drop calls one at a time.
+	ensureMu sync.Mutex
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -125,11 +130,7 @@ func New(specs []Spec, opts Options) (*Host, error) {
 			errs = append(errs, err)
 			continue
 		}
-		h.plugins[s.Name] = &supervised{
-			spec: s,
-			log:  onlyName{opts.Logger.ResetNamed(s.label())},
-			down: &UnavailableError{Kind: s.Kind, Name: s.Name, Reason: "not started"},
-		}
+		h.plugins[s.Name] = h.newSupervised(s)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -137,12 +138,29 @@ func New(specs []Spec, opts Options) (*Host, error) {
 	return h, nil
 }
 
+func (h *Host) newSupervised(s Spec) *supervised {
+	sv := &supervised{
+		spec: s,
+		log:  onlyName{h.opts.Logger.ResetNamed(s.label())},
+		down: &UnavailableError{Kind: s.Kind, Name: s.Name, Reason: "not started"},
+	}
+	sv.ctx, sv.cancel = context.WithCancel(h.ctx)
+	return sv
+}
+
+// plugin returns the supervised plugin named name, or nil.
+func (h *Host) plugin(name string) *supervised {
+	h.pmu.RLock()
+	defer h.pmu.RUnlock()
+	return h.plugins[name]
+}
+
 func (h *Host) check(s Spec) error {
 	prefix := "plugins." + s.Name
 	switch {
 	case !nameRE.MatchString(s.Name):
 		return fmt.Errorf("%s: invalid plugin name: use [a-z0-9][a-z0-9_-]*", prefix)
-	case h.plugins[s.Name] != nil:
+	case h.plugin(s.Name) != nil:
 		return fmt.Errorf("%s: configured twice", prefix)
 	}
 	if _, err := plugin.ProtocolMajor(s.Kind); err != nil {
@@ -193,7 +211,7 @@ func (h *Host) Start(ctx context.Context) error {
 
 	var errs []error
 	for _, name := range h.names() {
-		s := h.plugins[name]
+		s := h.plugin(name)
 		if err := s.pin(h.opts); err != nil {
 			errs = append(errs, err)
 			continue
@@ -219,20 +237,100 @@ func (h *Host) Start(ctx context.Context) error {
 		return errors.New("pluginhost: closed while starting")
 	}
 	for _, name := range h.names() {
-		s := h.plugins[name]
-		if s.current().client == nil {
-			continue // in process: nothing to watch
-		}
-		h.wg.Add(1)
-		go func() {
-			defer h.wg.Done()
-			h.supervise(s)
-		}()
+		h.watchLocked(h.plugin(name))
 	}
 	return nil
 }
 
+// watchLocked starts the supervisor of an out-of-process plugin. h.mu held.
+func (h *Host) watchLocked(s *supervised) {
+	if inst := s.current(); inst == nil || inst.client == nil {
+		return // in process: nothing to watch
+	}
+	h.wg.Add(1)
+	go func() { // owned by the Host: ends at Close or Drop
+		defer h.wg.Done()
+		h.supervise(s)
+	}()
+}
+
+// Ensure runs the plugin spec describes, alongside those New was given:
+// for plugins the daemon derives from its configuration, such as a
+// cluster's credential provider, which a mirror created at run time needs
+// too. A plugin of that name running with the very same spec is left as it
+// is; one with another spec (its configuration changed) is stopped and
+// replaced. Ensure returns once the plugin serves, or why it cannot.
+func (h *Host) Ensure(ctx context.Context, spec Spec) error {
+	h.ensureMu.Lock()
+	defer h.ensureMu.Unlock()
+	if old := h.plugin(spec.Name); old != nil {
+		if reflect.DeepEqual(old.spec, spec) {
+			return nil
+		}
+		h.drop(old)
+	}
+	if err := h.check(spec); err != nil {
+		return err
+	}
+	h.mu.Lock()
+	if !h.started || h.closed {
+		h.mu.Unlock()
+		return fmt.Errorf("%s: the plugin host is not running", spec.label())
+	}
+	h.mu.Unlock()
+	s := h.newSupervised(spec)
+	if err := s.pin(h.opts); err != nil {
+		return err
+	}
+	inst, err := h.launch(ctx, s)
+	if err != nil {
+		return err
+	}
+	s.up(inst)
+	s.log.Info("plugin started", "pid", inst.pid(), "in_process", inst.client == nil)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		s.cancel()
+		if inst := s.stop(&UnavailableError{Kind: spec.Kind, Name: spec.Name, Reason: "the plugin host is closed"}); inst != nil {
+			_ = inst.close()
+		}
+		return fmt.Errorf("%s: the plugin host closed while it started", spec.label())
+	}
+	h.pmu.Lock()
+	h.plugins[spec.Name] = s
+	h.pmu.Unlock()
+	h.watchLocked(s)
+	return nil
+}
+
+// Drop stops the plugin named name and forgets it; its handles fail from
+// then on. It is for plugins added with Ensure that nothing uses any more.
+func (h *Host) Drop(name string) {
+	h.ensureMu.Lock()
+	defer h.ensureMu.Unlock()
+	if s := h.plugin(name); s != nil {
+		h.drop(s)
+	}
+}
+
+// drop stops s, ends its supervisor and removes it. h.ensureMu held.
+func (h *Host) drop(s *supervised) {
+	h.pmu.Lock()
+	delete(h.plugins, s.spec.Name)
+	h.pmu.Unlock()
+	s.cancel()
+	if inst := s.stop(&UnavailableError{Kind: s.spec.Kind, Name: s.spec.Name, Reason: "the plugin was removed"}); inst != nil {
+		if err := inst.close(); err != nil {
+			s.log.Warn("plugin did not stop cleanly", "error", err)
+		}
+	}
+	s.log.Info("plugin stopped: no longer used")
+}
+
 func (h *Host) names() []string {
+	h.pmu.RLock()
+	defer h.pmu.RUnlock()
 	names := make([]string, 0, len(h.plugins))
 	for n := range h.plugins {
 		names = append(names, n)
@@ -261,7 +359,10 @@ func (h *Host) Close() error {
 func (h *Host) stopAll() error {
 	var errs []error
 	for _, name := range h.names() {
-		s := h.plugins[name]
+		s := h.plugin(name)
+		if s == nil {
+			continue
+		}
 		if inst := s.stop(&UnavailableError{Kind: s.spec.Kind, Name: s.spec.Name, Reason: "the plugin host is closed"}); inst != nil {
 			if err := inst.close(); err != nil {
 				errs = append(errs, fmt.Errorf("%s: close: %w", s.spec.label(), err))
@@ -272,15 +373,15 @@ func (h *Host) stopAll() error {
 }
 
 // supervise watches one out-of-process plugin and launches it again after
-// it exits, until Close.
+// it exits, until Close or Drop.
 func (h *Host) supervise(s *supervised) {
 	retry := h.opts.Restart.Start()
 	for {
 		inst := s.current()
 		if inst != nil {
-			reason, ok := h.watch(inst)
+			reason, ok := h.watch(s.ctx, inst)
 			if !ok {
-				return // closing: Close stops the process
+				return // closing or dropped: Close or Drop stops the process
 			}
 			if time.Since(inst.started) > h.opts.Restart.Cap(1<<20) {
 				retry.Reset() // it ran long enough: a new failure starts from the first wait
@@ -289,12 +390,12 @@ func (h *Host) supervise(s *supervised) {
 			inst.client.Kill()
 			s.log.Error("plugin stopped; restarting it", "reason", reason)
 		}
-		if err := retry.Sleep(h.ctx); err != nil {
+		if err := retry.Sleep(s.ctx); err != nil {
 			return
 		}
-		next, err := h.launch(h.ctx, s)
+		next, err := h.launch(s.ctx, s)
 		if err != nil {
-			if h.ctx.Err() != nil {
+			if s.ctx.Err() != nil {
 				return
 			}
 			s.setDown(&UnavailableError{Kind: s.spec.Kind, Name: s.spec.Name, Reason: "restart failed (the host tries again): " + err.Error(), err: err})
@@ -302,13 +403,19 @@ func (h *Host) supervise(s *supervised) {
 			continue
 		}
 		s.up(next)
+		if s.ctx.Err() != nil { // dropped or closed while it launched
+			if inst := s.stop(&UnavailableError{Kind: s.spec.Kind, Name: s.spec.Name, Reason: "the plugin was stopped"}); inst != nil {
+				_ = inst.close()
+			}
+			return
+		}
 		s.log.Info("plugin restarted", "pid", next.pid(), "attempt", retry.Retries())
 	}
 }
 
-// watch waits until inst's process exits (it returns why) or the host
-// closes (ok false).
-func (h *Host) watch(inst *instance) (reason string, ok bool) {
+// watch waits until inst's process exits (it returns why) or ctx ends
+// (ok false).
+func (h *Host) watch(ctx context.Context, inst *instance) (reason string, ok bool) {
 	t := time.NewTicker(h.opts.WatchInterval)
 	defer t.Stop()
 	for {
@@ -316,7 +423,7 @@ func (h *Host) watch(inst *instance) (reason string, ok bool) {
 			return inst.exitReason(), true
 		}
 		select {
-		case <-h.ctx.Done():
+		case <-ctx.Done():
 			return "", false
 		case <-t.C:
 		}
@@ -341,8 +448,8 @@ type Status struct {
 
 // Status reports the plugin named name.
 func (h *Host) Status(name string) (Status, bool) {
-	s, ok := h.plugins[name]
-	if !ok {
+	s := h.plugin(name)
+	if s == nil {
 		return Status{}, false
 	}
 	s.mu.RLock()
@@ -361,8 +468,8 @@ func (h *Host) Names() []string { return h.names() }
 
 // lookup finds the plugin a handle is asked for.
 func (h *Host) lookup(name string, kind plugin.Kind) (*supervised, error) {
-	s, ok := h.plugins[name]
-	if !ok {
+	s := h.plugin(name)
+	if s == nil {
 		return nil, fmt.Errorf("no plugin named %q is configured (known: %v)", name, h.names())
 	}
 	if s.spec.Kind != kind {

@@ -59,6 +59,9 @@ func TestMain(m *testing.M) {
 	}
 	filterBin, filterSum = build("testdata/filterplugin")
 	v2Bin, v2Sum = build("testdata/v2plugin")
+	if os.Getenv("KMIRROR_TEST_ORPHAN_HOST") == "1" {
+		orphanHost() // never returns
+	}
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
@@ -472,4 +475,105 @@ func TestUnavailableErrorMatchesTheKindsSentinel(t *testing.T) {
 	if !errors.Is(s, pluginhost.ErrUnavailable) || errors.Is(s, auth.ErrUnavailable) || errors.Is(s, filter.ErrUnavailable) {
 		t.Errorf("statestore UnavailableError matches wrongly: %v", s)
 	}
+}
+
+// Ensure adds a plugin to a running host, leaves it alone when asked again
+// with the same spec, replaces it when the spec changed, and Drop stops it.
+func TestEnsureAddsReplacesAndDropsPlugins(t *testing.T) {
+	t.Parallel()
+	h, _ := newHost(t, []pluginhost.Spec{filterSpec("base", nil)}, pluginhost.Options{Command: withEnv("KMIRROR_TEST_KEEP=orders")})
+	ctx := context.Background()
+	if err := h.Ensure(ctx, filterSpec("late", nil)); err == nil || !strings.Contains(err.Error(), "not running") {
+		t.Fatalf("Ensure before Start = %v, want refused", err)
+	}
+	if err := h.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Ensure(ctx, filterSpec("late", nil)); err != nil {
+		t.Fatal(err)
+	}
+	f, err := h.Filter("late")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := f.FilterTopics(ctx, "dc1", topics("orders-eu", "payments")); err != nil || len(got) != 1 {
+		t.Fatalf("FilterTopics through the added plugin = %v, %v", got, err)
+	}
+	first, _ := h.Status("late")
+
+	if err := h.Ensure(ctx, filterSpec("late", nil)); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := h.Status("late"); again.Pid != first.Pid {
+		t.Fatalf("Ensure with the same spec restarted the plugin (pid %d → %d)", first.Pid, again.Pid)
+	}
+
+	if err := h.Ensure(ctx, filterSpec("late", plugin.Config{})); err != nil {
+		t.Fatal(err)
+	}
+	replaced, _ := h.Status("late")
+	waitFor(t, "the replaced process to exit", func() bool { return !alive(first.Pid) })
+	if replaced.Pid == first.Pid || !replaced.Running {
+		t.Fatalf("changed spec: status %+v, first pid %d", replaced, first.Pid)
+	}
+	if got, err := f.FilterTopics(ctx, "dc1", topics("orders-eu")); err != nil || len(got) != 1 {
+		t.Fatalf("the old handle after the replacement = %v, %v", got, err)
+	}
+
+	h.Drop("late")
+	waitFor(t, "the dropped process to exit", func() bool { return !alive(replaced.Pid) })
+	if _, ok := h.Status("late"); ok {
+		t.Fatal("a dropped plugin is still listed")
+	}
+	if _, err := f.FilterTopics(ctx, "dc1", topics("x")); !errors.Is(err, pluginhost.ErrUnavailable) {
+		t.Fatalf("a dropped plugin's handle = %v, want ErrUnavailable", err)
+	}
+	if err := h.Ensure(ctx, pluginhost.Spec{Name: "Bad Name", Kind: plugin.KindFilter, Path: filterBin, SHA256: filterSum}); err == nil {
+		t.Fatal("Ensure accepted an invalid spec")
+	}
+}
+
+// orphanHost is the daemon of TestAPluginDiesWithItsHost, run as a child
+// process: it starts one plugin, prints its pid and waits to be killed.
+func orphanHost() {
+	h, err := pluginhost.New([]pluginhost.Spec{filterSpec("orphan", nil)}, pluginhost.Options{Command: withEnv()})
+	if err == nil {
+		err = h.Start(context.Background())
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	st, _ := h.Status("orphan")
+	fmt.Println(st.Pid)
+	select {}
+}
+
+// A daemon killed with SIGKILL takes its plugins with it: an orphaned
+// plugin would keep running (and a file store's lock with it).
+func TestAPluginDiesWithItsHost(t *testing.T) {
+	t.Parallel()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "KMIRROR_TEST_ORPHAN_HOST=1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	if _, err := fmt.Fscan(out, &pid); err != nil || pid <= 0 {
+		_ = cmd.Process.Kill()
+		t.Fatalf("reading the plugin's pid: %v", err)
+	}
+	if !alive(pid) {
+		t.Fatalf("plugin %d is not running", pid)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	waitFor(t, "the plugin to die with its host", func() bool { return !alive(pid) })
 }

@@ -30,6 +30,10 @@ import (
 type supervised struct {
 	spec Spec
 	log  hclog.Logger
+	// ctx ends when the host closes or the plugin is dropped (Drop); its
+	// supervisor stops then.
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	// sum is the checksum every launch verifies: Spec.SHA256, or for a
 	// built-in the command's file as it was at Start (set by pin).
@@ -180,6 +184,7 @@ func (h *Host) launch(ctx context.Context, s *supervised) (*instance, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", label, err)
 	}
+	orphanProof(cmd)
 	if err := verify(cmd.Path, s.sum); err != nil {
 		return nil, fmt.Errorf("%s: not started: %w", label, err)
 	}
