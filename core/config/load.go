@@ -521,6 +521,7 @@ func decode(d *document, c *collector) *Config {
 		validateCluster(&m.Source, label, rest, failed, c)
 		cfg.Mirrors = append(cfg.Mirrors, m)
 	}
+	validatePluginRefs(cfg, c)
 	return cfg
 }
 

@@ -160,3 +160,53 @@ username = "mirror"
 		t.Errorf("TOML plugin = %+v", p)
 	}
 }
+
+// Keys that name a plugin name one of the plugins section, of their kind;
+// a cluster whose credentials come from a plugin sets no credential key.
+func TestPluginReferences(t *testing.T) {
+	t.Parallel()
+	plugins := "plugins:\n  sso:\n    kind: auth\n    builtin: oauth\n  scope:\n    kind: filter\n    builtin: regex\n  vault:\n    kind: statestore\n    builtin: file\n"
+	base := "destination:\n  bootstrap.servers: dst:9092\n"
+	state := "state:\n  dir: /tmp/kmirror-state-test\n"
+	mirror := func(extra string) string {
+		return "mirrors:\n  - name: m1\n    bootstrap.servers: src:9092\n" + extra
+	}
+	ok := base + "  security.protocol: SASL_SSL\n  sasl.mechanism: OAUTHBEARER\n  sasl.credentials.plugin: sso\n" +
+		"state:\n  type: plugin\n  plugin: vault\n  dir: /tmp/kmirror-state-test\n" + plugins +
+		mirror("    security.protocol: SASL_PLAINTEXT\n    sasl.mechanism: SCRAM-SHA-512\n    sasl.credentials.plugin: sso\n    mirror.filter.plugins: scope\n")
+	cfg := mustParse(t, ok, nil, nil)
+	if cfg.Destination.SASLCredentialsPlugin != "sso" || cfg.State.Plugin != "vault" || cfg.State.Type != StateTypePlugin {
+		t.Fatalf("decoded %+v / %+v", cfg.Destination.Keys, cfg.State)
+	}
+	if m := cfg.Mirrors[0]; m.Source.SASLCredentialsPlugin != "sso" || len(m.FilterPlugins) != 1 || m.FilterPlugins[0] != "scope" {
+		t.Fatalf("mirror %+v", m)
+	}
+	for _, tc := range []struct {
+		name, yaml, path, want string
+	}{
+		{"unknown auth plugin", base + "  security.protocol: SASL_PLAINTEXT\n  sasl.credentials.plugin: nope\n" + state + plugins,
+			"destination.sasl.credentials.plugin", `no plugin named "nope" in plugins (auth plugins configured: sso)`},
+		{"wrong kind", base + "  security.protocol: SASL_PLAINTEXT\n  sasl.credentials.plugin: scope\n" + state + plugins,
+			"destination.sasl.credentials.plugin", `plugin "scope" is of kind filter; this key needs one of kind auth`},
+		{"plugin and password", base + "  security.protocol: SASL_PLAINTEXT\n  sasl.credentials.plugin: sso\n  sasl.username: u\n  sasl.password: p\n" + state + plugins,
+			"destination.sasl.password", "set together with sasl.credentials.plugin"},
+		{"plugin without SASL", base + "  sasl.credentials.plugin: sso\n" + state + plugins,
+			"destination.sasl.credentials.plugin", "security.protocol is PLAINTEXT"},
+		{"unknown filter", base + state + plugins + mirror("    mirror.filter.plugins: scope,nope\n"),
+			"mirrors[m1].mirror.filter.plugins[1]", `no plugin named "nope"`},
+		{"state plugin missing", base + "state:\n  type: plugin\n" + plugins,
+			"state.plugin", "required when state.type is plugin"},
+		{"state plugin of another kind", base + "state:\n  type: plugin\n  plugin: sso\n" + plugins,
+			"state.plugin", "is of kind auth; this key needs one of kind statestore"},
+		{"state plugin with file", base + "state:\n  dir: /tmp/x\n  plugin: vault\n" + plugins,
+			"state.plugin", "set but state.type is file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			errs := parseErrs(t, tc.yaml, nil, nil)
+			if !errs.Has(tc.path, tc.want) {
+				t.Errorf("want %s: …%s…; got:\n%s", tc.path, tc.want, indent(errs.Error()))
+			}
+		})
+	}
+}

@@ -25,9 +25,12 @@ const (
 	MechanismOAuthBearer = security.MechanismOAuthBearer
 )
 
-// StateTypeFile is the embedded file state store, the only state.type known
-// to this version.
-const StateTypeFile = "file"
+// Values of state.type: the built-in file store, or a statestore plugin
+// named by state.plugin.
+const (
+	StateTypeFile   = "file"
+	StateTypePlugin = "plugin"
+)
 
 // Config is a loaded, validated configuration. Durations come from the *.ms
 // keys; every field's key, default and constraints are in the declaration
@@ -117,6 +120,9 @@ type Mirror struct {
 	// DestinationMismatchAction is MismatchMap or MismatchFail
 	// (mirror.destination.mismatch.action).
 	DestinationMismatchAction string
+	// FilterPlugins are filter plugins' names, applied in order after the
+	// include/exclude keys (mirror.filter.plugins).
+	FilterPlugins []string
 }
 
 // Values of mirror.destination.mismatch.action.
@@ -127,8 +133,9 @@ const (
 
 // State selects and configures the state store.
 type State struct {
-	Type string // state.type
-	Dir  string // state.dir (file store)
+	Type   string // state.type
+	Dir    string // state.dir (file store; also the default home of plugin.dir and the admin token)
+	Plugin string // state.plugin (type plugin)
 }
 
 // RegexList is a list of regular expressions, each matched against a whole

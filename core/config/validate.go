@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"sort"
 	"strings"
 
 	"github.com/kmirror/kmirror/core/config/security"
+	"github.com/kmirror/kmirror/core/config/value"
 )
 
 // Checks that involve more than one key. Each runs only when the keys it
@@ -30,7 +32,17 @@ func validateDaemon(cfg *Config, failed map[string]bool, c *collector) {
 }
 
 func validateState(s *State, failed map[string]bool, c *collector) {
-	if failed["type"] || failed["dir"] || s.Type != StateTypeFile {
+	if failed["type"] || failed["dir"] || failed["plugin"] {
+		return
+	}
+	switch {
+	case s.Type == StateTypePlugin && s.Plugin == "":
+		c.add("state.plugin", "required when state.type is plugin: the name of a statestore plugin in plugins")
+		return
+	case s.Type != StateTypePlugin && s.Plugin != "":
+		c.add("state.plugin", fmt.Sprintf("set but state.type is %s; set state.type to plugin, or remove state.plugin", s.Type))
+		return
+	case s.Type != StateTypeFile:
 		return
 	}
 	if strings.TrimSpace(s.Dir) == "" {
@@ -94,4 +106,50 @@ func isKnown(name string) bool {
 		}
 	}
 	return false
+}
+
+// validatePluginRefs checks that every key naming a plugin names one of
+// the plugins section, of the kind the key needs.
+func validatePluginRefs(cfg *Config, c *collector) {
+	kinds := map[string]string{}
+	for _, p := range cfg.Plugins {
+		kinds[p.Name] = p.Kind
+	}
+	check := func(key, name, kind string) {
+		switch got, ok := kinds[name]; {
+		case !ok:
+			known := make([]string, 0, len(kinds))
+			for n, k := range kinds {
+				if k == kind {
+					known = append(known, n)
+				}
+			}
+			sort.Strings(known)
+			c.add(key, fmt.Sprintf("no plugin named %s in plugins (%s plugins configured: %s)", value.Quote(name), kind, namesOrNone(known)))
+		case got != kind:
+			c.add(key, fmt.Sprintf("plugin %s is of kind %s; this key needs one of kind %s", value.Quote(name), got, kind))
+		}
+	}
+	if cfg.State.Type == StateTypePlugin && cfg.State.Plugin != "" {
+		check("state.plugin", cfg.State.Plugin, "statestore")
+	}
+	if p := cfg.Destination.SASLCredentialsPlugin; p != "" && cfg.Destination.UsesSASL() {
+		check(keyPath(sectionDestination, "sasl.credentials.plugin"), p, "auth")
+	}
+	for _, m := range cfg.Mirrors {
+		label := fmt.Sprintf("mirrors[%s]", m.Name)
+		if p := m.Source.SASLCredentialsPlugin; p != "" && m.Source.UsesSASL() {
+			check(keyPath(label, "sasl.credentials.plugin"), p, "auth")
+		}
+		for i, p := range m.FilterPlugins {
+			check(fmt.Sprintf("%s.mirror.filter.plugins[%d]", label, i), p, "filter")
+		}
+	}
+}
+
+func namesOrNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
 }

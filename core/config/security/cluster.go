@@ -41,6 +41,10 @@ type Keys struct {
 	SASLPassword     auth.Secret // sasl.password
 	SASLPasswordFile string      // sasl.password.file
 	SASLJAASConfig   auth.Secret // sasl.jaas.config
+	// SASLCredentialsPlugin names the auth plugin that supplies the
+	// credentials (sasl.credentials.plugin); "" for credentials from the
+	// keys above or sasl.oauthbearer.*.
+	SASLCredentialsPlugin string
 
 	OAuthTokenEndpointURL string      // sasl.oauthbearer.token.endpoint.url
 	OAuthClientID         string      // sasl.oauthbearer.client.id
@@ -137,6 +141,20 @@ func (c *Keys) ResolveSASL() (SASL, []Problem) {
 
 	userKeys := c.SASLUsername != "" || c.SASLPassword.IsSet() || c.SASLPasswordFile != ""
 	oauthKeys := c.OAuthTokenEndpointURL != "" || c.OAuthClientID != "" || c.OAuthClientSecret.IsSet() || c.OAuthScope != ""
+	if c.SASLCredentialsPlugin != "" {
+		// The plugin supplies every credential: a key that would supply one
+		// too is a contradiction, not a fallback.
+		if k := firstSet(map[string]bool{
+			"sasl.username": c.SASLUsername != "", "sasl.password": c.SASLPassword.IsSet(), "sasl.password.file": c.SASLPasswordFile != "",
+			"sasl.jaas.config": c.SASLJAASConfig.IsSet(), "sasl.oauthbearer.token.endpoint.url": c.OAuthTokenEndpointURL != "",
+			"sasl.oauthbearer.client.id": c.OAuthClientID != "", "sasl.oauthbearer.client.secret": c.OAuthClientSecret.IsSet(),
+			"sasl.oauthbearer.scope": c.OAuthScope != "",
+		}); k != "" {
+			add(k, "set together with sasl.credentials.plugin, which supplies the credentials; remove one of them")
+			return SASL{}, probs
+		}
+		return s, nil
+	}
 
 	switch s.Mechanism {
 	case MechanismOAuthBearer:
