@@ -23,7 +23,6 @@ import (
 	"github.com/kmirror/kmirror/core/metrics"
 	"github.com/kmirror/kmirror/core/mirror"
 	"github.com/kmirror/kmirror/core/verify"
-	"github.com/kmirror/kmirror/plugins/statestore/file"
 )
 
 // demoTopics are the topics the demo creates on its source cluster.
@@ -101,11 +100,6 @@ mirrors:
 	if err != nil {
 		return fmt.Errorf("demo configuration: %w", err)
 	}
-	store, err := file.Open(cfg.State.Dir)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
 	mp, err := metrics.New()
 	if err != nil {
 		return err
@@ -115,7 +109,19 @@ mirrors:
 		logOut = stderr
 	}
 	logger := hclog.New(&hclog.LoggerOptions{Name: "kmirror", Output: logOut, Level: hclog.Info})
-	engine, err := mirror.New(mirror.Options{Store: store, Logger: logger, Metrics: mp})
+	// The demo runs its state store as the daemon does: the built-in file
+	// store, as a plugin of this binary.
+	plugins, err := startPlugins(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer plugins.Close()
+	store, err := plugins.store(cfg)
+	if err != nil {
+		return err
+	}
+	engine, err := mirror.New(mirror.Options{Store: store, Logger: logger, Metrics: mp,
+		Credentials: plugins.credentials, Filters: plugins.host.Filter})
 	if err != nil {
 		return err
 	}

@@ -24,6 +24,12 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
+	// The tests that run the daemon in process (the demo) start its
+	// built-in plugins by re-executing this test binary as `plugin serve
+	// <kind> <name>`, as the kmirror binary re-executes itself.
+	if len(os.Args) == 5 && os.Args[1] == "plugin" && os.Args[2] == "serve" {
+		os.Exit(cmdPlugin(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	dir, err := os.MkdirTemp("", "kmirror-cmd-test")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -14,7 +14,6 @@ import (
 	"github.com/kmirror/kmirror/core/logging"
 	"github.com/kmirror/kmirror/core/metrics"
 	"github.com/kmirror/kmirror/core/mirror"
-	"github.com/kmirror/kmirror/plugins/statestore/file"
 )
 
 func cmdRun(args []string, stdout, stderr io.Writer) int {
@@ -44,18 +43,17 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		logger.Error("cannot start the plugins", "error", err)
 		return exitFailure
 	}
-	if plugins != nil {
-		defer plugins.Close()
-	}
-	// The state store opens before anything mirrors and closes after every
-	// mirror stopped; its lock keeps a second daemon off the same directory.
-	store, err := file.Open(cfg.State.Dir)
+	defer plugins.Close()
+	// The state store is a plugin too (the built-in file store unless
+	// state.type says otherwise); its lock keeps a second daemon off the
+	// same directory.
+	store, err := plugins.store(cfg)
 	if err != nil {
-		logger.Error("cannot open the state store", "state.dir", cfg.State.Dir, "error", err)
+		logger.Error("cannot open the state store", "error", err)
 		return exitFailure
 	}
-	defer store.Close()
-	engine, err := mirror.New(mirror.Options{Store: store, Logger: logger, Metrics: mp})
+	engine, err := mirror.New(mirror.Options{Store: store, Logger: logger, Metrics: mp,
+		Credentials: plugins.credentials, Filters: plugins.host.Filter})
 	if err != nil {
 		logger.Error("cannot start", "error", err)
 		return exitFailure

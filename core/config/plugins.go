@@ -68,6 +68,11 @@ func (c *Config) Plugin(name string) (*Plugin, bool) {
 
 var pluginNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
 
+// ReservedPluginPrefix starts the names of the plugins kmirror runs for
+// itself: the file state store, the credential providers built from a
+// cluster's sasl.* keys (ImplicitAuth).
+const ReservedPluginPrefix = "kmirror-"
+
 // CheckPluginName refuses a plugin (or built-in) name outside
 // [a-z0-9][a-z0-9_-]*: names become part of logger and metric names
 // (plugin.<kind>.<name>) and of --set paths, so no dots and no upper case.
@@ -198,6 +203,10 @@ func decodePlugins(d *document, cfg *Config, c *collector) {
 		label := sectionPlugins + "." + ps.name
 		if err := CheckPluginName(ps.name); err != nil {
 			c.add(label, err.Error())
+			continue
+		}
+		if strings.HasPrefix(ps.name, ReservedPluginPrefix) {
+			c.add(label, "names starting with "+ReservedPluginPrefix+" are kept for the plugins kmirror runs itself (its file state store, its clusters' built-in credential providers)")
 			continue
 		}
 		p := Plugin{Name: ps.name}

@@ -6,21 +6,27 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/oauth"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/kmirror/kmirror/core/config"
+	"github.com/kmirror/kmirror/sdk/auth"
 )
 
-// ErrTokenSourceRequired is returned by Opts and Mechanism for OAUTHBEARER
-// clusters: tokens come from the auth plugin (client-credentials flow,
-// refreshed before expiry), so the caller builds the SASL option from it and
-// uses ConnOpts for everything else.
-var ErrTokenSourceRequired = errors.New("OAUTHBEARER needs a token source from the auth plugin")
+// Credentials returns the auth provider that serves req for cluster cl:
+// the plugin that sasl.credentials.plugin names, or the built-in provider
+// kmirror runs for the cluster from its sasl.* keys (config.ImplicitAuth).
+// The daemon wires it to its plugin host; every SASL client gets its
+// credentials through it, so there is one path for all of them.
+type Credentials func(ctx context.Context, cl *config.Cluster, req auth.Request) (auth.Provider, error)
+
+// ErrNoCredentials: a client of a SASL cluster was asked for without a
+// Credentials to get its credentials from.
+var ErrNoCredentials = errors.New("no credentials source for a SASL cluster")
 
 // Option configures the options Opts and ConnOpts build.
 type Option func(*options)
@@ -39,16 +45,15 @@ func WithSockets(so SocketOptions) Option {
 }
 
 // Opts returns the franz-go options that connect to cl (ConnOpts) plus its
-// SASL mechanism for PLAIN and SCRAM. Credentials are resolved at every
-// connection, so a rotated sasl.password.file is picked up. For OAUTHBEARER
-// it returns ErrTokenSourceRequired: use ConnOpts and the auth plugin's
-// mechanism.
-func Opts(cl *config.Cluster, opts ...Option) ([]kgo.Opt, error) {
+// SASL mechanism, whose credentials come from creds for req (req.Mechanism
+// is filled from cl). They are asked for at every connection, so a rotated
+// password or a refreshed token is used by the next one.
+func Opts(ctx context.Context, cl *config.Cluster, creds Credentials, req auth.Request, opts ...Option) ([]kgo.Opt, error) {
 	kopts, err := ConnOpts(cl, opts...)
 	if err != nil {
 		return nil, err
 	}
-	m, err := Mechanism(cl)
+	m, err := Mechanism(ctx, cl, creds, req)
 	if err != nil {
 		return nil, err
 	}
@@ -121,34 +126,47 @@ func TLSConfig(cl *config.Cluster) (*tls.Config, error) {
 }
 
 // Mechanism returns the franz-go SASL mechanism of cl, or nil when its
-// security.protocol does not use SASL. The credentials are checked now and
-// resolved again at every connection. For OAUTHBEARER it returns
-// ErrTokenSourceRequired.
-func Mechanism(cl *config.Cluster) (sasl.Mechanism, error) {
+// security.protocol does not use SASL. The provider comes from creds now;
+// its credentials are asked for at every connection.
+func Mechanism(ctx context.Context, cl *config.Cluster, creds Credentials, req auth.Request) (sasl.Mechanism, error) {
 	if !cl.UsesSASL() {
 		return nil, nil
 	}
-	if _, err := cl.SASL(); err != nil {
-		return nil, err
+	if creds == nil {
+		return nil, ErrNoCredentials
 	}
-	cc := *cl // the closures below must not see later changes to cl
+	req.Mechanism = cl.SASLMechanism
+	p, err := creds(ctx, cl, req)
+	if err != nil {
+		return nil, fmt.Errorf("credentials for %v: %w", req, err)
+	}
+	get := func(ctx context.Context) (auth.Credentials, error) {
+		c, err := p.Credentials(ctx, req)
+		if err != nil {
+			return auth.Credentials{}, fmt.Errorf("credentials for %v: %w", req, err)
+		}
+		return c, nil
+	}
 	switch cl.SASLMechanism {
 	case config.MechanismPlain:
-		return plain.Plain(func(context.Context) (plain.Auth, error) {
-			s, err := cc.SASL()
-			return plain.Auth{User: s.Username, Pass: s.Password.Reveal()}, err
+		return plain.Plain(func(ctx context.Context) (plain.Auth, error) {
+			c, err := get(ctx)
+			return plain.Auth{User: c.Username, Pass: c.Password.Reveal()}, err
 		}), nil
 	case config.MechanismSCRAMSHA256, config.MechanismSCRAMSHA512:
-		auth := func(context.Context) (scram.Auth, error) {
-			s, err := cc.SASL()
-			return scram.Auth{User: s.Username, Pass: s.Password.Reveal()}, err
+		f := func(ctx context.Context) (scram.Auth, error) {
+			c, err := get(ctx)
+			return scram.Auth{User: c.Username, Pass: c.Password.Reveal(), IsToken: c.Extensions["tokenauth"] == "true"}, err
 		}
 		if cl.SASLMechanism == config.MechanismSCRAMSHA256 {
-			return scram.Sha256(auth), nil
+			return scram.Sha256(f), nil
 		}
-		return scram.Sha512(auth), nil
+		return scram.Sha512(f), nil
 	case config.MechanismOAuthBearer:
-		return nil, fmt.Errorf("cluster %s: %w", strings.Join(cl.BootstrapServers, ","), ErrTokenSourceRequired)
+		return oauth.Oauth(func(ctx context.Context) (oauth.Auth, error) {
+			c, err := get(ctx)
+			return oauth.Auth{Zid: c.Username, Token: c.Token.Reveal(), Extensions: c.Extensions}, err
+		}), nil
 	}
 	return nil, fmt.Errorf("sasl.mechanism %q has no franz-go mechanism", cl.SASLMechanism)
 }

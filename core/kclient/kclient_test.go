@@ -16,6 +16,7 @@ import (
 	"github.com/kmirror/kmirror/core/config"
 	"github.com/kmirror/kmirror/core/kclient"
 	"github.com/kmirror/kmirror/internal/testpki"
+	"github.com/kmirror/kmirror/sdk/auth"
 )
 
 func mustParse(t *testing.T, yaml string, env, sets []string) *config.Config {
@@ -195,7 +196,7 @@ mirrors:
 
 	client := func(c *config.Cluster) *kgo.Client {
 		t.Helper()
-		opts, err := kclient.Opts(c)
+		opts, err := kclient.Opts(context.Background(), c, keysProvider, auth.Request{Role: auth.RoleSource})
 		if err != nil {
 			t.Fatalf("Opts: %v", err)
 		}
@@ -248,14 +249,42 @@ mirrors:
 	}
 
 	oauthM, _ := cfg.Mirror("oauth")
-	if _, err := kclient.Opts(&oauthM.Source); !errors.Is(err, kclient.ErrTokenSourceRequired) {
-		t.Errorf("OAUTHBEARER Opts error = %v, want ErrTokenSourceRequired", err)
+	if name, msg := firstMessage(client(&oauthM.Source)); name != "OAUTHBEARER" || !strings.Contains(msg, "auth=Bearer token-of-c") {
+		t.Errorf("OAUTHBEARER mechanism %s sent %q", name, msg)
+	}
+	if _, err := kclient.Opts(context.Background(), &oauthM.Source, nil, auth.Request{Role: auth.RoleSource}); !errors.Is(err, kclient.ErrNoCredentials) {
+		t.Errorf("Opts without credentials = %v, want ErrNoCredentials", err)
 	}
 	opts, err := kclient.ConnOpts(&oauthM.Source)
 	if err != nil || len(opts) < 2 {
 		t.Errorf("OAUTHBEARER ConnOpts = %d opts, %v", len(opts), err)
 	}
 }
+
+// keysProvider serves a cluster's credentials from its own sasl.* keys, as
+// the built-in plugins do (a token for OAUTHBEARER: "token-of-<client id>").
+func keysProvider(_ context.Context, cl *config.Cluster, req auth.Request) (auth.Provider, error) {
+	return keysAuth{cl: cl}, nil
+}
+
+type keysAuth struct{ cl *config.Cluster }
+
+func (k keysAuth) Info() auth.Info {
+	return auth.Info{Name: "keys", ProtocolMajor: auth.ProtocolMajor, Mechanisms: auth.Mechanisms()}
+}
+
+func (k keysAuth) Credentials(_ context.Context, req auth.Request) (auth.Credentials, error) {
+	s, err := k.cl.SASL()
+	if err != nil {
+		return auth.Credentials{}, err
+	}
+	if req.Mechanism == auth.MechanismOAuthBearer {
+		return auth.Credentials{Token: auth.NewSecret("token-of-" + s.OAuth.ClientID), Expiry: time.Now().Add(time.Hour)}, nil
+	}
+	return auth.Credentials{Username: s.Username, Password: s.Password}, nil
+}
+
+func (k keysAuth) Close() error { return nil }
 
 // TestDialerRunsTheTLSHandshake: kmirror's own dialer (used so that socket
 // buffer sizes apply) verifies the broker's certificate and host name, and
@@ -309,7 +338,7 @@ func TestOptsWithSockets(t *testing.T) {
 	t.Parallel()
 	p := testpki.New(t, "kmirror test CA")
 	cfg := mustParse(t, "state: {dir: /tmp/s}\ndestination:\n  bootstrap.servers: d1:9092\n  security.protocol: SASL_SSL\n  sasl.username: alice\n  sasl.password: alice-pw\n  ssl.truststore.location: "+p.CAFile+"\n", nil, nil)
-	opts, err := kclient.Opts(&cfg.Destination, kclient.WithSockets(kclient.SocketOptions{ReceiveBuffer: 1 << 20, DialTimeout: time.Second}))
+	opts, err := kclient.Opts(context.Background(), &cfg.Destination, keysProvider, auth.Request{Role: auth.RoleDestination}, kclient.WithSockets(kclient.SocketOptions{ReceiveBuffer: 1 << 20, DialTimeout: time.Second}))
 	if err != nil {
 		t.Fatalf("Opts: %v", err)
 	}

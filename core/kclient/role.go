@@ -1,13 +1,14 @@
 package kclient
 
 import (
-	"errors"
+	"context"
 	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmirror/kmirror/core/config"
+	"github.com/kmirror/kmirror/sdk/auth"
 )
 
 // Roles a client plays, as ClusterOpts and ClientID take them: a source
@@ -27,17 +28,18 @@ const (
 // Every client retries after reconnect.backoff.ms, doubled per try up to
 // 10 s, and refreshes metadata at most once a second. The client id is the
 // caller's (ClientID).
-func ClusterOpts(cfg *config.Config, cl *config.Cluster, role string) ([]kgo.Opt, error) {
+//
+// mirror names the mirror the client belongs to ("" for the daemon's own
+// destination client) and, with role, says whose credentials creds is
+// asked for.
+func ClusterOpts(ctx context.Context, cfg *config.Config, cl *config.Cluster, role, mirror string, creds Credentials) ([]kgo.Opt, error) {
 	so := SocketOptions{SendBuffer: cfg.SendBufferBytes, ReceiveBuffer: cfg.ReceiveBufferBytes, DialTimeout: cfg.SocketConnectionSetupTimeout}
 	readTimeout := cfg.RequestTimeout
 	if role == RoleSource {
 		so.ReceiveBuffer = cfg.ReplicaSocketReceiveBuffer
 		readTimeout = cfg.ReplicaSocketTimeout
 	}
-	opts, err := Opts(cl, WithSockets(so))
-	if errors.Is(err, ErrTokenSourceRequired) {
-		return nil, fmt.Errorf("%s cluster: sasl.mechanism OAUTHBEARER needs a credential provider plugin, which this build does not wire yet; use PLAIN or SCRAM: %w", role, err)
-	}
+	opts, err := Opts(ctx, cl, creds, auth.Request{Mirror: mirror, Role: role}, WithSockets(so))
 	if err != nil {
 		return nil, fmt.Errorf("%s cluster: %w", role, err)
 	}

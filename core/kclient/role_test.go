@@ -1,6 +1,7 @@
 package kclient_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -36,7 +37,7 @@ mirrors:
 		{kclient.RoleSource, &cfg.Mirrors[0].Source, 45 * time.Second},
 		{kclient.RoleDestination, &cfg.Destination, 12 * time.Second},
 	} {
-		opts, err := kclient.ClusterOpts(cfg, tc.cl, tc.role)
+		opts, err := kclient.ClusterOpts(context.Background(), cfg, tc.cl, tc.role, "", nil)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.role, err)
 		}

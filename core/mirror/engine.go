@@ -23,6 +23,7 @@ import (
 	"github.com/kmirror/kmirror/core/supervisor"
 	"github.com/kmirror/kmirror/core/throttle"
 	"github.com/kmirror/kmirror/core/topicsync"
+	"github.com/kmirror/kmirror/sdk/filter"
 	"github.com/kmirror/kmirror/sdk/statestore"
 )
 
@@ -40,6 +41,11 @@ type Options struct {
 	Logger hclog.Logger
 	// Metrics receives the engine's instruments. Required.
 	Metrics *metrics.Provider
+	// Credentials gives every SASL client its credentials, through the
+	// plugin host (kclient.Credentials). Required when a cluster uses SASL.
+	Credentials kclient.Credentials
+	// Filters returns the filter plugin of a name in mirror.filter.plugins.
+	Filters func(name string) (filter.Filter, error)
 }
 
 // Engine runs every configured mirror. It implements the daemon's Component
@@ -96,7 +102,7 @@ func (e *Engine) Start(ctx context.Context, cfg *config.Config) error {
 	if err != nil {
 		return err
 	}
-	opts, err := kclient.ClusterOpts(cfg, &cfg.Destination, kclient.RoleDestination)
+	opts, err := kclient.ClusterOpts(ctx, cfg, &cfg.Destination, kclient.RoleDestination, "", e.opts.Credentials)
 	if err != nil {
 		return err
 	}
@@ -121,9 +127,11 @@ func (e *Engine) newMirror(mc config.Mirror) *supervisor.Mirror {
 	return supervisor.New(supervisor.Deps{
 		Store: e.opts.Store, Metrics: e.opts.Metrics, Instruments: e.inst, Machine: e.machine,
 		Budget: e.budget, Throttle: e.limiter.Wait, Log: e.log, Dest: e.dst, DestAdmin: e.dstAdm,
-		Rules:     func() *control.Holder { return e.controlOf(name) },
-		Claims:    claims{e},
-		NoReverse: e.checkNoReverse,
+		Rules:       func() *control.Holder { return e.controlOf(name) },
+		Claims:      claims{e},
+		NoReverse:   e.checkNoReverse,
+		Credentials: e.opts.Credentials,
+		Filters:     e.opts.Filters,
 	}, e.cfg, mc)
 }
 

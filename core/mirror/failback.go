@@ -51,7 +51,7 @@ func (e *Engine) Failback(ctx context.Context, req admin.FailbackOrder) (admin.F
 
 	// A client of the old source (the reverse mirror's destination).
 	dcfg, mc := m.Settings()
-	opts, err := kclient.ClusterOpts(dcfg, &mc.Source, kclient.RoleDestination)
+	opts, err := kclient.ClusterOpts(ctx, dcfg, &mc.Source, kclient.RoleDestination, m.Name(), e.opts.Credentials)
 	if err != nil {
 		return out, err
 	}

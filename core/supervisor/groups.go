@@ -72,7 +72,7 @@ func (m *Mirror) newGroupSync() (*groupsync.Syncer, error) {
 		Mirror:      m.name,
 		Source:      m.srcAdm,
 		Destination: m.dstAdm,
-		Filter:      scopeFilter(&m.cfg),
+		Filter:      m.scopeFilter(),
 		Mirrored:    mirroredView{m},
 		Logger:      m.log.Named("groups"),
 		Meter:       m.d.Metrics.Meter("github.com/kmirror/kmirror/core/groupsync"),
@@ -85,7 +85,7 @@ func (m *Mirror) newGroupSync() (*groupsync.Syncer, error) {
 func (m *Mirror) newACLSync() (*aclsync.Syncer, error) {
 	var f filter.Filter
 	if len(m.cfg.ACLInclude) > 0 {
-		f = scopeFilter(&m.cfg)
+		f = m.scopeFilter()
 	}
 	return aclsync.New(aclsync.Options{
 		Mirror:      m.name,

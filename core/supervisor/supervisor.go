@@ -34,6 +34,7 @@ import (
 	"github.com/kmirror/kmirror/core/runner"
 	"github.com/kmirror/kmirror/core/syncloop"
 	"github.com/kmirror/kmirror/core/topicsync"
+	"github.com/kmirror/kmirror/sdk/filter"
 	"github.com/kmirror/kmirror/sdk/statestore"
 )
 
@@ -115,6 +116,10 @@ type Deps struct {
 	// NoReverse refuses to start runners whose topics the mirror in the
 	// other direction still mirrors (control.Mirror.NoReverse).
 	NoReverse func(m *Mirror, rs []*runner.Runner) error
+	// Credentials gives the mirror's SASL clients their credentials.
+	Credentials kclient.Credentials
+	// Filters returns the filter plugin of a name in mirror.filter.plugins.
+	Filters func(name string) (filter.Filter, error)
 }
 
 // Claims are the topic claims of every mirror of the engine: a topic two
@@ -327,7 +332,7 @@ func (m *Mirror) TriggerSync() {
 // client) and the data path.
 func (m *Mirror) connect(cfg *config.Config) error {
 	if m.dstCfg != nil && m.dst == nil {
-		opts, err := kclient.ClusterOpts(cfg, m.dstCfg, kclient.RoleDestination)
+		opts, err := kclient.ClusterOpts(m.ctx, cfg, m.dstCfg, kclient.RoleDestination, m.name, m.d.Credentials)
 		if err != nil {
 			return fmt.Errorf("mirror %s: %w", m.name, err)
 		}
@@ -339,7 +344,7 @@ func (m *Mirror) connect(cfg *config.Config) error {
 		m.dst, m.dstAdm = dst, kadm.NewClient(dst)
 		m.mu.Unlock()
 	}
-	opts, err := kclient.ClusterOpts(cfg, &m.cfg.Source, kclient.RoleSource)
+	opts, err := kclient.ClusterOpts(m.ctx, cfg, &m.cfg.Source, kclient.RoleSource, m.name, m.d.Credentials)
 	if err != nil {
 		return fmt.Errorf("mirror %s: %w", m.name, err)
 	}

@@ -20,10 +20,70 @@ import (
 	"github.com/kmirror/kmirror/sdk/filter"
 )
 
-// scopeFilter returns the filter that decides a mirror's scope (topics,
+// scopeFilter returns the filter that decides the mirror's scope (topics,
 // groups, ACL bindings): the built-in include/exclude rules of its
-// configuration (core/scope). Filter plugins chain here, with filter.Chain.
-func scopeFilter(m *config.Mirror) filter.Filter { return scope.New(m) }
+// configuration (core/scope), then the filter plugins of
+// mirror.filter.plugins in order (filter.Chain). A plugin the engine
+// cannot find fails every call, which makes the sync cycle change nothing
+// for that kind: a missing plugin never widens the mirror.
+func (m *Mirror) scopeFilter() filter.Filter {
+	builtin := scope.New(&m.cfg)
+	if len(m.cfg.FilterPlugins) == 0 {
+		return builtin
+	}
+	chain := []filter.Filter{builtin}
+	for _, name := range m.cfg.FilterPlugins {
+		var f filter.Filter
+		var err error
+		if m.d.Filters == nil {
+			err = fmt.Errorf("this engine has no filter plugins")
+		} else {
+			f, err = m.d.Filters(name)
+		}
+		if err != nil {
+			f = failingFilter{name: name, err: fmt.Errorf("mirror %s: filter plugin %q: %w", m.name, name, err)}
+		}
+		chain = append(chain, strictFilter{Filter: f, name: name})
+	}
+	return filter.Chain(chain...)
+}
+
+// strictFilter is a filter plugin in a mirror's chain. A plugin whose Info
+// is not known (it never started) is asked about every kind, so that its
+// failure stops the cycle instead of letting everything through.
+type strictFilter struct {
+	filter.Filter
+	name string
+}
+
+func (f strictFilter) Info() filter.Info {
+	if i := f.Filter.Info(); len(i.Kinds) > 0 {
+		return i
+	}
+	return filter.Info{Name: f.name, ProtocolMajor: filter.ProtocolMajor, ProtocolMinor: filter.ProtocolMinor, Kinds: filter.AllKinds()}
+}
+
+// failingFilter stands for a filter plugin that cannot be found.
+type failingFilter struct {
+	name string
+	err  error
+}
+
+func (f failingFilter) Info() filter.Info {
+	return filter.Info{Name: f.name, ProtocolMajor: filter.ProtocolMajor, ProtocolMinor: filter.ProtocolMinor, Kinds: filter.AllKinds()}
+}
+
+func (f failingFilter) FilterTopics(context.Context, string, []filter.Topic) ([]filter.Topic, error) {
+	return nil, f.err
+}
+
+func (f failingFilter) FilterGroups(context.Context, string, []filter.Group) ([]filter.Group, error) {
+	return nil, f.err
+}
+
+func (f failingFilter) FilterACLs(context.Context, string, []filter.ACLBinding) ([]filter.ACLBinding, error) {
+	return nil, f.err
+}
 
 // inScope reports whether a source topic is mirrored by the built-in rules:
 // it matches some mirror.topics.include pattern and no mirror.topics.exclude
@@ -67,7 +127,7 @@ func (m *Mirror) newTopicSync(src *kgo.Client) (*topicsync.Syncer, error) {
 		Mirror:            m.name,
 		Source:            src,
 		Destination:       m.dst,
-		Filter:            scopeFilter(&m.cfg),
+		Filter:            m.scopeFilter(),
 		InScope:           func(topic string) bool { return inScope(&m.cfg, topic) },
 		PropertiesExclude: m.cfg.TopicPropertiesExclude,
 		Engine:            topicsEngine{m},
