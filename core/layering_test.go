@@ -14,9 +14,10 @@ const module = "github.com/kmirror/kmirror"
 
 // goPackage is the subset of `go list -json` output the layering rules need.
 type goPackage struct {
-	ImportPath string
-	Imports    []string
-	Deps       []string
+	ImportPath  string
+	Imports     []string
+	TestImports []string
+	Deps        []string
 }
 
 // listPackages runs `go list -json` for patterns from the repository root.
@@ -247,5 +248,27 @@ func TestVerifyIsForTestsOnly(t *testing.T) {
 	}
 	if !found {
 		t.Fatal("expected cmd/kmirror (the demo) to import core/verify; the import data the rule relies on is wrong")
+	}
+}
+
+// TestCredentialsComeThroughThePluginHost: kclienttest serves credentials
+// straight from the sasl.* keys, for tests. No production package of the
+// module imports it, so the daemon's SASL clients always get theirs from
+// auth plugins.
+func TestCredentialsComeThroughThePluginHost(t *testing.T) {
+	for _, p := range listPackages(t, module+"/...") {
+		for _, imp := range p.Imports {
+			if imp == module+"/core/kclient/kclienttest" {
+				t.Errorf("%s imports core/kclient/kclienttest outside its tests", p.ImportPath)
+			}
+		}
+	}
+	// The rule can fail: core/mirror's tests import it.
+	found := false
+	for _, imp := range listPackages(t, module+"/core/mirror")[0].TestImports {
+		found = found || imp == module+"/core/kclient/kclienttest"
+	}
+	if !found {
+		t.Fatal("expected core/mirror's tests to import kclienttest; the import data the rule relies on is wrong")
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kmirror/kmirror/core/config"
 	"github.com/kmirror/kmirror/core/kclient"
+	"github.com/kmirror/kmirror/core/kclient/kclienttest"
 	"github.com/kmirror/kmirror/internal/testpki"
 	"github.com/kmirror/kmirror/sdk/auth"
 )
@@ -261,30 +262,7 @@ mirrors:
 	}
 }
 
-// keysProvider serves a cluster's credentials from its own sasl.* keys, as
-// the built-in plugins do (a token for OAUTHBEARER: "token-of-<client id>").
-func keysProvider(_ context.Context, cl *config.Cluster, req auth.Request) (auth.Provider, error) {
-	return keysAuth{cl: cl}, nil
-}
-
-type keysAuth struct{ cl *config.Cluster }
-
-func (k keysAuth) Info() auth.Info {
-	return auth.Info{Name: "keys", ProtocolMajor: auth.ProtocolMajor, Mechanisms: auth.Mechanisms()}
-}
-
-func (k keysAuth) Credentials(_ context.Context, req auth.Request) (auth.Credentials, error) {
-	s, err := k.cl.SASL()
-	if err != nil {
-		return auth.Credentials{}, err
-	}
-	if req.Mechanism == auth.MechanismOAuthBearer {
-		return auth.Credentials{Token: auth.NewSecret("token-of-" + s.OAuth.ClientID), Expiry: time.Now().Add(time.Hour)}, nil
-	}
-	return auth.Credentials{Username: s.Username, Password: s.Password}, nil
-}
-
-func (k keysAuth) Close() error { return nil }
+var keysProvider = kclienttest.KeysCredentials
 
 // TestDialerRunsTheTLSHandshake: kmirror's own dialer (used so that socket
 // buffer sizes apply) verifies the broker's certificate and host name, and

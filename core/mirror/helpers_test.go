@@ -19,6 +19,7 @@ import (
 
 	"github.com/kmirror/kmirror/core/admin"
 	"github.com/kmirror/kmirror/core/config"
+	"github.com/kmirror/kmirror/core/kclient/kclienttest"
 	"github.com/kmirror/kmirror/core/metrics"
 	"github.com/kmirror/kmirror/core/verify"
 	"github.com/kmirror/kmirror/internal/kfaketest"
@@ -87,7 +88,7 @@ func startEngine(t *testing.T, cfg *config.Config, store statestore.Store) *Engi
 	if testing.Verbose() {
 		logger = hclog.New(&hclog.LoggerOptions{Level: hclog.Debug})
 	}
-	e, err := New(Options{Store: store, Logger: logger, Metrics: mp})
+	e, err := New(Options{Store: store, Logger: logger, Metrics: mp, Credentials: kclienttest.KeysCredentials})
 	if err != nil {
 		t.Fatal(err)
 	}
