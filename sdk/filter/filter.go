@@ -40,7 +40,7 @@
 // context makes a call fail with an error wrapping ctx.Err().
 //
 // Implementations: plugins/filters/regex (KIP-1279's include/exclude
-// lists). Package filtertest holds the conformance suite and test helpers.
+// lists), plugins/filters/groupage (groups idle for longer than an age). Package filtertest holds the conformance suite and test helpers.
 //
 // # Protocol versions
 //
