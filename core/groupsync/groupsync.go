@@ -173,8 +173,8 @@ type Syncer struct {
 	mu          sync.Mutex
 	last        map[offsetKey]int64    // last source offset seen, see package doc
 	activity    map[statusKey]activity // when each listed source group last committed
-	histLoaded  bool                   // last holds the stored history (or there is no store)
-	histDirty   bool                   // last changed since it was stored
+	histLoaded  bool                   // last and activity hold the stored history (or there is no store)
+	histDirty   bool                   // last or activity changed since they were stored
 	status      map[statusKey]GroupReport
 	unsupported bool // share groups unsupported at the last check
 }
