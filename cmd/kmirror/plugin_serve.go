@@ -9,6 +9,7 @@ import (
 
 	"github.com/kmirror/kmirror/plugins/auth/oauth"
 	"github.com/kmirror/kmirror/plugins/auth/static"
+	"github.com/kmirror/kmirror/plugins/filters/groupage"
 	"github.com/kmirror/kmirror/plugins/filters/regex"
 	"github.com/kmirror/kmirror/plugins/statestore/file"
 	"github.com/kmirror/kmirror/sdk/plugin"
@@ -30,6 +31,7 @@ func builtins() []builtin {
 		{plugin.KindAuth, "static", plugin.ServeConfig{Schema: static.Schema, NewAuth: static.NewFromConfig}},
 		{plugin.KindAuth, "oauth", plugin.ServeConfig{Schema: oauth.Schema, NewAuth: oauth.NewFromConfig}},
 		{plugin.KindFilter, "regex", plugin.ServeConfig{Schema: regex.Schema, NewFilter: regex.NewFromConfig}},
+		{plugin.KindFilter, groupage.Name, plugin.ServeConfig{Schema: groupage.Schema, NewFilter: groupage.NewFromConfig}},
 	}
 }
 

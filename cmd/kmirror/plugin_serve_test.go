@@ -44,6 +44,10 @@ var builtinCases = map[string]builtinCase{
 		valid:   func(*testing.T) plugin.Config { return plugin.Config{"topics.include": []any{"orders.*"}} },
 		invalid: plugin.Config{"topics.include": []any{"orders("}}, badKey: "topics.include",
 	},
+	"filter idle-groups": {
+		valid:   func(*testing.T) plugin.Config { return plugin.Config{"max_idle": "168h"} },
+		invalid: plugin.Config{"max_idle": "0s"}, badKey: "max_idle",
+	},
 }
 
 // checkConfigService asks a built-in's configuration service for its

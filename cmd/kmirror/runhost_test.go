@@ -54,6 +54,7 @@ func TestBuiltinsThroughTheHost(t *testing.T) {
 				{Name: "state", Kind: plugin.KindStateStore, Builtin: "file"},
 				{Name: "creds", Kind: plugin.KindAuth, Builtin: "static", Config: plugin.Config{"username": "alice", "password": "s3cret"}},
 				{Name: "scope", Kind: plugin.KindFilter, Builtin: "regex", Config: plugin.Config{"topics.include": []any{"orders.*"}}},
+				{Name: "idle", Kind: plugin.KindFilter, Builtin: "idle-groups", Config: plugin.Config{"max_idle": "1h"}},
 			}
 			specs[0].Config = plugin.Config{"dir": stateDir}
 			h, err := pluginhost.New(specs, pluginhost.Options{
@@ -86,6 +87,15 @@ func TestBuiltinsThroughTheHost(t *testing.T) {
 			out, err := f.FilterTopics(ctx, "m1", []filter.Topic{{Name: "orders-eu"}, {Name: "payments"}, {Name: "__consumer_offsets", Internal: true}})
 			if err != nil || len(out) != 1 || out[0].Name != "orders-eu" {
 				t.Fatalf("FilterTopics = %v, %v", out, err)
+			}
+			idle, err := h.Filter("idle")
+			if err != nil {
+				t.Fatal(err)
+			}
+			now := time.Now()
+			groups, err := idle.FilterGroups(ctx, "m1", []filter.Group{{ID: "active", LastCommit: now}, {ID: "idle", LastCommit: now.Add(-2 * time.Hour)}, {ID: "unknown"}})
+			if err != nil || len(groups) != 2 || groups[0].ID != "active" || groups[1].ID != "unknown" {
+				t.Fatalf("idle-groups FilterGroups = %v, %v; want active and unknown", groups, err)
 			}
 			store, err := h.StateStore("state")
 			if err != nil {

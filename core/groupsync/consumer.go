@@ -11,8 +11,9 @@ import (
 )
 
 // syncConsumer syncs the committed offsets of the given (included, non-share)
-// source groups. dst is the destination's group listing of this cycle.
-func (s *Syncer) syncConsumer(ctx context.Context, groups []string, dst kadm.ListedGroups) []GroupReport {
+// source groups. dst is the destination's group listing of this cycle, and
+// srcFetched the source offsets read this cycle.
+func (s *Syncer) syncConsumer(ctx context.Context, groups []string, dst kadm.ListedGroups, srcFetched kadm.FetchOffsetsResponses) []GroupReport {
 	now := s.opts.Now()
 	reports := make([]GroupReport, 0, len(groups))
 	var candidates []string
@@ -26,12 +27,15 @@ func (s *Syncer) syncConsumer(ctx context.Context, groups []string, dst kadm.Lis
 	if len(candidates) == 0 {
 		return reports
 	}
-	srcFetched := s.opts.Source.FetchManyOffsets(ctx, candidates...)
 	dstFetched := s.opts.Destination.FetchManyOffsets(ctx, candidates...)
 	for _, g := range candidates {
 		state, _ := activeOn(dst, g)
 		r := GroupReport{Group: g, Kind: KindConsumer, DestinationState: state, At: now}
-		if err := s.syncConsumerGroup(ctx, g, srcFetched[g], dstFetched[g], &r); err != nil {
+		src, ok := srcFetched[g]
+		if !ok {
+			src.Err = errMissing
+		}
+		if err := s.syncConsumerGroup(ctx, g, src, dstFetched[g], &r); err != nil {
 			r.Err = err.Error()
 			s.inst.consumerErr(ctx)
 			s.log.Warn("consumer group offset sync failed; retrying next cycle", "group", g, "error", err)

@@ -28,6 +28,12 @@
 //     group (classic, KIP-848 consumer, or any other type that commits
 //     offsets). A destination listing that fails, even partly, fails the
 //     cycle: a group missing from it could be an active one.
+//   - Every group the filter sees carries LastCommit: the last time this
+//     package saw the group's source offsets change (see activity.go), or the
+//     time it first saw the group. It is kept with the offset history, so a
+//     restart does not make idle groups look fresh. To know it for groups the
+//     filter drops, the source offsets of every listed group are read each
+//     cycle, before the filter.
 //   - Share groups are optional: when either cluster does not advertise the
 //     share-group APIs, the share half is skipped, logged once and counted, and
 //     consumer groups are still synced.
@@ -38,6 +44,7 @@
 package groupsync
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -99,10 +106,12 @@ type Options struct {
 	Logger hclog.Logger
 	// Meter creates the sync's instruments. Nil records nothing.
 	Meter metric.Meter
-	// Now is the clock used for GroupReport.At. Nil uses time.Now.
+	// Now is the clock used for GroupReport.At and for the groups'
+	// LastCommit. Nil uses time.Now.
 	Now func() time.Time
-	// Store keeps the never-backwards history across restarts (key
-	// statestore.GroupHistoryKey(Mirror)). Nil keeps it in memory only.
+	// Store keeps the never-backwards history and the groups' LastCommit
+	// across restarts (key statestore.GroupHistoryKey(Mirror)). Nil keeps
+	// them in memory only.
 	Store statestore.Store
 }
 
@@ -134,6 +143,9 @@ type GroupReport struct {
 	// LastSynced is when the group was last found in sync on the destination
 	// (written, or nothing to write) by this process; zero if never.
 	LastSynced time.Time `json:"last_synced,omitzero"`
+	// LastCommit is the group's filter.Group.LastCommit of this cycle: when
+	// its source offsets were last seen to change (zero if unknown).
+	LastCommit time.Time `json:"last_commit,omitzero"`
 }
 
 // Report is the result of one Sync cycle.
@@ -159,9 +171,10 @@ type Syncer struct {
 	cycle sync.Mutex // serializes Sync
 
 	mu          sync.Mutex
-	last        map[offsetKey]int64 // last source offset seen, see package doc
-	histLoaded  bool                // last holds the stored history (or there is no store)
-	histDirty   bool                // last changed since it was stored
+	last        map[offsetKey]int64    // last source offset seen, see package doc
+	activity    map[statusKey]activity // when each listed source group last committed
+	histLoaded  bool                   // last and activity hold the stored history (or there is no store)
+	histDirty   bool                   // last or activity changed since they were stored
 	status      map[statusKey]GroupReport
 	unsupported bool // share groups unsupported at the last check
 }
@@ -200,11 +213,12 @@ func New(opts Options) (*Syncer, error) {
 		return nil, fmt.Errorf("groupsync: mirror %q: creating metrics: %w", opts.Mirror, err)
 	}
 	return &Syncer{
-		opts:   opts,
-		log:    log.With("mirror", opts.Mirror),
-		inst:   inst,
-		last:   map[offsetKey]int64{},
-		status: map[statusKey]GroupReport{},
+		opts:     opts,
+		log:      log.With("mirror", opts.Mirror),
+		inst:     inst,
+		last:     map[offsetKey]int64{},
+		activity: map[statusKey]activity{},
+		status:   map[statusKey]GroupReport{},
 	}, nil
 }
 
@@ -230,12 +244,33 @@ func (s *Syncer) Sync(ctx context.Context) (Report, error) {
 		return Report{}, fmt.Errorf("groupsync: mirror %q: listing destination groups failed (check the destination is reachable and the mirror may DESCRIBE groups): %w", s.opts.Mirror, err)
 	}
 
-	kept, err := s.filter(ctx, srcGroups)
+	listed := make([]filter.Group, 0, len(srcGroups))
+	keys := make([]statusKey, 0, len(srcGroups))
+	var consumer, share []string
+	for _, g := range srcGroups.Sorted() {
+		fg := filter.Group{ID: g.Group, Kind: groupKind(g.GroupType), State: g.State}
+		k := statusKey{KindConsumer, fg.ID}
+		if fg.Kind == filter.GroupShare {
+			k.kind = KindShare
+			share = append(share, fg.ID)
+		} else {
+			consumer = append(consumer, fg.ID)
+		}
+		listed = append(listed, fg)
+		keys = append(keys, k)
+	}
+	read := s.readSource(ctx, consumer, share)
+	lastCommit := s.track(keys, read)
+	for i := range listed {
+		listed[i].LastCommit = lastCommit[keys[i]]
+	}
+
+	kept, err := s.filter(ctx, listed)
 	if err != nil {
 		s.inst.consumerErr(ctx)
 		return Report{}, err
 	}
-	var consumer, share []string
+	consumer, share = nil, nil
 	for _, g := range kept {
 		if g.Kind == filter.GroupShare {
 			share = append(share, g.ID)
@@ -245,8 +280,13 @@ func (s *Syncer) Sync(ctx context.Context) (Report, error) {
 	}
 
 	var rep Report
-	rep.Groups = s.syncConsumer(ctx, consumer, dstGroups)
-	rep.ShareGroups, rep.ShareGroupsUnsupported = s.syncShare(ctx, share, dstGroups)
+	rep.Groups = s.syncConsumer(ctx, consumer, dstGroups, read.consumer)
+	rep.ShareGroups, rep.ShareGroupsUnsupported = s.syncShare(ctx, share, dstGroups, read)
+	for _, list := range [][]GroupReport{rep.Groups, rep.ShareGroups} {
+		for i := range list {
+			list[i].LastCommit = lastCommit[statusKey{list[i].Kind, list[i].Group}]
+		}
+	}
 
 	synced := map[string]int64{KindConsumer: 0, KindShare: 0}
 	for _, list := range [][]GroupReport{rep.Groups, rep.ShareGroups} {
@@ -264,12 +304,9 @@ func (s *Syncer) Sync(ctx context.Context) (Report, error) {
 	return rep, nil
 }
 
-// filter returns the source groups that Options.Filter keeps, sorted by id.
-func (s *Syncer) filter(ctx context.Context, listed kadm.ListedGroups) ([]filter.Group, error) {
-	in := make([]filter.Group, 0, len(listed))
-	for _, g := range listed.Sorted() {
-		in = append(in, filter.Group{ID: g.Group, Kind: groupKind(g.GroupType), State: g.State})
-	}
+// filter returns the source groups (in, sorted by id) that Options.Filter
+// keeps, sorted by id.
+func (s *Syncer) filter(ctx context.Context, in []filter.Group) ([]filter.Group, error) {
 	if s.opts.Filter == nil {
 		return in, nil
 	}
@@ -391,6 +428,23 @@ func (s *Syncer) observe(t target) {
 	s.mu.Unlock()
 }
 
+// history is the value stored under statestore.GroupHistoryKey (format 2):
+// the last source offsets and the groups' activity. Format 1, written before
+// LastCommit existed, was the bare list of offsets; it is still read (every
+// group then counts as first seen).
+type history struct {
+	Offsets []historyEntry  `json:"offsets"`
+	Groups  []activityEntry `json:"groups"`
+}
+
+// activityEntry is one stored group activity.
+type activityEntry struct {
+	Kind       string    `json:"kind"`
+	Group      string    `json:"group"`
+	Sum        uint64    `json:"offsets_hash"`
+	LastCommit time.Time `json:"last_commit"`
+}
+
 // historyEntry is one stored last source offset.
 type historyEntry struct {
 	Kind      string `json:"kind"`
@@ -415,18 +469,30 @@ func (s *Syncer) loadHistory(ctx context.Context) {
 		s.histLoaded = true
 		return
 	}
-	var list []historyEntry
+	var h history
 	if err == nil {
-		err = json.Unmarshal(ent.Value, &list)
+		if v := bytes.TrimSpace(ent.Value); len(v) > 0 && v[0] == '[' {
+			err = json.Unmarshal(v, &h.Offsets) // format 1
+		} else {
+			err = json.Unmarshal(v, &h)
+		}
 	}
 	if err != nil {
-		s.log.Warn("cannot read the group offset history; destination offsets ahead of the source are kept until it is read", "error", err)
+		s.log.Warn("cannot read the group offset history; destination offsets ahead of the source are kept, and groups count as active, until it is read", "error", err)
 		return
 	}
-	for _, h := range list {
-		k := offsetKey{h.Kind, h.Group, h.Topic, h.Partition}
+	for _, e := range h.Offsets {
+		k := offsetKey{e.Kind, e.Group, e.Topic, e.Partition}
 		if _, seen := s.last[k]; !seen {
-			s.last[k] = h.Offset
+			s.last[k] = e.Offset
+		}
+	}
+	for _, e := range h.Groups {
+		k := statusKey{e.Kind, e.Group}
+		// What this process saw wins, unless it saw the same offsets: then
+		// the stored time, older, is when they last changed.
+		if a, seen := s.activity[k]; !seen || a.sum == e.Sum {
+			s.activity[k] = activity{sum: e.Sum, at: e.LastCommit}
 		}
 	}
 	s.histLoaded = true
@@ -444,8 +510,18 @@ func (s *Syncer) saveHistory(ctx context.Context) {
 	for k, off := range s.last {
 		list = append(list, historyEntry{Kind: k.kind, Group: k.group, Topic: k.topic, Partition: k.partition, Offset: off})
 	}
+	groups := make([]activityEntry, 0, len(s.activity))
+	for k, a := range s.activity {
+		groups = append(groups, activityEntry{Kind: k.kind, Group: k.group, Sum: a.sum, LastCommit: a.at.UTC()})
+	}
 	s.histDirty = false
 	s.mu.Unlock()
+	sort.Slice(groups, func(i, j int) bool {
+		if groups[i].Kind != groups[j].Kind {
+			return groups[i].Kind < groups[j].Kind
+		}
+		return groups[i].Group < groups[j].Group
+	})
 	sort.Slice(list, func(i, j int) bool {
 		a, b := list[i], list[j]
 		if a.Kind != b.Kind {
@@ -459,7 +535,7 @@ func (s *Syncer) saveHistory(ctx context.Context) {
 		}
 		return a.Partition < b.Partition
 	})
-	b, err := json.Marshal(list)
+	b, err := json.Marshal(history{Offsets: list, Groups: groups})
 	if err == nil {
 		_, err = s.opts.Store.Put(ctx, statestore.GroupHistoryKey(s.opts.Mirror), b, statestore.AnyVersion)
 	}

@@ -22,10 +22,11 @@ var (
 )
 
 // syncShare syncs the share-partition start offsets of the given (included)
-// source share groups. The bool is true when either cluster does not support
-// share groups; nothing is synced then.
-func (s *Syncer) syncShare(ctx context.Context, groups []string, dst kadm.ListedGroups) ([]GroupReport, bool) {
-	err := s.shareSupported(ctx)
+// source share groups, from the source start offsets read this cycle. The
+// bool is true when either cluster does not support share groups; nothing is
+// synced then.
+func (s *Syncer) syncShare(ctx context.Context, groups []string, dst kadm.ListedGroups, read sourceRead) ([]GroupReport, bool) {
+	err := read.shareSupport
 	switch {
 	case errors.Is(err, ErrShareGroupsUnsupported):
 		s.mu.Lock()
@@ -64,7 +65,7 @@ func (s *Syncer) syncShare(ctx context.Context, groups []string, dst kadm.Listed
 	}
 	// Shard errors leave the groups they concern missing from the maps; those
 	// are reported per group below.
-	srcDesc, srcErr := s.opts.Source.DescribeShareGroupOffsets(ctx, candidates...)
+	srcDesc, srcErr := read.share, read.shareErr
 	dstDesc, dstErr := s.opts.Destination.DescribeShareGroupOffsets(ctx, candidates...)
 	for _, g := range candidates {
 		state, _ := activeOn(dst, g)

@@ -40,7 +40,7 @@
 // context makes a call fail with an error wrapping ctx.Err().
 //
 // Implementations: plugins/filters/regex (KIP-1279's include/exclude
-// lists). Package filtertest holds the conformance suite and test helpers.
+// lists), plugins/filters/groupage (groups idle for longer than an age). Package filtertest holds the conformance suite and test helpers.
 //
 // # Protocol versions
 //
@@ -57,12 +57,14 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Protocol version of the filter plugin contract.
 const (
 	ProtocolMajor = 1
-	ProtocolMinor = 0
+	// ProtocolMinor 1 added Group.LastCommit.
+	ProtocolMinor = 1
 )
 
 // Sentinel errors; callers branch with errors.Is.
@@ -131,6 +133,16 @@ type Group struct {
 	// State is the group's state on the source as Kafka names it
 	// ("Empty", "Stable", "Dead", ...).
 	State string
+	// LastCommit is the last time the host saw the group's committed
+	// offsets (a share group's share-partition start offsets) change on the
+	// source; zero when unknown. Kafka does not record when a group
+	// committed, so this is what the host observed over its sync cycles
+	// (kept in its state store across restarts): a group it sees for the
+	// first time gets the time it was first seen, and so counts as active
+	// until it has stayed unchanged for a while. Since protocol 1.1: a 1.0
+	// host never sets it, so a filter must read zero as "unknown", never
+	// as "idle for ever".
+	LastCommit time.Time
 }
 
 // ACLBinding is an ACL of the source cluster, with Kafka's enum names in
@@ -404,6 +416,12 @@ func itemEqual[T Item](a, b T) bool {
 	if ta, ok := any(a).(Topic); ok {
 		tb := any(b).(Topic)
 		return ta.Name == tb.Name && ta.Partitions == tb.Partitions && ta.Internal == tb.Internal && maps.Equal(ta.Configs, tb.Configs)
+	}
+	if ga, ok := any(a).(Group); ok {
+		// The same instant in another location or without a monotonic
+		// reading (after an RPC) is the same LastCommit.
+		gb := any(b).(Group)
+		return ga.ID == gb.ID && ga.Kind == gb.Kind && ga.State == gb.State && ga.LastCommit.Equal(gb.LastCommit)
 	}
 	return any(a) == any(b)
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kmirror/kmirror/sdk/filter"
 	"github.com/kmirror/kmirror/sdk/filter/filtertest"
@@ -202,6 +203,30 @@ func TestVerifyOutput(t *testing.T) {
 	other.Host = "10.0.0.1"
 	if err := filter.VerifyOutput([]filter.ACLBinding{acl}, []filter.ACLBinding{other}); !errors.Is(err, filter.ErrInvalidOutput) || !strings.Contains(err.Error(), "TOPIC:LITERAL:t User:a@10.0.0.1 READ ALLOW") {
 		t.Errorf("ACL not in input: %v", err)
+	}
+}
+
+// LastCommit is part of a group: another instant is a changed group; the
+// same instant in another location, or without its monotonic reading (as
+// after an RPC), is the same group.
+func TestVerifyOutputComparesLastCommitAsAnInstant(t *testing.T) {
+	t.Parallel()
+	at := time.Now()
+	in := []filter.Group{{ID: "g", Kind: filter.GroupConsumer, State: "Empty", LastCommit: at}}
+	same := in[0]
+	same.LastCommit = at.Round(0).In(time.FixedZone("X", -7*3600))
+	if err := filter.VerifyOutput(in, []filter.Group{same}); err != nil {
+		t.Errorf("the same instant elsewhere: %v", err)
+	}
+	other := in[0]
+	other.LastCommit = at.Add(time.Nanosecond)
+	if err := filter.VerifyOutput(in, []filter.Group{other}); !errors.Is(err, filter.ErrInvalidOutput) || !strings.Contains(err.Error(), `group "g" was changed`) {
+		t.Errorf("another LastCommit: %v, want ErrInvalidOutput naming the changed group", err)
+	}
+	unknown := in[0]
+	unknown.LastCommit = time.Time{}
+	if err := filter.VerifyOutput(in, []filter.Group{unknown}); !errors.Is(err, filter.ErrInvalidOutput) {
+		t.Errorf("LastCommit dropped: %v, want ErrInvalidOutput", err)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/kmirror/kmirror/sdk/filter"
 	"github.com/kmirror/kmirror/sdk/internal/pb/filterv1"
@@ -123,10 +124,19 @@ var topicCodec = filterCodec[filter.Topic, *filterv1.Topic, filterv1.FilterTopic
 var groupCodec = filterCodec[filter.Group, *filterv1.Group, filterv1.FilterGroupsRequest]{
 	kind: filter.Groups,
 	toPB: func(g filter.Group) *filterv1.Group {
-		return &filterv1.Group{Id: g.ID, Kind: g.Kind, State: g.State}
+		pb := &filterv1.Group{Id: g.ID, Kind: g.Kind, State: g.State}
+		if !g.LastCommit.IsZero() {
+			pb.LastCommit = timestamppb.New(g.LastCommit)
+		}
+		return pb
 	},
 	fromPB: func(g *filterv1.Group) filter.Group {
-		return filter.Group{ID: g.GetId(), Kind: g.GetKind(), State: g.GetState()}
+		out := filter.Group{ID: g.GetId(), Kind: g.GetKind(), State: g.GetState()}
+		if g.LastCommit != nil {
+			// Unset (a 1.0 host) stays the zero time: unknown.
+			out.LastCommit = g.GetLastCommit().AsTime()
+		}
+		return out
 	},
 	request: func(mirror string, items []*filterv1.Group) *filterv1.FilterGroupsRequest {
 		return &filterv1.FilterGroupsRequest{Mirror: mirror, Groups: items}

@@ -264,6 +264,58 @@ func TestFilterDecisionsCrossTheRPC(t *testing.T) {
 	}
 }
 
+// Group.LastCommit (protocol 1.1) reaches the plugin as the same instant,
+// to the nanosecond, and an unknown (zero) one stays zero; the host gets
+// back its own groups, LastCommit untouched.
+func TestFilterGroupLastCommitCrossesTheRPC(t *testing.T) {
+	t.Parallel()
+	var seen []filter.Group
+	impl := filter.Funcs{Name: "capture", Groups: func(_ context.Context, _ string, in []filter.Group) ([]filter.Group, error) {
+		seen = slices.Clone(in)
+		return in, nil
+	}}
+	f := mustDispenseFilter(t, impl)
+	at := time.Date(2026, 12, 1, 19, 30, 5, 987654321, time.FixedZone("X", 5*3600))
+	in := []filter.Group{
+		{ID: "busy", Kind: filter.GroupConsumer, State: "Stable", LastCommit: time.Now()}, // with a monotonic reading
+		{ID: "idle", Kind: filter.GroupClassic, State: "Empty", LastCommit: at},
+		{ID: "old", Kind: filter.GroupShare, State: "Empty", LastCommit: time.Unix(1, 1)},
+		{ID: "unknown", Kind: filter.GroupConsumer, State: "Empty"},
+	}
+	out, err := f.FilterGroups(t.Context(), "m", in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != len(in) {
+		t.Fatalf("the plugin saw %d groups, want %d", len(seen), len(in))
+	}
+	for i, g := range seen {
+		w := in[i]
+		if g.ID != w.ID || !g.LastCommit.Equal(w.LastCommit) || g.LastCommit.IsZero() != w.LastCommit.IsZero() {
+			t.Errorf("the plugin saw %s LastCommit %v (zero %v), the host sent %v", g.ID, g.LastCommit, g.LastCommit.IsZero(), w.LastCommit)
+		}
+		if !g.LastCommit.IsZero() && g.LastCommit.UnixNano() != w.LastCommit.UnixNano() {
+			t.Errorf("%s: %d ns, want %d", g.ID, g.LastCommit.UnixNano(), w.LastCommit.UnixNano())
+		}
+	}
+	if !slices.Equal(out, in) {
+		t.Errorf("the host got back %v, want its own groups %v", out, in)
+	}
+}
+
+// A host of protocol 1.0 sends no last_commit: the plugin sees zero
+// (unknown), never the Unix epoch.
+func TestFilterGroupWithoutLastCommitIsUnknown(t *testing.T) {
+	t.Parallel()
+	got := groupCodec.fromPB(&filterv1.Group{Id: "g", Kind: "classic", State: "Empty"})
+	if !got.LastCommit.IsZero() {
+		t.Errorf("no last_commit read as %v, want the zero time", got.LastCommit)
+	}
+	if pb := groupCodec.toPB(filter.Group{ID: "g"}); pb.LastCommit != nil {
+		t.Errorf("a zero LastCommit is sent as %v, want unset", pb.LastCommit)
+	}
+}
+
 // A batch far larger than gRPC's 4 MiB message limit goes through the
 // go-plugin transport (default limits), and the filter sees it whole, in
 // one call.
@@ -347,7 +399,11 @@ func TestFilterChunksAreBoundedAndKeepOrder(t *testing.T) {
 			all = append(all, groupCodec.fromPB(g))
 		}
 	}
-	if len(reqs) < 10 || !slices.Equal(all, groups) {
+	// LastCommit comes back in UTC: the same instant, so Kept matches every
+	// group in order.
+	kept, err := filter.Kept(groups, all)
+	if len(reqs) < 10 || err != nil || len(all) != len(groups) || slices.Contains(kept, false) ||
+		!slices.EqualFunc(all, groups, func(a, b filter.Group) bool { return a.ID == b.ID && a.LastCommit.Equal(b.LastCommit) }) {
 		t.Fatalf("%d requests carry %d groups, want the %d sample groups in order", len(reqs), len(all), len(groups))
 	}
 	// An empty batch is still one message; an item larger than the limit

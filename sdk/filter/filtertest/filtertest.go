@@ -29,6 +29,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/kmirror/kmirror/sdk/filter"
 )
@@ -235,11 +236,22 @@ func SampleGroups() []filter.Group {
 		{ID: "", Kind: filter.GroupClassic, State: "Empty"},
 		{ID: "with space", Kind: filter.GroupClassic, State: "Empty"},
 	}
+	// Every other group has a LastCommit (protocol 1.1), some with
+	// nanoseconds and a location other than UTC; the others have none.
+	base := time.Date(2026, 3, 1, 12, 0, 0, 123456789, sampleZone)
 	for i := range 1000 {
-		gs = append(gs, filter.Group{ID: fmt.Sprintf("consumer-%03d", i), Kind: filter.GroupConsumer, State: "Empty"})
+		g := filter.Group{ID: fmt.Sprintf("consumer-%03d", i), Kind: filter.GroupConsumer, State: "Empty"}
+		if i%2 == 0 {
+			g.LastCommit = base.Add(-time.Duration(i) * time.Minute)
+		}
+		gs = append(gs, g)
 	}
 	return gs
 }
+
+// sampleZone is one location for every call of SampleGroups, so that two
+// calls return groups equal under ==.
+var sampleZone = time.FixedZone("CET", 3600)
 
 // SampleACLs is the ACL binding batch of the suite.
 func SampleACLs() []filter.ACLBinding {

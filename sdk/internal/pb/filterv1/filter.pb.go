@@ -78,6 +78,7 @@ package filterv1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -195,9 +196,17 @@ type InfoResponse struct {
 	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	// The filter's own version, free-form, for logs.
 	Version string `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
-	// The protocol version the plugin implements. This file is version 1.0:
-	// answer protocol_major 1 and protocol_minor 0. Minor versions only add
-	// things; a host never asks what a plugin's Info does not announce.
+	// The protocol version the plugin implements. This file is version 1.1:
+	// answer protocol_major 1 and protocol_minor 1 (or 0 if the plugin was
+	// written against 1.0). Minor versions only add things; a host never asks
+	// what a plugin's Info does not announce.
+	//
+	// Minor versions:
+	//
+	//	1.0  the first version.
+	//	1.1  Group.last_commit. A 1.1 host sends it to every plugin (a 1.0
+	//	     plugin ignores it as an unknown field); a 1.0 host sends none,
+	//	     so a plugin reads a missing last_commit as "unknown".
 	ProtocolMajor int32 `protobuf:"varint,3,opt,name=protocol_major,json=protocolMajor,proto3" json:"protocol_major,omitempty"`
 	ProtocolMinor int32 `protobuf:"varint,4,opt,name=protocol_minor,json=protocolMinor,proto3" json:"protocol_minor,omitempty"`
 	// The kinds the filter decides about. For any other kind the host does not
@@ -359,7 +368,16 @@ type Group struct {
 	Kind string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
 	// The group's state on the source as Kafka names it: "Empty", "Stable",
 	// "Dead", "PreparingRebalance", ...
-	State         string `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"`
+	State string `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"`
+	// Since protocol 1.1: the last time the host saw the group's committed
+	// offsets (share groups: share-partition start offsets) change on the
+	// source. Kafka does not tell when a group last committed, so this is
+	// what the host observed across its sync cycles, kept in its state store
+	// across restarts; a group the host sees for the first time gets the time
+	// it was first seen. Unset when unknown (a 1.0 host, or a group whose
+	// offsets the host could not read): a filter must not read unset as
+	// "idle for ever".
+	LastCommit    *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=last_commit,json=lastCommit,proto3" json:"last_commit,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -413,6 +431,13 @@ func (x *Group) GetState() string {
 		return x.State
 	}
 	return ""
+}
+
+func (x *Group) GetLastCommit() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastCommit
+	}
+	return nil
 }
 
 // ACLBinding is an ACL binding, with Kafka's enum names in upper case.
@@ -735,7 +760,7 @@ var File_kmirror_plugin_filter_v1_filter_proto protoreflect.FileDescriptor
 
 const file_kmirror_plugin_filter_v1_filter_proto_rawDesc = "" +
 	"\n" +
-	"%kmirror/plugin/filter/v1/filter.proto\x12\x18kmirror.plugin.filter.v1\"\r\n" +
+	"%kmirror/plugin/filter/v1/filter.proto\x12\x18kmirror.plugin.filter.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\r\n" +
 	"\vInfoRequest\"\xc0\x01\n" +
 	"\fInfoResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
@@ -752,11 +777,13 @@ const file_kmirror_plugin_filter_v1_filter_proto_rawDesc = "" +
 	"\aconfigs\x18\x04 \x03(\v2,.kmirror.plugin.filter.v1.Topic.ConfigsEntryR\aconfigs\x1a:\n" +
 	"\fConfigsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"A\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"~\n" +
 	"\x05Group\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x14\n" +
-	"\x05state\x18\x03 \x01(\tR\x05state\"\xe9\x01\n" +
+	"\x05state\x18\x03 \x01(\tR\x05state\x12;\n" +
+	"\vlast_commit\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"lastCommit\"\xe9\x01\n" +
 	"\n" +
 	"ACLBinding\x12#\n" +
 	"\rresource_type\x18\x01 \x01(\tR\fresourceType\x12#\n" +
@@ -806,37 +833,39 @@ func file_kmirror_plugin_filter_v1_filter_proto_rawDescGZIP() []byte {
 var file_kmirror_plugin_filter_v1_filter_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
 var file_kmirror_plugin_filter_v1_filter_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_kmirror_plugin_filter_v1_filter_proto_goTypes = []any{
-	(Kind)(0),                   // 0: kmirror.plugin.filter.v1.Kind
-	(*InfoRequest)(nil),         // 1: kmirror.plugin.filter.v1.InfoRequest
-	(*InfoResponse)(nil),        // 2: kmirror.plugin.filter.v1.InfoResponse
-	(*Topic)(nil),               // 3: kmirror.plugin.filter.v1.Topic
-	(*Group)(nil),               // 4: kmirror.plugin.filter.v1.Group
-	(*ACLBinding)(nil),          // 5: kmirror.plugin.filter.v1.ACLBinding
-	(*FilterTopicsRequest)(nil), // 6: kmirror.plugin.filter.v1.FilterTopicsRequest
-	(*FilterGroupsRequest)(nil), // 7: kmirror.plugin.filter.v1.FilterGroupsRequest
-	(*FilterACLsRequest)(nil),   // 8: kmirror.plugin.filter.v1.FilterACLsRequest
-	(*FilterResponse)(nil),      // 9: kmirror.plugin.filter.v1.FilterResponse
-	nil,                         // 10: kmirror.plugin.filter.v1.Topic.ConfigsEntry
+	(Kind)(0),                     // 0: kmirror.plugin.filter.v1.Kind
+	(*InfoRequest)(nil),           // 1: kmirror.plugin.filter.v1.InfoRequest
+	(*InfoResponse)(nil),          // 2: kmirror.plugin.filter.v1.InfoResponse
+	(*Topic)(nil),                 // 3: kmirror.plugin.filter.v1.Topic
+	(*Group)(nil),                 // 4: kmirror.plugin.filter.v1.Group
+	(*ACLBinding)(nil),            // 5: kmirror.plugin.filter.v1.ACLBinding
+	(*FilterTopicsRequest)(nil),   // 6: kmirror.plugin.filter.v1.FilterTopicsRequest
+	(*FilterGroupsRequest)(nil),   // 7: kmirror.plugin.filter.v1.FilterGroupsRequest
+	(*FilterACLsRequest)(nil),     // 8: kmirror.plugin.filter.v1.FilterACLsRequest
+	(*FilterResponse)(nil),        // 9: kmirror.plugin.filter.v1.FilterResponse
+	nil,                           // 10: kmirror.plugin.filter.v1.Topic.ConfigsEntry
+	(*timestamppb.Timestamp)(nil), // 11: google.protobuf.Timestamp
 }
 var file_kmirror_plugin_filter_v1_filter_proto_depIdxs = []int32{
 	0,  // 0: kmirror.plugin.filter.v1.InfoResponse.kinds:type_name -> kmirror.plugin.filter.v1.Kind
 	10, // 1: kmirror.plugin.filter.v1.Topic.configs:type_name -> kmirror.plugin.filter.v1.Topic.ConfigsEntry
-	3,  // 2: kmirror.plugin.filter.v1.FilterTopicsRequest.topics:type_name -> kmirror.plugin.filter.v1.Topic
-	4,  // 3: kmirror.plugin.filter.v1.FilterGroupsRequest.groups:type_name -> kmirror.plugin.filter.v1.Group
-	5,  // 4: kmirror.plugin.filter.v1.FilterACLsRequest.bindings:type_name -> kmirror.plugin.filter.v1.ACLBinding
-	1,  // 5: kmirror.plugin.filter.v1.Filter.Info:input_type -> kmirror.plugin.filter.v1.InfoRequest
-	6,  // 6: kmirror.plugin.filter.v1.Filter.FilterTopics:input_type -> kmirror.plugin.filter.v1.FilterTopicsRequest
-	7,  // 7: kmirror.plugin.filter.v1.Filter.FilterGroups:input_type -> kmirror.plugin.filter.v1.FilterGroupsRequest
-	8,  // 8: kmirror.plugin.filter.v1.Filter.FilterACLs:input_type -> kmirror.plugin.filter.v1.FilterACLsRequest
-	2,  // 9: kmirror.plugin.filter.v1.Filter.Info:output_type -> kmirror.plugin.filter.v1.InfoResponse
-	9,  // 10: kmirror.plugin.filter.v1.Filter.FilterTopics:output_type -> kmirror.plugin.filter.v1.FilterResponse
-	9,  // 11: kmirror.plugin.filter.v1.Filter.FilterGroups:output_type -> kmirror.plugin.filter.v1.FilterResponse
-	9,  // 12: kmirror.plugin.filter.v1.Filter.FilterACLs:output_type -> kmirror.plugin.filter.v1.FilterResponse
-	9,  // [9:13] is the sub-list for method output_type
-	5,  // [5:9] is the sub-list for method input_type
-	5,  // [5:5] is the sub-list for extension type_name
-	5,  // [5:5] is the sub-list for extension extendee
-	0,  // [0:5] is the sub-list for field type_name
+	11, // 2: kmirror.plugin.filter.v1.Group.last_commit:type_name -> google.protobuf.Timestamp
+	3,  // 3: kmirror.plugin.filter.v1.FilterTopicsRequest.topics:type_name -> kmirror.plugin.filter.v1.Topic
+	4,  // 4: kmirror.plugin.filter.v1.FilterGroupsRequest.groups:type_name -> kmirror.plugin.filter.v1.Group
+	5,  // 5: kmirror.plugin.filter.v1.FilterACLsRequest.bindings:type_name -> kmirror.plugin.filter.v1.ACLBinding
+	1,  // 6: kmirror.plugin.filter.v1.Filter.Info:input_type -> kmirror.plugin.filter.v1.InfoRequest
+	6,  // 7: kmirror.plugin.filter.v1.Filter.FilterTopics:input_type -> kmirror.plugin.filter.v1.FilterTopicsRequest
+	7,  // 8: kmirror.plugin.filter.v1.Filter.FilterGroups:input_type -> kmirror.plugin.filter.v1.FilterGroupsRequest
+	8,  // 9: kmirror.plugin.filter.v1.Filter.FilterACLs:input_type -> kmirror.plugin.filter.v1.FilterACLsRequest
+	2,  // 10: kmirror.plugin.filter.v1.Filter.Info:output_type -> kmirror.plugin.filter.v1.InfoResponse
+	9,  // 11: kmirror.plugin.filter.v1.Filter.FilterTopics:output_type -> kmirror.plugin.filter.v1.FilterResponse
+	9,  // 12: kmirror.plugin.filter.v1.Filter.FilterGroups:output_type -> kmirror.plugin.filter.v1.FilterResponse
+	9,  // 13: kmirror.plugin.filter.v1.Filter.FilterACLs:output_type -> kmirror.plugin.filter.v1.FilterResponse
+	10, // [10:14] is the sub-list for method output_type
+	6,  // [6:10] is the sub-list for method input_type
+	6,  // [6:6] is the sub-list for extension type_name
+	6,  // [6:6] is the sub-list for extension extendee
+	0,  // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_kmirror_plugin_filter_v1_filter_proto_init() }
