@@ -2,6 +2,7 @@ package pluginhost
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/kmirror/kmirror/sdk/auth"
@@ -119,11 +120,14 @@ func (h *Host) Auth(name string) (auth.Provider, error) {
 
 type authHandle struct{ s *supervised }
 
-// Info is the plugin's Info as read when it was last launched.
+// Info is the plugin's Info as read when it was last launched (a copy:
+// changing its Mechanisms changes nothing of the handle's).
 func (h authHandle) Info() auth.Info {
 	h.s.mu.RLock()
 	defer h.s.mu.RUnlock()
-	return h.s.authInfo
+	i := h.s.authInfo
+	i.Mechanisms = slices.Clone(i.Mechanisms)
+	return i
 }
 
 func (h authHandle) Credentials(ctx context.Context, req auth.Request) (auth.Credentials, error) {
@@ -143,11 +147,14 @@ func (h *Host) Filter(name string) (filter.Filter, error) {
 
 type filterHandle struct{ s *supervised }
 
-// Info is the plugin's Info as read when it was last launched.
+// Info is the plugin's Info as read when it was last launched (a copy:
+// changing its Kinds changes nothing of the handle's).
 func (h filterHandle) Info() filter.Info {
 	h.s.mu.RLock()
 	defer h.s.mu.RUnlock()
-	return h.s.filtInfo
+	i := h.s.filtInfo
+	i.Kinds = slices.Clone(i.Kinds)
+	return i
 }
 
 func (h filterHandle) FilterTopics(ctx context.Context, mirror string, in []filter.Topic) ([]filter.Topic, error) {
