@@ -11,7 +11,8 @@
 #   scripts/tutorial.sh check      (make tutorial-check) the example requires
 #                                  the sdk the daemon requires and its go.mod
 #                                  and go.sum are tidy; go vet, go test and go
-#                                  build it; then run the built plugin through
+#                                  build it; follow the tutorial's steps in an
+#                                  empty directory; then run the built plugin through
 #                                  kmirror's plugin host (internal/plugintutorial,
 #                                  with KMIRROR_TUTORIAL_PLUGIN set to it)
 #
@@ -39,17 +40,18 @@ fi
 go build -o "$tmp/modproxy" ./internal/tools/modproxy
 "$tmp/modproxy" -out "$tmp/proxy" "$SDK=sdk@${v##*-}" >/dev/null
 
-# in_example CMD...: runs CMD in the example's module as a third party would:
+# in_module DIR CMD...: runs CMD in the module in DIR as a third party would:
 # no workspace, the sdk from the local proxy.
-in_example() {
-  (cd "$EXAMPLE" && GOWORK=off GOPROXY="file://$tmp/proxy,$upstream" GONOSUMDB=github.com/kmirror/kmirror \
+in_module() {
+  local dir=$1; shift
+  (cd "$dir" && GOWORK=off GOPROXY="file://$tmp/proxy,$upstream" GONOSUMDB=github.com/kmirror/kmirror \
     GOFLAGS="-mod=mod -buildvcs=false" "$@")
 }
 
 build() {
   mkdir -p "$1"
   local out; out=$(cd "$1" && pwd)/$BINARY
-  in_example go build -o "$out" .
+  in_module "$EXAMPLE" go build -o "$out" .
   echo "$out"
 }
 
@@ -62,11 +64,30 @@ build)
   ;;
 check)
   before=$(cat "$EXAMPLE/go.mod" "$EXAMPLE/go.sum" | sha256sum)
-  in_example go vet ./...
-  in_example go test -count=1 ./...
+  in_module "$EXAMPLE" go vet ./...
+  in_module "$EXAMPLE" go test -count=1 ./...
   bin=$(build "$tmp/bin")
   if [ "$(cat "$EXAMPLE/go.mod" "$EXAMPLE/go.sum" | sha256sum)" != "$before" ]; then
     echo "tutorial: building $EXAMPLE changed its go.mod or go.sum; commit them (or run scripts/modules.sh pin)" >&2
+    exit 1
+  fi
+  # The tutorial's steps from an empty directory, with the Go files it shows
+  # (internal/plugintutorial proves they are the example's) and the sdk
+  # version pinned instead of @latest.
+  fresh=$tmp/fresh/group-filter
+  mkdir -p "$fresh"
+  in_module "$fresh" go mod init example.com/group-filter
+  in_module "$fresh" go get "$SDK@$v"
+  (cd "$EXAMPLE" && find . -name '*.go' -exec cp --parents {} "$fresh" \;)
+  in_module "$fresh" go mod tidy
+  if ! diff <(grep -Ev '^(go|toolchain) ' "$EXAMPLE/go.mod") <(grep -Ev '^(go|toolchain) ' "$fresh/go.mod") >&2; then
+    echo "tutorial: the tutorial's steps make another go.mod than $EXAMPLE's (above)" >&2
+    exit 1
+  fi
+  in_module "$fresh" go test -count=1 ./...
+  in_module "$fresh" go build -o kmirror-group-filter .
+  if out=$("$fresh/kmirror-group-filter" 2>&1) || ! grep -q "This binary is a plugin" <<<"$out"; then
+    echo "tutorial: the plugin run by hand did not say it is a plugin and exit 1: $out" >&2
     exit 1
   fi
   KMIRROR_TUTORIAL_PLUGIN=$bin go test -count=1 ./internal/plugintutorial/
