@@ -16,7 +16,8 @@ import (
 )
 
 // fileMarker, on the line before a fenced block of the tutorial, names the
-// file of examples/plugins/group-filter that the block shows in full.
+// file of examples/plugins/group-filter that the block shows in full. Every
+// Go file and the configuration (kmirror.yaml) are shown.
 const fileMarker = "<!-- file: "
 
 // shownFiles returns the blocks of the tutorial marked with fileMarker, by
@@ -65,27 +66,28 @@ func shownFiles(t *testing.T) map[string]string {
 	return shown
 }
 
-// The tutorial shows every Go file of the example in full, as it is: what
-// a reader copies is the code CI builds, tests and runs.
+// The tutorial shows every Go file of the example, and its kmirror
+// configuration, in full and as they are: what a reader copies is what CI
+// builds, tests and runs.
 func TestTutorialShowsTheExampleAsItIs(t *testing.T) {
 	t.Parallel()
 	shown := shownFiles(t)
 	dir := plugintutorial.ExampleDir()
-	var goFiles []string
+	var files []string
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".go") {
+		if err == nil && !d.IsDir() && (strings.HasSuffix(path, ".go") || strings.HasSuffix(path, ".yaml")) {
 			rel, _ := filepath.Rel(dir, path)
-			goFiles = append(goFiles, filepath.ToSlash(rel))
+			files = append(files, filepath.ToSlash(rel))
 		}
 		return err
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(goFiles) == 0 {
-		t.Fatalf("no Go file in %s", dir)
+	if len(files) == 0 {
+		t.Fatalf("no file to show in %s", dir)
 	}
-	for _, name := range goFiles {
+	for _, name := range files {
 		if _, ok := shown[name]; !ok {
 			t.Errorf("docs/writing-plugins.md does not show %s (a %s%s --> line before its block)", name, fileMarker, name)
 		}

@@ -3,6 +3,7 @@ package plugintutorial_test
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/kmirror/kmirror/core/config"
 	"github.com/kmirror/kmirror/core/pluginhost"
 	"github.com/kmirror/kmirror/internal/plugintutorial"
 	"github.com/kmirror/kmirror/sdk/filter"
@@ -69,17 +71,44 @@ func start(t *testing.T, bin, sum string, cfg plugin.Config) (*pluginhost.Host, 
 	return h, log, h.Start(t.Context())
 }
 
-// The tutorial's plugin, built as its readers build it, runs under
-// kmirror's plugin host: verified, configured through the schema it
-// declares, and deciding which groups and topics a mirror syncs; its logs
-// appear under plugin.filter.teams.
+// tutorialConfig loads the tutorial's configuration (the example's
+// kmirror.yaml, which docs/writing-plugins.md shows) as kmirror does, with
+// the plugin directory, file and checksum of the built plugin, and returns
+// its plugin entry as the host's Spec.
+func tutorialConfig(t *testing.T, bin, sum string) pluginhost.Spec {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(plugintutorial.ExampleDir(), "kmirror.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	yaml := strings.NewReplacer(
+		"plugin.dir: /var/lib/kmirror/plugins", "plugin.dir: "+filepath.Dir(bin),
+		"path: kmirror-group-filter", "path: "+filepath.Base(bin),
+		"<the sum sha256sum printed>", sum,
+	).Replace(string(b))
+	cfg, err := config.Parse([]byte("destination:\n  bootstrap.servers: 127.0.0.1:9092\nstate:\n  dir: "+t.TempDir()+"\n"+yaml), "yaml", nil, nil)
+	if err != nil {
+		t.Fatalf("the tutorial's configuration: %v", err)
+	}
+	p, ok := cfg.Plugin(plugintutorial.Name)
+	if !ok {
+		t.Fatalf("the tutorial's configuration has no plugin %q", plugintutorial.Name)
+	}
+	return pluginhost.Spec{Name: p.Name, Kind: plugin.Kind(p.Kind), Path: p.File(cfg.PluginDirectory()), SHA256: p.SHA256, Config: p.Config}
+}
+
+// The tutorial's plugin, built as its readers build it and configured as
+// the tutorial configures it, runs under kmirror's plugin host: verified,
+// configured through the schema it declares, and deciding which groups and
+// topics a mirror syncs; its logs appear under plugin.filter.teams.
 func TestTutorialPluginDecidesThroughTheHost(t *testing.T) {
 	t.Parallel()
 	bin, sum := plugintutorial.Plugin(t)
-	h, log, err := start(t, bin, sum, plugin.Config{
-		"group_prefixes": []any{"billing-", "search-"},
-		"topic_prefixes": []any{"billing."},
-	})
+	spec := tutorialConfig(t, bin, sum)
+	if spec.Path != bin {
+		t.Fatalf("the configuration's plugin file is %s, want %s", spec.Path, bin)
+	}
+	h, log, err := start(t, spec.Path, spec.SHA256, spec.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
