@@ -3,7 +3,6 @@ package plugintutorial_test
 import (
 	"errors"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -77,15 +76,7 @@ func start(t *testing.T, bin, sum string, cfg plugin.Config) (*pluginhost.Host, 
 // its plugin entry as the host's Spec.
 func tutorialConfig(t *testing.T, bin, sum string) pluginhost.Spec {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(plugintutorial.ExampleDir(), "kmirror.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	yaml := strings.NewReplacer(
-		"plugin.dir: /var/lib/kmirror/plugins", "plugin.dir: "+filepath.Dir(bin),
-		"path: kmirror-group-filter", "path: "+filepath.Base(bin),
-		"<the sum sha256sum printed>", sum,
-	).Replace(string(b))
+	yaml := plugintutorial.Config(t, bin, sum)
 	cfg, err := config.Parse([]byte("destination:\n  bootstrap.servers: 127.0.0.1:9092\nstate:\n  dir: "+t.TempDir()+"\n"+yaml), "yaml", nil, nil)
 	if err != nil {
 		t.Fatalf("the tutorial's configuration: %v", err)

@@ -5,8 +5,8 @@
 //
 // Its tests run the built plugin through core/pluginhost and check that the
 // tutorial shows the example's code as it is. An e2e test that needs the
-// plugin calls Plugin and configures the returned path and checksum in the
-// daemon's plugins block.
+// plugin calls Plugin, and appends Config to the daemon's configuration
+// (the plugin is named Name there).
 package plugintutorial
 
 import (
@@ -60,6 +60,31 @@ func Plugin(tb testing.TB) (path, sum string) {
 	}
 	s := sha256.Sum256(b)
 	return path, hex.EncodeToString(s[:])
+}
+
+// Config returns the tutorial's configuration for the plugin binary bin
+// with checksum sum: the example's kmirror.yaml (as docs/writing-plugins.md
+// shows it) with plugin.dir, path and sha256 filled in. Its top-level keys
+// are plugin.dir and plugins; append it to a daemon's configuration file.
+func Config(tb testing.TB, bin, sum string) string {
+	tb.Helper()
+	b, err := os.ReadFile(filepath.Join(ExampleDir(), "kmirror.yaml"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	subst := [][2]string{
+		{"plugin.dir: /var/lib/kmirror/plugins", "plugin.dir: " + filepath.Dir(bin)},
+		{"path: kmirror-group-filter", "path: " + filepath.Base(bin)},
+		{"<the sum sha256sum printed>", sum},
+	}
+	cfg := string(b)
+	for _, s := range subst {
+		if !strings.Contains(cfg, s[0]) {
+			tb.Fatalf("examples/plugins/group-filter/kmirror.yaml no longer holds %q; update plugintutorial.Config", s[0])
+		}
+		cfg = strings.Replace(cfg, s[0], s[1], 1)
+	}
+	return cfg
 }
 
 // built is the plugin Plugin built, once per process.
