@@ -9,7 +9,7 @@ PKGS := ./... github.com/kmirror/kmirror/sdk/...
 UNIT_PKGS = $(shell $(GO) list $(PKGS) | grep -v '/e2e')
 E2E_TIMEOUT ?= 20m
 
-.PHONY: all build deps generate tidy modules-check test unit e2e lint bench bench-quick bench-go bench-e2e demo docs clean
+.PHONY: all build deps generate tidy modules-check tutorial-check test unit e2e lint bench bench-quick bench-go bench-e2e demo docs clean
 
 all: build
 
@@ -25,7 +25,7 @@ generate:
 
 ## test: unit tests, then the e2e suite against real Apache Kafka brokers,
 ## then `go install` of this commit from a clean module cache.
-test: deps lint unit e2e modules-check
+test: deps lint unit tutorial-check e2e modules-check
 
 ## tidy: go mod tidy of the daemon's module (the sdk comes from a local proxy).
 tidy:
@@ -36,6 +36,12 @@ tidy:
 ## module cache (scripts/modules.sh; docs/testing.md).
 modules-check:
 	scripts/modules.sh check
+
+## tutorial-check: the plugin tutorial's module (examples/plugins/group-filter,
+## docs/writing-plugins.md) tested and built as a third party builds it, then
+## run through the plugin host (scripts/tutorial.sh).
+tutorial-check:
+	scripts/tutorial.sh check
 
 unit:
 	$(GO) test -count=1 -race -timeout 10m $(UNIT_PKGS)

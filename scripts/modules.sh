@@ -6,8 +6,9 @@
 # works); go.work serves that version from ./sdk for local work.
 #
 #   scripts/modules.sh pin    require the sdk at the last commit that changed
-#                             sdk/ (go.mod, go.work's replace, go.sum); run it
-#                             after committing an sdk change, then commit
+#                             sdk/ (go.mod, go.work's replace, go.sum, and
+#                             the tutorial's examples/plugins/group-filter);
+#                             run it after committing an sdk change, then commit
 #   scripts/modules.sh tidy   go mod tidy of the daemon's module
 #   scripts/modules.sh check  fail when sdk/ differs from the required
 #                             version; then `go install
@@ -25,7 +26,8 @@ tmp=$(mktemp -d)
 trap 'chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
 go build -o "$tmp/modproxy" ./internal/tools/modproxy
 
-required() { GOWORK=off go mod edit -json | python3 -c 'import json,sys; m=json.load(sys.stdin); print(next(r["Version"] for r in m["Require"] if r["Path"]=="'"$SDK"'"))'; }
+# required [DIR]: the sdk version the go.mod of DIR (default: the daemon's) requires
+required() { GOWORK=off go mod edit -C "${1:-.}" -json | python3 -c 'import json,sys; m=json.load(sys.stdin); print(next(r["Version"] for r in m["Require"] if r["Path"]=="'"$SDK"'"))'; }
 # commit of a pseudo-version: its last 12 hex digits
 commit_of() { git rev-parse "${1##*-}^{commit}"; }
 
@@ -53,7 +55,14 @@ pin)
   grep -q "^replace $SDK $v => ./sdk\$" go.work || { echo "modules: go.work has no 'replace $SDK <version> => ./sdk' line to update" >&2; exit 1; }
   sed -i "\|^$SDK $old[ /]|d" go.sum
   with_proxy go mod tidy
-  echo "modules: sdk pinned at $v (was $old); commit go.mod, go.sum and go.work"
+  # The plugin tutorial's module requires the sdk as a third party does
+  # (scripts/tutorial.sh checks that it requires the daemon's version).
+  ex=examples/plugins/group-filter
+  eold=$(required "$ex")
+  GOWORK=off go mod edit -C "$ex" -require="$SDK@$v"
+  sed -i "\|^$SDK $eold[ /]|d" "$ex/go.sum"
+  with_proxy go mod tidy -C "$ex"
+  echo "modules: sdk pinned at $v (was $old); commit go.mod, go.sum, go.work and $ex/go.{mod,sum}"
   ;;
 tidy)
   with_proxy go mod tidy

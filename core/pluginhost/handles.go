@@ -2,6 +2,7 @@ package pluginhost
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/kmirror/kmirror/sdk/auth"
@@ -135,12 +136,15 @@ func (h *Host) Auth(name string) (auth.Provider, error) {
 
 type authHandle struct{ r ref }
 
-// Info is the plugin's Info as read when it was last launched.
+// Info is the plugin's Info as read when it was last launched (a copy:
+// changing its Mechanisms changes nothing of the handle's).
 func (h authHandle) Info() auth.Info {
 	s := h.r.sv()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.authInfo
+	i := s.authInfo
+	i.Mechanisms = slices.Clone(i.Mechanisms)
+	return i
 }
 
 func (h authHandle) Credentials(ctx context.Context, req auth.Request) (auth.Credentials, error) {
@@ -160,12 +164,15 @@ func (h *Host) Filter(name string) (filter.Filter, error) {
 
 type filterHandle struct{ r ref }
 
-// Info is the plugin's Info as read when it was last launched.
+// Info is the plugin's Info as read when it was last launched (a copy:
+// changing its Kinds changes nothing of the handle's).
 func (h filterHandle) Info() filter.Info {
 	s := h.r.sv()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.filtInfo
+	i := s.filtInfo
+	i.Kinds = slices.Clone(i.Kinds)
+	return i
 }
 
 func (h filterHandle) FilterTopics(ctx context.Context, mirror string, in []filter.Topic) ([]filter.Topic, error) {

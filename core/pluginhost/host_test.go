@@ -169,6 +169,8 @@ func TestStartFilterAndCall(t *testing.T) {
 	if names := filtertest.TopicNames(got); len(names) != 2 || names[0] != "orders-eu" || names[1] != "orders-us" {
 		t.Errorf("FilterTopics kept %v, want orders-eu, orders-us", names)
 	}
+	// The handle is a filter like any other.
+	filtertest.Run(t, f)
 	if _, err := h.Auth("keep-orders"); err == nil || !strings.Contains(err.Error(), "is a filter plugin, not auth") {
 		t.Errorf("Auth(filter plugin) = %v, want a kind error", err)
 	}

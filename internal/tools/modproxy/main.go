@@ -103,7 +103,12 @@ func serve(repo, out, arg string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := modzip.CreateFromVCS(f, mv, repo, hash, subdir); err != nil {
+	root, err := vcsRoot(repo)
+	if err != nil {
+		f.Close()
+		return "", err
+	}
+	if err := modzip.CreateFromVCS(f, mv, root, hash, subdir); err != nil {
 		f.Close()
 		return "", fmt.Errorf("zip %s: %w", mv, err)
 	}
@@ -147,6 +152,22 @@ func appendList(file, version string) error {
 		}
 	}
 	return os.WriteFile(file, append(old, []byte(version+"\n")...), 0o644)
+}
+
+// vcsRoot returns the directory that x/mod's CreateFromVCS accepts for
+// repo: one whose .git is the repository's git directory. In a linked
+// worktree (git worktree add), .git is a file, so it is the directory
+// holding the shared .git instead; commits are read by hash, and both see
+// the same objects.
+func vcsRoot(repo string) (string, error) {
+	common, err := git(repo, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	if err != nil {
+		return "", err
+	}
+	if filepath.Base(common) != ".git" {
+		return "", fmt.Errorf("%s: the git directory %s is not a .git directory of a work tree", repo, common)
+	}
+	return filepath.Dir(common), nil
 }
 
 func git(repo string, args ...string) (string, error) {
