@@ -4,9 +4,9 @@
 // else from kmirror, so a third party can build a plugin against it without
 // pulling in the daemon. Each plugin kind has its own package:
 //
-//   - statestore: a versioned key-value store with compare-and-set, holding
-//     partition state, offset maps and last mirrored offsets, plus the key
-//     layout every store and tool agrees on.
+//   - statestore: a versioned key-value store with compare-and-set, paged
+//     listing and leases, holding partition state, offset maps and last
+//     mirrored offsets, plus the key layout every store and tool agrees on.
 //   - auth: credential providers for source and destination clients (SASL
 //     PLAIN/SCRAM credentials, OAUTHBEARER tokens).
 //   - filter: decisions over batches of topics, groups and ACL bindings,

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kmirror/kmirror/sdk/auth"
 	"github.com/kmirror/kmirror/sdk/filter"
+	"github.com/kmirror/kmirror/sdk/statestore"
 )
 
 // The magic cookie every kmirror plugin checks at start.
@@ -32,8 +33,9 @@ const (
 	KindFilter     Kind = "filter"
 )
 
-// StateStoreProtocolMajor is the major version of the state-store protocol.
-const StateStoreProtocolMajor = 1
+// StateStoreProtocolMajor is the major version of the state-store protocol
+// (statestore.ProtocolMajor).
+const StateStoreProtocolMajor = statestore.ProtocolMajor
 
 // Kinds returns every plugin kind.
 func Kinds() []Kind { return []Kind{KindAuth, KindStateStore, KindFilter} }

@@ -40,6 +40,15 @@
 // Mirror names match [A-Za-z0-9_-]+ and Kafka topic names match
 // [A-Za-z0-9._-]+, so neither contains '/', and a key parses back uniquely.
 //
+// # Optional interfaces
+//
+// Besides [Store], a store may implement [Informer] (it describes itself:
+// name, protocol version, shared or not), [Pager] (it lists one page at a
+// time) and [Leaser] (native leases, e.g. etcd's). Callers go through
+// [InfoOf], [ListPage] and [Leases], which fall back to [DefaultInfo], to
+// paging over List, and to leases written with compare-and-set
+// ([NewCASLeases]), so every Store offers all of it.
+//
 // # Errors
 //
 // Implementations return the sentinel errors below, wrapped with %w and a
@@ -75,6 +84,17 @@ var (
 	// ErrInvalidVersion: the expected version passed to Put or Delete is
 	// not allowed there (negative other than AnyVersion; Absent on Delete).
 	ErrInvalidVersion = errors.New("state store: invalid expected version")
+	// ErrInvalidArgument: another argument is not allowed: a page limit
+	// below 1, an empty or malformed lease holder, a lease TTL that is
+	// not positive.
+	ErrInvalidArgument = errors.New("state store: invalid argument")
+	// ErrLeaseHeld: the lease is held by another holder and has not
+	// expired (or was taken by another holder concurrently); retry later.
+	ErrLeaseHeld = errors.New("state store: lease held by another holder")
+	// ErrLeaseNotHeld: the caller renewed or released a lease it does not
+	// hold (it was never taken, was released, or another holder took it
+	// after it expired). The caller must stop acting as the holder.
+	ErrLeaseNotHeld = errors.New("state store: lease not held by this holder")
 )
 
 // Special expected versions for Put and Delete.

@@ -118,7 +118,17 @@ type keyState struct {
 	version int64 // 0: absent
 }
 
-var _ statestore.Store = (*Store)(nil)
+var (
+	_ statestore.Store    = (*Store)(nil)
+	_ statestore.Informer = (*Store)(nil)
+	_ statestore.Pager    = (*Store)(nil)
+)
+
+// Info implements statestore.Informer: "file", not shared (Open locks the
+// directory for one Store).
+func (s *Store) Info() statestore.Info {
+	return statestore.Info{Name: "file", ProtocolMajor: statestore.ProtocolMajor, ProtocolMinor: statestore.ProtocolMinor}
+}
 
 // Open opens (creating it with mode 0700 if needed) the state store in dir
 // and locks it for this Store. If another process or Store holds the lock,
@@ -475,27 +485,54 @@ func (s *Store) List(ctx context.Context, prefix string) ([]statestore.Entry, er
 		return nil, err
 	}
 	defer s.closeMu.RUnlock()
+	out, _, err := s.list(prefix, "", -1)
+	return out, err
+}
+
+// ListPage implements statestore.Pager: it reads only the files of the
+// page (plus at most one beyond it to tell whether more follow).
+func (s *Store) ListPage(ctx context.Context, prefix, after string, limit int) ([]statestore.Entry, bool, error) {
+	if err := s.begin(ctx, "list", prefix, false); err != nil {
+		return nil, false, err
+	}
+	defer s.closeMu.RUnlock()
+	if err := statestore.ValidateLimit(limit); err != nil {
+		return nil, false, fmt.Errorf("file state store %s: list %q: %w", s.dir, prefix, err)
+	}
+	return s.list(prefix, after, limit)
+}
+
+// list reads the entries under prefix after the key after, at most limit
+// of them (-1: all), and whether more follow.
+func (s *Store) list(prefix, after string, limit int) ([]statestore.Entry, bool, error) {
 	s.mu.Lock()
 	var keys []string
 	for k := range s.keys {
-		if strings.HasPrefix(k, prefix) {
+		if strings.HasPrefix(k, prefix) && k > after {
 			keys = append(keys, k)
 		}
 	}
 	s.mu.Unlock()
 	sort.Strings(keys)
-	out := make([]statestore.Entry, 0, len(keys))
+	n := len(keys)
+	if limit >= 0 {
+		n = min(n, limit)
+	}
+	out := make([]statestore.Entry, 0, n)
 	for _, k := range keys {
 		e, err := s.get(k)
 		if errors.Is(err, statestore.ErrNotFound) {
 			continue // deleted, or never created
 		}
 		if err != nil {
-			return nil, fmt.Errorf("list %q: %w", prefix, err)
+			return nil, false, fmt.Errorf("list %q: %w", prefix, err)
+		}
+		if limit >= 0 && len(out) == limit {
+			return out, true, nil
 		}
 		out = append(out, e)
 	}
-	return out, nil
+	return out, false, nil
 }
 
 // Close releases the lock and the directory. Operations in flight finish

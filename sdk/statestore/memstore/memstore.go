@@ -1,6 +1,8 @@
 // Package memstore is an in-memory statestore.Store: not durable, for tests
 // of code that uses a state store and as the reference implementation of the
-// contract (it runs the storetest conformance suite).
+// contract (it runs the storetest conformance suite). It implements
+// statestore.Informer and statestore.Pager; its leases are the generic ones
+// (statestore.NewCASLeases).
 package memstore
 
 import (
@@ -22,7 +24,11 @@ type Store struct {
 	entries map[string]statestore.Entry
 }
 
-var _ statestore.Store = (*Store)(nil)
+var (
+	_ statestore.Store    = (*Store)(nil)
+	_ statestore.Informer = (*Store)(nil)
+	_ statestore.Pager    = (*Store)(nil)
+)
 
 // New returns an empty store.
 func New() *Store {
@@ -112,6 +118,40 @@ func (s *Store) List(ctx context.Context, prefix string) ([]statestore.Entry, er
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out, nil
+}
+
+// ListPage implements statestore.Pager.
+func (s *Store) ListPage(ctx context.Context, prefix, after string, limit int) ([]statestore.Entry, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.begin(ctx, "list", prefix, false); err != nil {
+		return nil, false, err
+	}
+	if err := statestore.ValidateLimit(limit); err != nil {
+		return nil, false, fmt.Errorf("memstore: list %q: %w", prefix, err)
+	}
+	var keys []string
+	for k := range s.entries {
+		if strings.HasPrefix(k, prefix) && k > after {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	more := len(keys) > limit
+	if more {
+		keys = keys[:limit]
+	}
+	out := make([]statestore.Entry, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, clone(s.entries[k]))
+	}
+	return out, more, nil
+}
+
+// Info implements statestore.Informer: "memstore", not shared (it lives in
+// one process).
+func (s *Store) Info() statestore.Info {
+	return statestore.Info{Name: "memstore", ProtocolMajor: statestore.ProtocolMajor, ProtocolMinor: statestore.ProtocolMinor}
 }
 
 // Close implements statestore.Store.

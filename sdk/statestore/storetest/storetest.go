@@ -12,6 +12,14 @@
 //	}
 //
 // open must return a new, empty store for each call; the suite closes it.
+//
+// Besides Store's methods the suite checks what every store offers through
+// the helpers of package statestore, natively or not: statestore.InfoOf
+// (valid and stable), statestore.ListPage (pages that add up to List) and
+// statestore.Leases (acquire, refusal while held, takeover after expiry,
+// renew and release only by the holder). The expiry case waits for a
+// lease of 200ms to expire (a store that rounds TTLs up, such as etcd's
+// whole seconds, makes it wait longer).
 package storetest
 
 import (
@@ -22,6 +30,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/kmirror/kmirror/sdk/statestore"
 )
@@ -50,6 +59,13 @@ func Run(t *testing.T, open func(t *testing.T) statestore.Store) {
 		{"ConcurrentPutSameVersionOneWins", testConcurrentSameVersion},
 		{"ConcurrentCreateOneWins", testConcurrentCreate},
 		{"ConcurrentDistinctKeys", testConcurrentDistinct},
+		{"ListPage", testListPage},
+		{"ListPageInvalidLimit", testListPageInvalidLimit},
+		{"InfoValidAndStable", testInfo},
+		{"LeaseHeldIsRefused", testLeaseHeld},
+		{"LeaseTakenAfterExpiry", testLeaseExpiry},
+		{"LeaseConcurrentAcquireOneWins", testLeaseConcurrent},
+		{"LeaseInvalidArguments", testLeaseInvalid},
 		{"CanceledContext", testCanceledContext},
 		{"ClosedStoreErrors", testClosed},
 	}
@@ -498,6 +514,18 @@ func testCanceledContext(t *testing.T, s statestore.Store) {
 	_, err = s.List(c, "")
 	wantErr(t, "List with a canceled context", err, context.Canceled)
 	wantErr(t, "Delete with a canceled context", s.Delete(c, "k", v), context.Canceled)
+	_, _, err = statestore.ListPage(c, s, "", "", 10)
+	wantErr(t, "ListPage with a canceled context", err, context.Canceled)
+	leases := statestore.Leases(s)
+	_, err = leases.AcquireLease(c, "lease", "a", time.Minute)
+	wantErr(t, "AcquireLease with a canceled context", err, context.Canceled)
+	_, err = leases.RenewLease(c, "lease", "a", time.Minute)
+	wantErr(t, "RenewLease with a canceled context", err, context.Canceled)
+	wantErr(t, "ReleaseLease with a canceled context", leases.ReleaseLease(c, "lease", "a"), context.Canceled)
+	_, err = leases.GetLease(c, "lease")
+	wantErr(t, "GetLease with a canceled context", err, context.Canceled)
+	_, err = leases.GetLease(ctx(t), "lease")
+	wantErr(t, "GetLease of a lease acquired with a canceled context", err, statestore.ErrNotFound)
 	wantEntry(t, s, "k", []byte("kept"), v)
 	_, err = s.Get(ctx(t), "new")
 	wantErr(t, "Get of a key created with a canceled context", err, statestore.ErrNotFound)
@@ -515,6 +543,16 @@ func testClosed(t *testing.T, s statestore.Store) {
 	wantErr(t, "Delete after Close", s.Delete(ctx(t), "k", v), statestore.ErrClosed)
 	_, err = s.List(ctx(t), "")
 	wantErr(t, "List after Close", err, statestore.ErrClosed)
+	_, _, err = statestore.ListPage(ctx(t), s, "", "", 10)
+	wantErr(t, "ListPage after Close", err, statestore.ErrClosed)
+	leases := statestore.Leases(s)
+	_, err = leases.AcquireLease(ctx(t), "lease", "a", time.Minute)
+	wantErr(t, "AcquireLease after Close", err, statestore.ErrClosed)
+	_, err = leases.GetLease(ctx(t), "lease")
+	wantErr(t, "GetLease after Close", err, statestore.ErrClosed)
+	if err := statestore.InfoOf(s).Validate(); err != nil {
+		t.Fatalf("Info after Close: %v", err)
+	}
 	if err := s.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
