@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what kmirror's build and tests need on a fresh Debian machine:
-# Go modules, etcd (for the etcd state store's tests), a Java 17+ runtime and Maven (for the real Apache Kafka brokers of
-# the e2e tests), and the Kafka jars themselves (through Maven Central).
+# Go modules, etcd (for the etcd state store's tests), a Java 17+ runtime and
+# Maven (for the real Apache Kafka brokers of the e2e tests), and the Kafka jars
+# themselves (through Maven Central).
 # Idempotent: it only installs what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -205,12 +205,46 @@ func (s *Server) Stop() {
 	os.RemoveAll(s.dataDir)
 }
 
-// Pause stops the server's process (SIGSTOP): connections stay open and
-// requests stay unanswered until Resume.
-func (s *Server) Pause() error { return s.cmd.Process.Signal(syscall.SIGSTOP) }
+// Pause stops the server's process (SIGSTOP) and returns once the kernel
+// reports it stopped: connections stay open and requests stay unanswered
+// until Resume.
+func (s *Server) Pause() error {
+	if err := s.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		return fmt.Errorf("etcdtest: pause: %w", err)
+	}
+	return s.waitState(true)
+}
 
-// Resume continues a paused server (SIGCONT).
-func (s *Server) Resume() error { return s.cmd.Process.Signal(syscall.SIGCONT) }
+// Resume continues a paused server (SIGCONT) and returns once it runs.
+func (s *Server) Resume() error {
+	if err := s.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		return fmt.Errorf("etcdtest: resume: %w", err)
+	}
+	return s.waitState(false)
+}
+
+// waitState waits until the process is stopped (state T in
+// /proc/<pid>/stat) or not, as stopped asks: signals are delivered
+// asynchronously.
+func (s *Server) waitState(stopped bool) error {
+	path := fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("etcdtest: process state: %w", err)
+		}
+		// The state follows the command name, which is in parentheses.
+		fields := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		if len(fields) > 0 && (fields[0] == "T") == stopped {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("etcdtest: process %d not %s after 10s (state %v)", s.cmd.Process.Pid, map[bool]string{true: "stopped", false: "running"}[stopped], fields[:1])
+		}
+		time.Sleep(time.Millisecond) // polling the process state
+	}
+}
 
 var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
 

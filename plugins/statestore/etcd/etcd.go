@@ -360,12 +360,16 @@ func (s *Store) begin(ctx context.Context, op, key string, isKey bool) (context.
 // fail wraps an error of etcd for op on key. When the caller's context
 // ended it wraps ctx.Err(); when the request timeout did, it says so.
 func (s *Store) fail(ctx, rctx context.Context, op, key string, err error) error {
+	unknown := "" // a write whose answer was not awaited may have happened, or happen still
+	if op != "get" && op != "list" && op != "get lease" {
+		unknown = " (the write may have happened or still happen; re-read before acting on it)"
+	}
 	switch {
 	case ctx.Err() != nil:
-		return fmt.Errorf("%s: %s %q: %w", s.name, op, key, ctx.Err())
+		return fmt.Errorf("%s: %s %q%s: %w", s.name, op, key, unknown, ctx.Err())
 	case rctx.Err() != nil:
-		return fmt.Errorf("%s: %s %q: no answer within request_timeout %s (the write may or may not have happened; re-read): %w",
-			s.name, op, key, s.cfg.RequestTimeout, context.DeadlineExceeded)
+		return fmt.Errorf("%s: %s %q: no answer within request_timeout %s%s: %w",
+			s.name, op, key, s.cfg.RequestTimeout, unknown, context.DeadlineExceeded)
 	}
 	return fmt.Errorf("%s: %s %q: %w", s.name, op, key, describe(err, s.cfg.Username))
 }
