@@ -28,6 +28,18 @@
 // keeps; a single value is bounded by etcd's --max-request-bytes (1.5 MiB
 // by default).
 //
+// # Deadlines and Close
+//
+// Every request is bounded by Config.RequestTimeout within the caller's
+// context. A write that ends with its context fails with an error wrapping
+// context.DeadlineExceeded (or Canceled), yet etcd may still apply it, even
+// after the error was returned (a request it had received but not
+// processed yet). Compare-and-set keeps that harmless: a re-read shows the
+// write or the previous value, and a write that lands late with an
+// expected version that has moved on fails in etcd. Close waits for the
+// operations in flight, each bounded by the request timeout, and closes
+// the client.
+//
 // # Leases
 //
 // A lease key is bound to an etcd lease with the lease's TTL (rounded up
