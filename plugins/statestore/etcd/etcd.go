@@ -328,7 +328,7 @@ func describe(err error, user string) error {
 		return fmt.Errorf("user %q lacks a permission (grant its role readwrite on the prefix): %w", user, err)
 	case errors.Is(err, rpctypes.ErrRequestTooLarge):
 		return fmt.Errorf("raise etcd's --max-request-bytes (and max_request_bytes here): %w", err)
-	case errors.Is(err, rpctypes.ErrUserEmpty), errors.Is(err, rpctypes.ErrAuthNotEnabled) && user == "":
+	case errors.Is(err, rpctypes.ErrUserEmpty):
 		return fmt.Errorf("etcd requires authentication: set username and password: %w", err)
 	}
 	return err

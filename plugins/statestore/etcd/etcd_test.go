@@ -130,6 +130,7 @@ func TestCutOffMidWrite(t *testing.T) {
 	applied := 0
 	const rounds = 6
 	for round := range rounds {
+		before := v
 		if err := own.Pause(); err != nil {
 			t.Fatal(err)
 		}
@@ -173,7 +174,7 @@ func TestCutOffMidWrite(t *testing.T) {
 		if err != nil || e.Version != v || string(e.Value) != string(otherValue) {
 			t.Fatalf("round %d: the cut client reads %q v%d (%v), want %q v%d", round, e.Value, e.Version, err, otherValue, v)
 		}
-		if _, err := writer.Put(t.Context(), key, []byte("stale"), v-1); !errors.Is(err, statestore.ErrVersionMismatch) {
+		if _, err := writer.Put(t.Context(), key, []byte("stale"), before); !errors.Is(err, statestore.ErrVersionMismatch) {
 			t.Fatalf("round %d: Put with a stale version: %v, want ErrVersionMismatch", round, err)
 		}
 		if v, err = writer.Put(t.Context(), key, fmt.Appendf(nil, "after %d", round), v); err != nil {
@@ -558,4 +559,17 @@ func TestPasswordAuth(t *testing.T) {
 	nobody := cfg
 	nobody.Username = "nobody"
 	fail("user without a role", nobody, `user "nobody" lacks a permission`)
+}
+
+// TestCredentialsUnusedWithoutEtcdAuth: as every etcd client, the store
+// connects with credentials to an etcd whose authentication is off, and
+// works.
+func TestCredentialsUnusedWithoutEtcdAuth(t *testing.T) {
+	t.Parallel()
+	cfg := config(t, srv)
+	cfg.Username, cfg.Password = "kmirror", auth.NewSecret("unused-pw-3b9f")
+	s := open(t, cfg)
+	if _, err := s.Put(t.Context(), "k", []byte("v"), statestore.Absent); err != nil {
+		t.Fatalf("Put: %v", err)
+	}
 }
