@@ -141,11 +141,24 @@ func DefaultConfig() Config {
 	}
 }
 
-// validate checks c; the error names the field and never holds the
+// fieldError is a problem with one field of Config, named by its
+// configuration key.
+type fieldError struct {
+	key    string // "endpoints", "prefix", ...
+	reason string
+}
+
+func (e *fieldError) Error() string { return e.key + ": " + e.reason }
+
+func bad(key, format string, args ...any) error {
+	return &fieldError{key: key, reason: fmt.Sprintf(format, args...)}
+}
+
+// validate checks c; the error is a *fieldError and never holds the
 // password.
 func (c *Config) validate() error {
 	if len(c.Endpoints) == 0 {
-		return errors.New("endpoints: at least one etcd client URL is required")
+		return bad(KeyEndpoints, "at least one etcd client URL is required")
 	}
 	tlsOn := c.CAFile != "" || c.CertFile != "" || c.KeyFile != ""
 	for i, ep := range c.Endpoints {
@@ -154,39 +167,39 @@ func (c *Config) validate() error {
 			switch scheme {
 			case "http":
 				if tlsOn {
-					return fmt.Errorf("endpoints[%d] %q: http:// while TLS files are set; use https:// or host:port", i, ep)
+					return bad(KeyEndpoints, "[%d] %q: http:// while TLS files are set; use https:// or host:port", i, ep)
 				}
 			case "https":
 			default:
-				return fmt.Errorf("endpoints[%d] %q: scheme %q (use host:port, http:// or https://)", i, ep, scheme)
+				return bad(KeyEndpoints, "[%d] %q: scheme %q (use host:port, http:// or https://)", i, ep, scheme)
 			}
 			host = rest
 		}
 		if host == "" || strings.ContainsAny(host, "/@ ") {
-			return fmt.Errorf("endpoints[%d] %q: not host:port", i, ep)
+			return bad(KeyEndpoints, "[%d] %q: not host:port", i, ep)
 		}
 	}
 	switch {
 	case c.Prefix != "" && !strings.HasSuffix(c.Prefix, "/"):
-		return fmt.Errorf("prefix %q: must end with '/' (or be empty), so that no deployment's keys start with another's prefix", c.Prefix)
+		return bad(KeyPrefix, "%q must end with '/' (or be empty), so that no deployment's keys start with another's prefix", c.Prefix)
 	case !utf8.ValidString(c.Prefix) || strings.IndexByte(c.Prefix, 0) >= 0:
-		return fmt.Errorf("prefix %q: must be UTF-8 without NUL bytes", c.Prefix)
+		return bad(KeyPrefix, "%q must be UTF-8 without NUL bytes", c.Prefix)
 	case c.Password.IsSet() && c.PasswordFile != "":
-		return errors.New("password and password_file: set one of them")
+		return bad(KeyPasswordFile, "set one of password and password_file")
 	case c.Username == "" && (c.Password.IsSet() || c.PasswordFile != ""):
-		return errors.New("username: required with a password")
+		return bad(KeyUsername, "required with a password")
 	case c.Username != "" && !c.Password.IsSet() && c.PasswordFile == "":
-		return errors.New("password: required with a username (or password_file)")
+		return bad(KeyPassword, "required with a username (or password_file)")
 	case (c.CertFile == "") != (c.KeyFile == ""):
-		return errors.New("cert_file and key_file: set both or neither")
+		return bad(KeyKeyFile, "set cert_file and key_file both or neither")
 	case c.DialTimeout <= 0:
-		return fmt.Errorf("dial_timeout %s: must be positive", c.DialTimeout)
+		return bad(KeyDialTimeout, "%s: must be positive", c.DialTimeout)
 	case c.RequestTimeout <= 0:
-		return fmt.Errorf("request_timeout %s: must be positive", c.RequestTimeout)
+		return bad(KeyRequestTimeout, "%s: must be positive", c.RequestTimeout)
 	case c.MaxRequestBytes < 1<<20:
-		return fmt.Errorf("max_request_bytes %d: at least 1 MiB", c.MaxRequestBytes)
+		return bad(KeyMaxRequestBytes, "%d: at least 1 MiB", c.MaxRequestBytes)
 	case c.ListPageSize < 1:
-		return fmt.Errorf("list_page_size %d: at least 1", c.ListPageSize)
+		return bad(KeyListPageSize, "%d: at least 1", c.ListPageSize)
 	}
 	return nil
 }
@@ -203,17 +216,17 @@ func (c *Config) tlsConfig() (*tls.Config, error) {
 	if c.CAFile != "" {
 		pem, err := os.ReadFile(c.CAFile)
 		if err != nil {
-			return nil, fmt.Errorf("ca_file: %w", err)
+			return nil, &fieldError{key: KeyCAFile, reason: err.Error()}
 		}
 		tc.RootCAs = x509.NewCertPool()
 		if !tc.RootCAs.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("ca_file %s: no PEM certificate in it", c.CAFile)
+			return nil, bad(KeyCAFile, "%s holds no PEM certificate", c.CAFile)
 		}
 	}
 	if c.CertFile != "" {
 		cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
 		if err != nil {
-			return nil, fmt.Errorf("cert_file %s / key_file %s: %w", c.CertFile, c.KeyFile, err)
+			return nil, bad(KeyCertFile, "%s with key_file %s: %v", c.CertFile, c.KeyFile, err)
 		}
 		tc.Certificates = []tls.Certificate{cert}
 	}
@@ -227,11 +240,11 @@ func (c *Config) password() (string, error) {
 	b, err := os.ReadFile(c.PasswordFile)
 	if err != nil {
 		// os errors name the file, never its content.
-		return "", fmt.Errorf("password_file: %w", err)
+		return "", &fieldError{key: KeyPasswordFile, reason: err.Error()}
 	}
 	pw := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
 	if pw == "" {
-		return "", fmt.Errorf("password_file %s: empty", c.PasswordFile)
+		return "", bad(KeyPasswordFile, "%s is empty", c.PasswordFile)
 	}
 	return pw, nil
 }

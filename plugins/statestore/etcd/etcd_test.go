@@ -396,9 +396,9 @@ func TestInvalidConfig(t *testing.T) {
 		field string
 	}{
 		{"no endpoints", func(c *Config) { c.Endpoints = nil }, "endpoints"},
-		{"bad scheme", func(c *Config) { c.Endpoints = []string{"unix://x"} }, "endpoints[0]"},
-		{"path in endpoint", func(c *Config) { c.Endpoints = []string{"http://h:1/x"} }, "endpoints[0]"},
-		{"http with TLS", func(c *Config) { c.Endpoints = []string{"http://h:1"}; c.CAFile = "/ca.pem" }, "endpoints[0]"},
+		{"bad scheme", func(c *Config) { c.Endpoints = []string{"unix://x"} }, "endpoints"},
+		{"path in endpoint", func(c *Config) { c.Endpoints = []string{"http://h:1/x"} }, "endpoints"},
+		{"http with TLS", func(c *Config) { c.Endpoints = []string{"http://h:1"}; c.CAFile = "/ca.pem" }, "endpoints"},
 		{"prefix without slash", func(c *Config) { c.Prefix = "kmirror" }, "prefix"},
 		{"prefix with NUL", func(c *Config) { c.Prefix = "a\x00/" }, "prefix"},
 		{"password without user", func(c *Config) { c.Password = auth.NewSecret(secret) }, "username"},
