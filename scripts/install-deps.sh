@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what kmirror's build and tests need on a fresh Debian machine:
-# Go modules, a Java 17+ runtime and Maven (for the real Apache Kafka brokers of
-# the e2e tests), and the Kafka jars themselves (through Maven Central).
+# Go modules, etcd (for the etcd state store's tests), a Java 17+ runtime and
+# Maven (for the real Apache Kafka brokers of the e2e tests), and the Kafka jars
+# themselves (through Maven Central).
 # Idempotent: it only installs what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,6 +13,8 @@ command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
 command -v git >/dev/null 2>&1 || need_apt+=(git)
 # protoc, for the check that the SDK's generated gRPC code is fresh (make lint).
 command -v protoc >/dev/null 2>&1 || need_apt+=(protobuf-compiler)
+# etcd, which the tests of the etcd state store start (internal/etcdtest).
+command -v etcd >/dev/null 2>&1 || need_apt+=(etcd-server)
 if [ "${#need_apt[@]}" -gt 0 ]; then
   echo "install-deps: installing Debian packages: ${need_apt[*]}"
   if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
