@@ -29,6 +29,11 @@ die() { echo "pyfilter: $*" >&2; exit 1; }
 ensure_venv() {
   command -v python3 >/dev/null 2>&1 || die "python3 not found; run scripts/install-deps.sh (Debian: apt-get install python3 python3-venv)"
   local stamp want
+  # Test processes may ask at once (go test runs packages in parallel):
+  # one builds, the others wait for it.
+  mkdir -p "$(dirname "$venv")"
+  exec 9>"$venv.lock"
+  flock 9
   want="$(sha256sum "$plugin/requirements.txt" | cut -d' ' -f1) $(python3 -c 'import sys; print(sys.version.split()[0])')"
   stamp="$venv/.kmirror-requirements"
   if [ -x "$venv/bin/python" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
@@ -72,7 +77,7 @@ check)
 test)
   ensure_venv
   cd "$plugin"
-  PYTHONPATH="$plugin:$plugin/gen" PYTHONDONTWRITEBYTECODE=1 "$venv/bin/python" -m unittest discover -s tests -t . -v
+  GRPC_VERBOSITY=ERROR PYTHONPATH="$plugin:$plugin/gen" PYTHONDONTWRITEBYTECODE=1 "$venv/bin/python" -m unittest discover -s tests -t . -v
   ;;
 *)
   sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2

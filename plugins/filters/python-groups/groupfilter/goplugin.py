@@ -217,6 +217,7 @@ class MTLSFrontend:
                 continue
             self._thread.start()
             return "127.0.0.1:%d" % self._server.sockets[0].getsockname()[1]
+        self._loop.close()
         raise HandshakeError(f"could not listen on 127.0.0.1 in ports {lo}..{hi}")
 
     async def _relay(self, reader, writer):
@@ -251,6 +252,8 @@ class MTLSFrontend:
             asyncio.run_coroutine_threadsafe(stop(), self._loop).result(timeout=2)
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(timeout=2)
+        if not self._thread.is_alive():
+            self._loop.close()
 
 
 def handshake_line(app_version, address, server_cert):
@@ -304,8 +307,13 @@ class JSONLog:
         entry.update(fields)
         line = json.dumps(entry, default=str)
         with self._lock:
-            self._stream.write(line + "\n")
-            self._stream.flush()
+            try:
+                self._stream.write(line + "\n")
+                self._stream.flush()
+            except (OSError, ValueError):
+                # The host is gone (a broken pipe) or the stream is closed:
+                # a log line must never take the plugin down with it.
+                pass
 
     def debug(self, message, **fields):
         self.log("debug", message, **fields)
