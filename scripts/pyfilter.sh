@@ -13,8 +13,8 @@
 # The virtualenv lives in .cache/pyfilter-venv (git-ignored), or where
 # KMIRROR_PYFILTER_VENV says; the launcher reads the same variable. It is
 # rebuilt when requirements.txt or the Python interpreter changes. Needs
-# python3 with the venv module (Debian: python3-venv; scripts/install-deps.sh
-# installs it).
+# python3 (3.11 or newer) with the venv module (Debian: python3-venv;
+# scripts/install-deps.sh installs it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -28,6 +28,8 @@ die() { echo "pyfilter: $*" >&2; exit 1; }
 
 ensure_venv() {
   command -v python3 >/dev/null 2>&1 || die "python3 not found; run scripts/install-deps.sh (Debian: apt-get install python3 python3-venv)"
+  # 3.11: asyncio's StreamWriter.start_tls (the plugin's TLS frontend).
+  python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' || die "python3 is $(python3 -V 2>&1); the plugin needs Python 3.11 or newer"
   local stamp want
   # Test processes may ask at once (go test runs packages in parallel):
   # one builds, the others wait for it.

@@ -192,8 +192,8 @@ class MTLSFrontend:
         self._thread = threading.Thread(target=self._loop.run_forever, name="mtls-frontend", daemon=True)
 
     def _on_loop_error(self, _loop, context):
-        # A failed TLS handshake (a process other than the host knocking)
-        # lands here; log it as one JSON line, never the peer's data.
+        # Whatever asyncio reports goes out as one JSON line, never the
+        # peer's data.
         self._log.warn("connection error", error=str(context.get("exception") or context.get("message")))
 
     def listen(self, environ):
@@ -211,7 +211,7 @@ class MTLSFrontend:
         for port in ports:
             try:
                 self._server = self._loop.run_until_complete(
-                    asyncio.start_server(self._relay, "127.0.0.1", port, ssl=self._ctx, reuse_port=False)
+                    asyncio.start_server(self._relay, "127.0.0.1", port, reuse_port=False)
                 )
             except OSError:
                 continue
@@ -221,6 +221,14 @@ class MTLSFrontend:
         raise HandshakeError(f"could not listen on 127.0.0.1 in ports {lo}..{hi}")
 
     async def _relay(self, reader, writer):
+        # The handshake is made here rather than by start_server, so that a
+        # refused peer (no certificate, or not the host's) is logged.
+        try:
+            await writer.start_tls(self._ctx)
+        except (ssl.SSLError, OSError) as e:
+            self._log.warn("refused a connection: TLS handshake failed", error=str(e))
+            writer.close()
+            return
         try:
             up_reader, up_writer = await asyncio.open_unix_connection(self._upstream)
         except OSError as e:

@@ -10,6 +10,7 @@ import socket
 import ssl
 import tempfile
 import threading
+import time
 import unittest
 from concurrent import futures
 
@@ -186,11 +187,19 @@ class MTLSFrontendTest(unittest.TestCase):
                 if not s.recv(4):
                     raise ConnectionError("closed")
 
+    def assertRefusalLogged(self):
+        deadline = time.monotonic() + 10
+        while "refused a connection: TLS handshake failed" not in self.logs.getvalue():
+            self.assertLess(time.monotonic(), deadline, "the refusal was not logged")
+            time.sleep(0.01)
+
     def test_no_client_certificate_is_refused(self):
         self.assertRefused(self.client_context(None, None))
+        self.assertRefusalLogged()
 
     def test_another_certificate_is_refused(self):
         self.assertRefused(self.client_context(*p521_cert()))
+        self.assertRefusalLogged()
 
     def test_port_range(self):
         with socket.socket() as probe:
