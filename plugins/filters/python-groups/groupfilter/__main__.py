@@ -27,6 +27,32 @@ SUPPORTED_VERSIONS = (service.PROTOCOL_MAJOR,)
 STOP_GRACE_SECONDS = 1.0
 
 
+# The private directories of the gRPC socket: PRIVATE_PREFIX<pid>-<random>.
+PRIVATE_PREFIX = "kmirror-python-groups-"
+
+
+def sweep_stale_dirs(parent):
+    """Remove the private directories that killed instances left behind:
+    those of this user whose process is gone. A graceful stop removes its own."""
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        return
+    for name in names:
+        if not name.startswith(PRIVATE_PREFIX):
+            continue
+        pid = name[len(PRIVATE_PREFIX):].split("-", 1)[0]
+        path = os.path.join(parent, name)
+        try:
+            if not pid.isdigit() or os.lstat(path).st_uid != os.getuid():
+                continue
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(path, ignore_errors=True)
+        except OSError:
+            continue
+
+
 def main():
     log = goplugin.JSONLog()
     try:
@@ -62,7 +88,8 @@ def main():
         return 1
     # gRPC serves plaintext on a Unix socket only this user can reach; the
     # host connects to the TLS frontend, which relays to it.
-    private = tempfile.mkdtemp(prefix="kmirror-python-groups-")
+    sweep_stale_dirs(tempfile.gettempdir())
+    private = tempfile.mkdtemp(prefix=f"{PRIVATE_PREFIX}{os.getpid()}-")
     try:
         upstream = os.path.join(private, "grpc.sock")
         if not server.add_insecure_port("unix:" + upstream):
