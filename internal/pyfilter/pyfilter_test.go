@@ -3,6 +3,7 @@ package pyfilter_test
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -332,4 +333,34 @@ func poll(cond func() bool) bool {
 		time.Sleep(10 * time.Millisecond)
 	}
 	return true
+}
+
+func TestPluginRefusesAPeerWithoutTheHostsCertificate(t *testing.T) {
+	t.Parallel()
+	_, f, logs := start(t, nil, pluginhost.Options{})
+	waitFor(t, "the plugin's serving line", func() bool { return len(logs.logLines("serving")) > 0 })
+	addr, _ := logs.logLines("serving")[0]["address"].(string)
+	if !strings.HasPrefix(addr, "127.0.0.1:") {
+		t.Fatalf("the plugin serves on %q, want loopback", addr)
+	}
+	// Another local process, without the host's client certificate: the
+	// TLS handshake fails (with TLS 1.3, at the first read at the latest).
+	conn, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}})
+	if err == nil {
+		defer conn.Close()
+		conn.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err = conn.Write([]byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")); err == nil {
+			_, err = conn.Read(make([]byte, 1))
+		}
+	}
+	if err == nil {
+		t.Fatal("the plugin answered a peer that has no client certificate")
+	}
+	waitFor(t, "the plugin's log line about the refusal", func() bool {
+		return len(logs.logLines("refused a connection: TLS handshake failed")) > 0
+	})
+	// The host's own connection is unaffected.
+	if _, err := f.FilterGroups(context.Background(), "dc1", []filter.Group{{ID: "a", State: "Stable"}}); err != nil {
+		t.Errorf("FilterGroups after the refusal = %v", err)
+	}
 }
