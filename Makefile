@@ -9,7 +9,7 @@ PKGS := ./... github.com/kmirror/kmirror/sdk/...
 UNIT_PKGS = $(shell $(GO) list $(PKGS) | grep -v '/e2e')
 E2E_TIMEOUT ?= 20m
 
-.PHONY: all build deps generate tidy modules-check tutorial-check test unit e2e lint bench bench-quick bench-go bench-e2e demo docs clean
+.PHONY: all build deps generate pyfilter tidy modules-check tutorial-check test unit e2e lint bench bench-quick bench-go bench-e2e demo docs clean
 
 all: build
 
@@ -19,9 +19,15 @@ build:
 deps:
 	scripts/install-deps.sh
 
-## generate: the SDK's gRPC code from sdk/proto (lint fails when it is stale).
+## generate: the SDK's gRPC code from sdk/proto, and the Python filter
+## plugin's (lint fails when either is stale).
 generate:
 	scripts/gen-proto.sh
+	scripts/pyfilter.sh generate
+
+## pyfilter: the Python filter plugin's virtualenv; prints its launcher.
+pyfilter:
+	@scripts/pyfilter.sh venv
 
 ## test: unit tests, then the e2e suite against real Apache Kafka brokers,
 ## then `go install` of this commit from a clean module cache.
@@ -43,7 +49,9 @@ modules-check:
 tutorial-check:
 	scripts/tutorial.sh check
 
+## unit: Go unit tests, and the Python filter plugin's own tests.
 unit:
+	scripts/pyfilter.sh test
 	$(GO) test -count=1 -race -timeout 10m $(UNIT_PKGS)
 
 e2e:
@@ -51,6 +59,7 @@ e2e:
 
 lint:
 	scripts/gen-proto.sh --check
+	scripts/pyfilter.sh check
 	$(GO) vet $(PKGS)
 	$(GO) tool staticcheck $(PKGS)
 	@fmt=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$fmt" ]; then echo "gofmt needed on:"; echo "$$fmt"; exit 1; fi

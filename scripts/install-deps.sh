@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what kmirror's build and tests need on a fresh Debian machine:
 # Go modules, etcd (for the etcd state store's tests), a Java 17+ runtime and
-# Maven (for the real Apache Kafka brokers of the e2e tests), and the Kafka jars
-# themselves (through Maven Central).
+# Maven (for the real Apache Kafka brokers of the e2e tests), the Kafka jars
+# themselves (through Maven Central), and the Python filter plugin's
+# virtualenv with its pinned packages (from PyPI).
 # Idempotent: it only installs what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,6 +16,9 @@ command -v git >/dev/null 2>&1 || need_apt+=(git)
 command -v protoc >/dev/null 2>&1 || need_apt+=(protobuf-compiler)
 # etcd, which the tests of the etcd state store start (internal/etcdtest).
 command -v etcd >/dev/null 2>&1 || need_apt+=(etcd-server)
+# python3 with venv, for the Python filter plugin (plugins/filters/python-groups).
+command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
+if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then need_apt+=(python3-venv); fi
 if [ "${#need_apt[@]}" -gt 0 ]; then
   echo "install-deps: installing Debian packages: ${need_apt[*]}"
   if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
@@ -35,3 +39,6 @@ if [ -x scripts/kafka/fetch.sh ]; then
   echo "install-deps: resolving Apache Kafka jars from Maven Central"
   scripts/kafka/fetch.sh >/dev/null
 fi
+
+echo "install-deps: the Python filter plugin's virtualenv (scripts/pyfilter.sh)"
+scripts/pyfilter.sh venv >/dev/null

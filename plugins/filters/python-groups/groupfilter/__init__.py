@@ -1,0 +1,1 @@
+"""kmirror filter plugin in Python: which consumer groups sync (see README.md)."""
