@@ -86,7 +86,7 @@ func Probe(ctx context.Context, spec Spec, opts Options) (Probed, error) {
 	defer client.Kill()
 	rpc, err := handshake(client, spec.Kind, major)
 	if err != nil {
-		if !strings.HasPrefix(err.Error(), "refused") {
+		if !pluginVersionRE.MatchString(err.Error()) { // another major: handshake's error says so
 			err = fmt.Errorf("%s is not a kmirror %s plugin (it did not complete the kmirror plugin handshake: a plugin built with the kmirror SDK's plugin.Serve, or one following docs/plugins.md, does): %w", cmd.Path, spec.Kind, err)
 		}
 		return Probed{}, fmt.Errorf("%s: %w", label, err)
