@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -11,6 +12,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/kmirror/kmirror/core/pluginhost"
+	"github.com/kmirror/kmirror/sdk/plugin"
 )
 
 // The test filter plugin of core/pluginhost, built once for the tests
@@ -316,4 +320,25 @@ func readFile(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// A state store built from its configuration (the built-in file store)
+// is probed without being configured: no Info yet, and nothing opened.
+func TestProbeOfABuiltinStoreDoesNotConfigureIt(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile(binary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := sha256.Sum256(b)
+	spec := pluginhost.Spec{Name: "state", Kind: plugin.KindStateStore, Path: binary, SHA256: hex.EncodeToString(s[:])}
+	p, err := pluginhost.Probe(context.Background(), spec, pluginhost.Options{Command: func(pluginhost.Spec) (*exec.Cmd, error) {
+		return exec.Command(binary, "plugin", "serve", "statestore", "file"), nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.ProtocolMajor != 1 || p.InfoKnown || !strings.Contains(p.InfoError, "once it is configured") || len(p.Schema) == 0 {
+		t.Fatalf("probed %+v, want protocol 1, the schema, and no Info before configuration", p)
+	}
 }

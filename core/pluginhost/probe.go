@@ -9,9 +9,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
-	"google.golang.org/grpc/status"
 
 	"github.com/kmirror/kmirror/sdk/auth"
 	"github.com/kmirror/kmirror/sdk/filter"
@@ -34,8 +32,7 @@ type Probed struct {
 	Name          string
 	Version       string
 	ProtocolMinor int
-	// Schema is the configuration the plugin declares (nil when it has
-	// no configuration service).
+	// Schema is the configuration the plugin declares.
 	Schema plugin.Schema
 }
 
@@ -97,18 +94,15 @@ func Probe(ctx context.Context, spec Spec, opts Options) (Probed, error) {
 	if services, err := listServices(ctx, rpc.Conn); err == nil && !slices.Contains(services, serviceOf[spec.Kind]) {
 		return Probed{}, fmt.Errorf("%s: %s is a plugin but not a %s plugin: it serves %s, not %s", label, cmd.Path, spec.Kind, kmirrorKinds(services), serviceOf[spec.Kind])
 	}
-	schema, err := plugin.NewConfigClient(rpc.Conn).Schema(ctx)
-	switch {
-	case err == nil:
-		p.Schema = schema
-	case status.Code(errors.Unwrap(err)) == codes.Unimplemented || strings.Contains(err.Error(), "Unimplemented"):
-		// No configuration service: a plugin that takes no configuration.
-	default:
+	// The host reads the schema at every launch: a plugin without the
+	// configuration service would not start, so it is refused here too.
+	if p.Schema, err = plugin.NewConfigClient(rpc.Conn).Schema(ctx); err != nil {
 		return Probed{}, fmt.Errorf("%s: %w", label, err)
 	}
+	const notYet = "its Info is available once it is configured"
 	raw, err := rpc.Dispense(string(spec.Kind))
 	if err != nil {
-		p.InfoError = "its Info is available once it is configured (" + err.Error() + ")"
+		p.InfoError = notYet + " (" + err.Error() + ")"
 		return p, nil
 	}
 	p.InfoKnown = true
@@ -121,6 +115,11 @@ func Probe(ctx context.Context, spec Spec, opts Options) (Probed, error) {
 		p.Name, p.Version, p.ProtocolMinor = i.Name, i.Version, i.ProtocolMinor
 	case statestore.Store:
 		i := statestore.InfoOf(impl)
+		if i == statestore.DefaultInfo() && len(p.Schema) > 0 {
+			// What the SDK answers for a store it builds when configured.
+			p.InfoKnown, p.InfoError = false, notYet
+			return p, nil
+		}
 		p.Name, p.Version, p.ProtocolMinor = i.Name, i.Version, i.ProtocolMinor
 	default:
 		return Probed{}, fmt.Errorf("%s: %w", label, checkImpl(spec.Kind, raw))
