@@ -30,6 +30,7 @@ func commands() []command {
 		{"mirrors", "list, describe, pause, resume, stop and start mirrors through the admin API", cmdMirrors},
 		{"failover", "fail a mirror's topics over to the destination (through the admin API)", cmdFailover},
 		{"failback", "mirror a failed-over mirror's topics back to its old source (through the admin API)", cmdFailback},
+		{"plugins", "install, list, verify and remove plugin files", cmdPlugins},
 		{"config", "validate a configuration file, print the key reference or a sample", cmdConfig},
 		{"version", "print the version, commit, Go and franz-go versions", cmdVersion},
 	}

@@ -35,6 +35,7 @@ func (s *Server) Handler() http.Handler {
 	handle(RouteFailback, s.handleFailback)
 	handle(RouteCreate, s.handleCreate)
 	handle(RouteDelete, s.handleDelete)
+	handle(RoutePlugins, s.handlePlugins)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &recorder{ResponseWriter: w}

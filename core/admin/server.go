@@ -31,6 +31,9 @@ const DefaultOpTimeout = 10 * time.Minute
 type Options struct {
 	// Controller is the engine the API acts on. Required.
 	Controller Controller
+	// Plugins reports the daemon's plugins (GET /v1/plugins). Default:
+	// none, an empty list.
+	Plugins PluginSource
 	// Logger receives one line per request (named "admin"). Required.
 	Logger hclog.Logger
 	// OpTimeout bounds one operation; a failover gets its
@@ -43,6 +46,7 @@ type Options struct {
 // Reload re-reads the token and TLS files, Stop closes it.
 type Server struct {
 	ctl       Controller
+	plugins   PluginSource
 	log       hclog.Logger
 	opTimeout time.Duration
 
@@ -79,7 +83,7 @@ func New(opts Options) (*Server, error) {
 	if opts.OpTimeout == 0 {
 		opts.OpTimeout = DefaultOpTimeout
 	}
-	return &Server{ctl: opts.Controller, log: opts.Logger.Named("admin"), opTimeout: opts.OpTimeout}, nil
+	return &Server{ctl: opts.Controller, plugins: opts.Plugins, log: opts.Logger.Named("admin"), opTimeout: opts.OpTimeout}, nil
 }
 
 // Name implements daemon.Component.

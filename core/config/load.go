@@ -50,18 +50,25 @@ type Source struct {
 // read the file is returned wrapped (errors.Is(err, fs.ErrNotExist) works);
 // every problem with the content is returned together as *Errors.
 func Load(src Source) (*Config, error) {
-	var data []byte
-	format := "yaml"
-	if src.Path != "" {
-		var err error
-		if format, err = formatOf(src.Path); err != nil {
-			return nil, err
-		}
-		if data, err = os.ReadFile(src.Path); err != nil {
-			return nil, fmt.Errorf("read configuration file: %w", err)
-		}
+	data, format, err := readSource(src)
+	if err != nil {
+		return nil, err
 	}
 	return load(data, format, src.Path, src.Env, src.Sets, src.Reserved)
+}
+
+// readSource reads src's file, if any, and says its format.
+func readSource(src Source) (data []byte, format string, err error) {
+	if src.Path == "" {
+		return nil, "yaml", nil
+	}
+	if format, err = formatOf(src.Path); err != nil {
+		return nil, "", err
+	}
+	if data, err = os.ReadFile(src.Path); err != nil {
+		return nil, "", fmt.Errorf("read configuration file: %w", err)
+	}
+	return data, format, nil
 }
 
 // Parse is Load for configuration bytes already in memory; format is "yaml"
@@ -102,6 +109,12 @@ type document struct {
 }
 
 func load(data []byte, format, path string, env, sets, reserved []string) (*Config, error) {
+	return loadWith(decode, data, format, path, env, sets, reserved)
+}
+
+// loadWith is load with the decoding step given: decode for the whole
+// configuration, decodeForPlugins for the plugin commands.
+func loadWith(decode func(*document, *collector) *Config, data []byte, format, path string, env, sets, reserved []string) (*Config, error) {
 	var parser koanf.Parser
 	switch strings.ToLower(format) {
 	case "yaml", "yml":

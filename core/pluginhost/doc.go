@@ -35,6 +35,15 @@
 // the policy's cap. Callers need no reconnection logic: the next call after
 // a restart reaches the new process.
 //
+// # Probing
+//
+// Probe launches a plugin file once without configuring it — verified,
+// handshake, the kind's service looked up through gRPC reflection, Schema,
+// and the kind's Info where the plugin can answer before it is configured
+// — and stops it. `kmirror plugins install` and `plugins list` use it to
+// refuse a file that is no kmirror plugin of the kind, or speaks another
+// protocol major version, and to show a plugin's version.
+//
 // # Logs
 //
 // A plugin logs hclog JSON to stderr. The host re-logs each line through a

@@ -188,27 +188,12 @@ func (h *Host) launch(ctx context.Context, s *supervised) (*instance, error) {
 	if err := verify(cmd.Path, s.sum); err != nil {
 		return nil, fmt.Errorf("%s: not started: %w", label, err)
 	}
-	hs, err := plugin.Handshake(s.spec.Kind)
+	client, major, err := newClient(s.spec.Kind, cmd, s.sum, s.log, h.opts.StartTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", label, err)
 	}
-	versions, err := plugin.ClientPlugins(s.spec.Kind)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", label, err)
-	}
-	sum, _ := hex.DecodeString(s.sum)
-	client := goplugin.NewClient(&goplugin.ClientConfig{
-		HandshakeConfig:  goplugin.HandshakeConfig{MagicCookieKey: hs.MagicCookieKey, MagicCookieValue: hs.MagicCookieValue},
-		VersionedPlugins: versions,
-		Cmd:              cmd,
-		SecureConfig:     &goplugin.SecureConfig{Checksum: sum, Hash: sha256.New()},
-		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
-		AutoMTLS:         true,
-		Logger:           s.log,
-		StartTimeout:     h.opts.StartTimeout,
-	})
 	inst := &instance{client: client, cmd: cmd, started: time.Now()}
-	impl, err := h.connect(ctx, s, client, hs.ProtocolVersion)
+	impl, err := h.connect(ctx, s, client, major)
 	if err != nil {
 		client.Kill()
 		return nil, fmt.Errorf("%s: %w", label, err)
@@ -217,15 +202,43 @@ func (h *Host) launch(ctx context.Context, s *supervised) (*instance, error) {
 	return inst, nil
 }
 
+// newClient returns the go-plugin client that runs cmd as a plugin of
+// kind: the kind's handshake and protocol version, gRPC only, AutoMTLS,
+// the file checked against sum (hex) as it is launched. major is the
+// protocol major version it asks for.
+func newClient(kind plugin.Kind, cmd *exec.Cmd, sum string, log hclog.Logger, timeout time.Duration) (client *goplugin.Client, major uint, err error) {
+	hs, err := plugin.Handshake(kind)
+	if err != nil {
+		return nil, 0, err
+	}
+	versions, err := plugin.ClientPlugins(kind)
+	if err != nil {
+		return nil, 0, err
+	}
+	raw, _ := hex.DecodeString(sum)
+	return goplugin.NewClient(&goplugin.ClientConfig{
+		HandshakeConfig:  goplugin.HandshakeConfig{MagicCookieKey: hs.MagicCookieKey, MagicCookieValue: hs.MagicCookieValue},
+		VersionedPlugins: versions,
+		Cmd:              cmd,
+		SecureConfig:     &goplugin.SecureConfig{Checksum: raw, Hash: sha256.New()},
+		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
+		AutoMTLS:         true,
+		Logger:           log,
+		StartTimeout:     timeout,
+	}), hs.ProtocolVersion, nil
+}
+
 var pluginVersionRE = regexp.MustCompile(`Plugin version: (\d+)`)
 
-// connect starts the process, configures the plugin and dispenses its kind.
-func (h *Host) connect(ctx context.Context, s *supervised, client *goplugin.Client, major uint) (any, error) {
+// handshake starts the process of client and returns its gRPC client; a
+// plugin speaking another major version of kind's protocol is refused
+// with both versions named.
+func handshake(client *goplugin.Client, kind plugin.Kind, major uint) (*goplugin.GRPCClient, error) {
 	rpc, err := client.Client()
 	if err != nil {
 		if m := pluginVersionRE.FindStringSubmatch(err.Error()); m != nil {
 			return nil, fmt.Errorf("refused: it speaks %s protocol version %s and this kmirror speaks version %d; use a build of the plugin for version %d (go-plugin: %v)",
-				s.spec.Kind, m[1], major, major, err)
+				kind, m[1], major, major, err)
 		}
 		if errors.Is(err, goplugin.ErrChecksumsDoNotMatch) {
 			return nil, fmt.Errorf("not started: the file changed after it was verified: %w", err)
@@ -235,6 +248,15 @@ func (h *Host) connect(ctx context.Context, s *supervised, client *goplugin.Clie
 	grpcClient, ok := rpc.(*goplugin.GRPCClient)
 	if !ok {
 		return nil, fmt.Errorf("start: the plugin did not negotiate gRPC (got %T)", rpc)
+	}
+	return grpcClient, nil
+}
+
+// connect starts the process, configures the plugin and dispenses its kind.
+func (h *Host) connect(ctx context.Context, s *supervised, client *goplugin.Client, major uint) (any, error) {
+	grpcClient, err := handshake(client, s.spec.Kind, major)
+	if err != nil {
+		return nil, err
 	}
 	cctx, cancel := context.WithTimeout(ctx, h.opts.StartTimeout)
 	defer cancel()
@@ -249,7 +271,7 @@ func (h *Host) connect(ctx context.Context, s *supervised, client *goplugin.Clie
 		return nil, err
 	}
 	s.log.Info("plugin configured", "keys", configKeys(s.spec.Config))
-	raw, err := rpc.Dispense(string(s.spec.Kind))
+	raw, err := grpcClient.Dispense(string(s.spec.Kind))
 	if err != nil {
 		return nil, fmt.Errorf("dispense %s: %w", s.spec.Kind, err)
 	}
