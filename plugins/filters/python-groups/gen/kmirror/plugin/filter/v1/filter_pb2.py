@@ -22,9 +22,10 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n%kmirror/plugin/filter/v1/filter.proto\x12\x18kmirror.plugin.filter.v1\"\r\n\x0bInfoRequest\"\x8c\x01\n\x0cInfoResponse\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x16\n\x0eprotocol_major\x18\x03 \x01(\x05\x12\x16\n\x0eprotocol_minor\x18\x04 \x01(\x05\x12-\n\x05kinds\x18\x05 \x03(\x0e\x32\x1e.kmirror.plugin.filter.v1.Kind\"\xaa\x01\n\x05Topic\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x12\n\npartitions\x18\x02 \x01(\x05\x12\x10\n\x08internal\x18\x03 \x01(\x08\x12=\n\x07\x63onfigs\x18\x04 \x03(\x0b\x32,.kmirror.plugin.filter.v1.Topic.ConfigsEntry\x1a.\n\x0c\x43onfigsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"0\n\x05Group\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12\r\n\x05state\x18\x03 \x01(\t\"\x98\x01\n\nACLBinding\x12\x15\n\rresource_type\x18\x01 \x01(\t\x12\x15\n\rresource_name\x18\x02 \x01(\t\x12\x14\n\x0cpattern_type\x18\x03 \x01(\t\x12\x11\n\tprincipal\x18\x04 \x01(\t\x12\x0c\n\x04host\x18\x05 \x01(\t\x12\x11\n\toperation\x18\x06 \x01(\t\x12\x12\n\npermission\x18\x07 \x01(\t\"V\n\x13\x46ilterTopicsRequest\x12\x0e\n\x06mirror\x18\x01 \x01(\t\x12/\n\x06topics\x18\x02 \x03(\x0b\x32\x1f.kmirror.plugin.filter.v1.Topic\"V\n\x13\x46ilterGroupsRequest\x12\x0e\n\x06mirror\x18\x01 \x01(\t\x12/\n\x06groups\x18\x02 \x03(\x0b\x32\x1f.kmirror.plugin.filter.v1.Group\"[\n\x11\x46ilterACLsRequest\x12\x0e\n\x06mirror\x18\x01 \x01(\t\x12\x36\n\x08\x62indings\x18\x02 \x03(\x0b\x32$.kmirror.plugin.filter.v1.ACLBinding\"\x1e\n\x0e\x46ilterResponse\x12\x0c\n\x04kept\x18\x01 \x03(\x08*M\n\x04Kind\x12\x14\n\x10KIND_UNSPECIFIED\x10\x00\x12\x0f\n\x0bKIND_TOPICS\x10\x01\x12\x0f\n\x0bKIND_GROUPS\x10\x02\x12\r\n\tKIND_ACLS\x10\x03\x32\xa2\x03\n\x06\x46ilter\x12U\n\x04Info\x12%.kmirror.plugin.filter.v1.InfoRequest\x1a&.kmirror.plugin.filter.v1.InfoResponse\x12k\n\x0c\x46ilterTopics\x12-.kmirror.plugin.filter.v1.FilterTopicsRequest\x1a(.kmirror.plugin.filter.v1.FilterResponse(\x01\x30\x01\x12k\n\x0c\x46ilterGroups\x12-.kmirror.plugin.filter.v1.FilterGroupsRequest\x1a(.kmirror.plugin.filter.v1.FilterResponse(\x01\x30\x01\x12g\n\nFilterACLs\x12+.kmirror.plugin.filter.v1.FilterACLsRequest\x1a(.kmirror.plugin.filter.v1.FilterResponse(\x01\x30\x01\x42\x35Z3github.com/kmirror/kmirror/sdk/internal/pb/filterv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n%kmirror/plugin/filter/v1/filter.proto\x12\x18kmirror.plugin.filter.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\r\n\x0bInfoRequest\"\x8c\x01\n\x0cInfoResponse\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x16\n\x0eprotocol_major\x18\x03 \x01(\x05\x12\x16\n\x0eprotocol_minor\x18\x04 \x01(\x05\x12-\n\x05kinds\x18\x05 \x03(\x0e\x32\x1e.kmirror.plugin.filter.v1.Kind\"\xaa\x01\n\x05Topic\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x12\n\npartitions\x18\x02 \x01(\x05\x12\x10\n\x08internal\x18\x03 \x01(\x08\x12=\n\x07\x63onfigs\x18\x04 \x03(\x0b\x32,.kmirror.plugin.filter.v1.Topic.ConfigsEntry\x1a.\n\x0c\x43onfigsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"a\n\x05Group\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12\r\n\x05state\x18\x03 \x01(\t\x12/\n\x0blast_commit\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\x98\x01\n\nACLBinding\x12\x15\n\rresource_type\x18\x01 \x01(\t\x12\x15\n\rresource_name\x18\x02 \x01(\t\x12\x14\n\x0cpattern_type\x18\x03 \x01(\t\x12\x11\n\tprincipal\x18\x04 \x01(\t\x12\x0c\n\x04host\x18\x05 \x01(\t\x12\x11\n\toperation\x18\x06 \x01(\t\x12\x12\n\npermission\x18\x07 \x01(\t\"V\n\x13\x46ilterTopicsRequest\x12\x0e\n\x06mirror\x18\x01 \x01(\t\x12/\n\x06topics\x18\x02 \x03(\x0b\x32\x1f.kmirror.plugin.filter.v1.Topic\"V\n\x13\x46ilterGroupsRequest\x12\x0e\n\x06mirror\x18\x01 \x01(\t\x12/\n\x06groups\x18\x02 \x03(\x0b\x32\x1f.kmirror.plugin.filter.v1.Group\"[\n\x11\x46ilterACLsRequest\x12\x0e\n\x06mirror\x18\x01 \x01(\t\x12\x36\n\x08\x62indings\x18\x02 \x03(\x0b\x32$.kmirror.plugin.filter.v1.ACLBinding\"\x1e\n\x0e\x46ilterResponse\x12\x0c\n\x04kept\x18\x01 \x03(\x08*M\n\x04Kind\x12\x14\n\x10KIND_UNSPECIFIED\x10\x00\x12\x0f\n\x0bKIND_TOPICS\x10\x01\x12\x0f\n\x0bKIND_GROUPS\x10\x02\x12\r\n\tKIND_ACLS\x10\x03\x32\xa2\x03\n\x06\x46ilter\x12U\n\x04Info\x12%.kmirror.plugin.filter.v1.InfoRequest\x1a&.kmirror.plugin.filter.v1.InfoResponse\x12k\n\x0c\x46ilterTopics\x12-.kmirror.plugin.filter.v1.FilterTopicsRequest\x1a(.kmirror.plugin.filter.v1.FilterResponse(\x01\x30\x01\x12k\n\x0c\x46ilterGroups\x12-.kmirror.plugin.filter.v1.FilterGroupsRequest\x1a(.kmirror.plugin.filter.v1.FilterResponse(\x01\x30\x01\x12g\n\nFilterACLs\x12+.kmirror.plugin.filter.v1.FilterACLsRequest\x1a(.kmirror.plugin.filter.v1.FilterResponse(\x01\x30\x01\x42\x35Z3github.com/kmirror/kmirror/sdk/internal/pb/filterv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,28 +35,28 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._serialized_options = b'Z3github.com/kmirror/kmirror/sdk/internal/pb/filterv1'
   _globals['_TOPIC_CONFIGSENTRY']._loaded_options = None
   _globals['_TOPIC_CONFIGSENTRY']._serialized_options = b'8\001'
-  _globals['_KIND']._serialized_start=904
-  _globals['_KIND']._serialized_end=981
-  _globals['_INFOREQUEST']._serialized_start=67
-  _globals['_INFOREQUEST']._serialized_end=80
-  _globals['_INFORESPONSE']._serialized_start=83
-  _globals['_INFORESPONSE']._serialized_end=223
-  _globals['_TOPIC']._serialized_start=226
-  _globals['_TOPIC']._serialized_end=396
-  _globals['_TOPIC_CONFIGSENTRY']._serialized_start=350
-  _globals['_TOPIC_CONFIGSENTRY']._serialized_end=396
-  _globals['_GROUP']._serialized_start=398
-  _globals['_GROUP']._serialized_end=446
-  _globals['_ACLBINDING']._serialized_start=449
-  _globals['_ACLBINDING']._serialized_end=601
-  _globals['_FILTERTOPICSREQUEST']._serialized_start=603
-  _globals['_FILTERTOPICSREQUEST']._serialized_end=689
-  _globals['_FILTERGROUPSREQUEST']._serialized_start=691
-  _globals['_FILTERGROUPSREQUEST']._serialized_end=777
-  _globals['_FILTERACLSREQUEST']._serialized_start=779
-  _globals['_FILTERACLSREQUEST']._serialized_end=870
-  _globals['_FILTERRESPONSE']._serialized_start=872
-  _globals['_FILTERRESPONSE']._serialized_end=902
-  _globals['_FILTER']._serialized_start=984
-  _globals['_FILTER']._serialized_end=1402
+  _globals['_KIND']._serialized_start=986
+  _globals['_KIND']._serialized_end=1063
+  _globals['_INFOREQUEST']._serialized_start=100
+  _globals['_INFOREQUEST']._serialized_end=113
+  _globals['_INFORESPONSE']._serialized_start=116
+  _globals['_INFORESPONSE']._serialized_end=256
+  _globals['_TOPIC']._serialized_start=259
+  _globals['_TOPIC']._serialized_end=429
+  _globals['_TOPIC_CONFIGSENTRY']._serialized_start=383
+  _globals['_TOPIC_CONFIGSENTRY']._serialized_end=429
+  _globals['_GROUP']._serialized_start=431
+  _globals['_GROUP']._serialized_end=528
+  _globals['_ACLBINDING']._serialized_start=531
+  _globals['_ACLBINDING']._serialized_end=683
+  _globals['_FILTERTOPICSREQUEST']._serialized_start=685
+  _globals['_FILTERTOPICSREQUEST']._serialized_end=771
+  _globals['_FILTERGROUPSREQUEST']._serialized_start=773
+  _globals['_FILTERGROUPSREQUEST']._serialized_end=859
+  _globals['_FILTERACLSREQUEST']._serialized_start=861
+  _globals['_FILTERACLSREQUEST']._serialized_end=952
+  _globals['_FILTERRESPONSE']._serialized_start=954
+  _globals['_FILTERRESPONSE']._serialized_end=984
+  _globals['_FILTER']._serialized_start=1066
+  _globals['_FILTER']._serialized_end=1484
 # @@protoc_insertion_point(module_scope)
