@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/kmirror/kmirror/core/pluginhost"
+	"github.com/kmirror/kmirror/sdk/filter"
 	"github.com/kmirror/kmirror/sdk/plugin"
 )
 
@@ -99,7 +100,7 @@ func TestPluginsInstallCopiesVerifiesAndPrintsTheEntry(t *testing.T) {
 	if entries, _ := os.ReadDir(filepath.Dir(installed)); len(entries) != 1 {
 		t.Fatalf("the plugin directory holds %v, want the plugin alone", entries)
 	}
-	for _, want := range []string{"SHA-256 " + sum, "a kmirror filter plugin: test", "protocol 1.0", "does not edit the configuration file",
+	for _, want := range []string{"SHA-256 " + sum, "a kmirror filter plugin: test", "protocol " + filterProtocol, "does not edit the configuration file",
 		"plugins:\n  keep:\n    kind: filter\n    path: kmirror-filter-keep\n    sha256: " + sum + "\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("install output lacks %q:\n%s", want, out)
@@ -272,13 +273,13 @@ func TestPluginsListWithoutTheDaemon(t *testing.T) {
 		}
 		byName[p.Name] = p
 	}
-	if p := byName["keep"]; p.Checksum != sumOK || p.Protocol != "1.0" || p.File != src {
-		t.Errorf("keep = %+v, want checksum ok and protocol 1.0 read by launching it", p)
+	if p := byName["keep"]; p.Checksum != sumOK || p.Protocol != filterProtocol || p.File != src {
+		t.Errorf("keep = %+v, want checksum ok and protocol %s read by launching it", p, filterProtocol)
 	}
 	if p := byName["changed"]; p.Checksum != sumMismatch || p.ActualSHA256 != sum || p.Protocol != "" {
 		t.Errorf("changed = %+v, want a mismatch, not launched", p)
 	}
-	if p := byName["regex"]; p.Checksum != sumBuiltin || p.Protocol != "1.0" || p.Builtin != "regex" {
+	if p := byName["regex"]; p.Checksum != sumBuiltin || p.Protocol != filterProtocol || p.Builtin != "regex" {
 		t.Errorf("regex = %+v", p)
 	}
 	code, out, errOut := kmirror(t, nil, "plugins", "list", "--config", cfgPath, "--token-file", writeFile(t, "token", "t\n"))
@@ -302,8 +303,8 @@ func TestPluginsListAsksTheRunningDaemon(t *testing.T) {
 		t.Fatalf("list = %+v\ndaemon log:\n%s", l, d.log())
 	}
 	for _, p := range l.Plugins {
-		if p.Running == nil || !*p.Running || p.Pid == 0 || p.Protocol != "1.0" {
-			t.Errorf("%s = %+v, want running with a pid and protocol 1.0", p.Name, p)
+		if p.Running == nil || !*p.Running || p.Pid == 0 || p.Protocol != filterProtocol {
+			t.Errorf("%s = %+v, want running with a pid and protocol %s", p.Name, p, filterProtocol)
 		}
 	}
 	// The daemon's own answer, as scripts read it.
@@ -342,3 +343,7 @@ func TestProbeOfABuiltinStoreDoesNotConfigureIt(t *testing.T) {
 		t.Fatalf("probed %+v, want protocol 1, the schema, and no Info before configuration", p)
 	}
 }
+
+// filterProtocol is the filter protocol version this build speaks, as the
+// commands print it.
+var filterProtocol = fmt.Sprintf("%d.%d", filter.ProtocolMajor, filter.ProtocolMinor)

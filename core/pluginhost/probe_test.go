@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/kmirror/kmirror/core/pluginhost"
+	"github.com/kmirror/kmirror/sdk/filter"
 	"github.com/kmirror/kmirror/sdk/plugin"
 )
 
@@ -19,7 +20,7 @@ func TestProbeReadsAPluginsInfo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.ProtocolMajor != 1 || !p.InfoKnown || p.Name != "test" || p.ProtocolMinor != 0 {
+	if p.ProtocolMajor != 1 || !p.InfoKnown || p.Name != "test" || p.ProtocolMinor != filter.ProtocolMinor {
 		t.Fatalf("probed %+v, want protocol 1, Info of the filter named test", p)
 	}
 }
