@@ -251,9 +251,11 @@ func TestReleasedPartitionIsFetchedWithoutWaitingForTheLongPoll(t *testing.T) {
 	// Added while the long poll is out; not acknowledged, so it pauses
 	// after its first delivery (1 KiB buffered at most).
 	col.add(PartitionSpec{Topic: "rel", Partition: 1, LeaderEpoch: -1}, false)
-	kfaketest.WaitFor(t, "the added partition paused", func() (bool, string) {
+	// The collector reads the delivery in its own goroutine: wait for it
+	// as well as for the pause.
+	kfaketest.WaitFor(t, "the added partition paused and its delivery collected", func() (bool, string) {
 		st, _ := m.Status(added.topic, added.partition)
-		return st.State == StatePaused, fmt.Sprintf("status %+v", st)
+		return st.State == StatePaused && col.nextOffset(added) > 0, fmt.Sprintf("status %+v, collected up to %d", st, col.nextOffset(added))
 	})
 	got := col.nextOffset(added)
 	if got <= 0 || got >= 10 {
