@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/kmirror/kmirror/e2e/kafkatest"
+	"github.com/kmirror/kmirror/internal/oauthtest"
 )
 
 // Clusters shared by every test of the package, started by TestMain.
@@ -56,6 +59,24 @@ func aclDestinationCluster(t testing.TB) *kafkatest.Cluster {
 	return aclDestination
 }
 
+// idp is the OAuth authorization server of the secured cluster's
+// OAUTHBEARER listener (started by runMain before the clusters): it issues
+// short-lived tokens to oauthClient, whose principal is a super user there.
+var idp *oauthtest.Server
+
+// The OAuth client kmirror logs in as, and the SCRAM user whose password the
+// rotation test changes (created by that test; a super user from the start).
+const (
+	oauthClient, oauthSecret = "kmirror-oauth", "oauth-secret"
+	rotatingUser             = "rotator"
+)
+
+// reauth is how long a SASL session on the secured cluster's SASL_PLAINTEXT
+// listener lasts before the client must log in again
+// (connections.max.reauth.ms): credentials that change or expire are
+// noticed within it.
+const reauth = 6 * time.Second
+
 // Users of the secured cluster. alice is a super user; bob and carol have no
 // ACLs until a test grants them some.
 var securedUsers = map[string]string{
@@ -73,6 +94,13 @@ func runMain(m *testing.M) int {
 	defer cancel()
 
 	began := time.Now()
+	var err error
+	if idp, err = oauthtest.New(20*time.Second, map[string]string{oauthClient: oauthSecret}); err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
+		return 1
+	}
+	defer idp.Close()
+	reauthMs := strconv.Itoa(int(reauth.Milliseconds()))
 	specs := []struct {
 		into **kafkatest.Cluster
 		opts kafkatest.Options
@@ -80,12 +108,18 @@ func runMain(m *testing.M) int {
 		{&source, kafkatest.Options{Name: "source", Brokers: 3}},
 		{&destination, kafkatest.Options{Name: "destination", Brokers: 1}},
 		{&secured, kafkatest.Options{
-			Name:       "secured",
-			Brokers:    1,
-			SASL:       &kafkatest.SASLOptions{Users: securedUsers},
+			Name:    "secured",
+			Brokers: 1,
+			SASL: &kafkatest.SASLOptions{Users: securedUsers,
+				Mechanisms: append(slices.Clone(kafkatest.AllMechanisms), kafkatest.OAuthBearer),
+				OAuth:      &kafkatest.OAuthOptions{JWKSURL: idp.JWKSURL(), Audience: idp.Audience, Issuer: idp.Issuer}},
 			TLS:        &kafkatest.TLSOptions{ClientAuth: true, ClientCerts: []string{"alice", "bob"}},
 			Authorizer: true,
-			SuperUsers: []string{"User:alice"},
+			SuperUsers: []string{"User:alice", "User:" + oauthClient, "User:" + rotatingUser},
+			BrokerConfig: map[string]string{
+				"listener.name.sasl_plaintext.oauthbearer.connections.max.reauth.ms":   reauthMs,
+				"listener.name.sasl_plaintext.scram-sha-512.connections.max.reauth.ms": reauthMs,
+			},
 		}},
 	}
 	errs := make([]error, len(specs))
