@@ -265,17 +265,15 @@ func TestAKilledStateStorePluginIsRestartedAndNothingIsLost(t *testing.T) {
 	<-done
 	d.waitMirrored(ctx, topic, 2)
 	for {
-		if now := pluginChildren(t, d, "plugin", "serve", "statestore", "file"); len(now) == 1 && now[0] != pids[0] {
+		now := pluginChildren(t, d, "plugin", "serve", "statestore", "file")
+		if len(now) == 1 && now[0] != pids[0] && strings.Contains(d.log(), "plugin restarted") {
 			break
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatal("the state store plugin was not restarted")
+			t.Fatalf("the state store plugin was not restarted (processes %v, first %d); log:\n%s", now, pids[0], tail(d.log(), 40))
 		case <-time.After(100 * time.Millisecond):
 		}
-	}
-	if !strings.Contains(d.log(), "plugin restarted") {
-		t.Fatalf("no restart in the log:\n%s", tail(d.log(), 40))
 	}
 	logs := verifyTopic(t, ctx, topic, 2)
 	if n := len(logs[0].Entries) + len(logs[1].Entries); n != 800 {
