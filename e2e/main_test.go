@@ -71,8 +71,8 @@ const (
 	rotatingUser             = "rotator"
 )
 
-// reauth is how long a SASL session on the secured cluster's SASL_PLAINTEXT
-// listener lasts before the client must log in again
+// reauth is how long a SCRAM-SHA-512 or OAUTHBEARER session on the secured
+// cluster's SASL listeners lasts before the client must log in again
 // (connections.max.reauth.ms): credentials that change or expire are
 // noticed within it.
 const reauth = 6 * time.Second
@@ -119,6 +119,7 @@ func runMain(m *testing.M) int {
 			BrokerConfig: map[string]string{
 				"listener.name.sasl_plaintext.oauthbearer.connections.max.reauth.ms":   reauthMs,
 				"listener.name.sasl_plaintext.scram-sha-512.connections.max.reauth.ms": reauthMs,
+				"listener.name.sasl_ssl.scram-sha-512.connections.max.reauth.ms":       reauthMs,
 			},
 		}},
 	}

@@ -55,8 +55,8 @@ func verifySecured(t *testing.T, ctx context.Context, topic string) int {
 	return len(log.Entries)
 }
 
-// A SCRAM source whose password comes from a file, served by the built-in
-// static auth plugin out of process: the broker's sessions re-authenticate
+// A SASL_SSL + SCRAM-SHA-512 source whose password comes from a file,
+// served by the built-in static auth plugin out of process: the broker's sessions re-authenticate
 // every few seconds, so a rotated password works only if the plugin reads
 // the changed file; a wrong one fails the partition with an authentication
 // reason, and once the file is fixed every record arrives.
@@ -90,8 +90,9 @@ func TestCredentialsFromAPasswordFileFollowTheFile(t *testing.T) {
 	produceRound(t, ctx, topic, 1, 100)
 
 	d := startKmirror(t, topic,
-		"bootstrap.servers: "+secured.BootstrapServers(kafkatest.SASLPlaintext),
-		"security.protocol: SASL_PLAINTEXT",
+		"bootstrap.servers: "+secured.BootstrapServers(kafkatest.SASLSSL),
+		"security.protocol: SASL_SSL",
+		"ssl.truststore.location: "+secured.CAFile(),
 		"sasl.mechanism: SCRAM-SHA-512",
 		"sasl.username: "+rotatingUser,
 		"sasl.password.file: "+pwFile,
