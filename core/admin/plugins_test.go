@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kmirror/kmirror/internal/testlog"
+
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/kmirror/kmirror/core/admin"
@@ -31,7 +33,7 @@ func startWithPlugins(t *testing.T, src admin.PluginSource) *harness {
 		t.Fatal(err)
 	}
 	cfg := &config.Config{AdminAddress: "127.0.0.1:0", AdminTokenFile: tokenFile, State: config.State{Type: config.StateTypeFile, Dir: dir}}
-	h := &harness{t: t, ctl: &admintest.Controller{}, logs: &syncBuffer{}, cfg: cfg, http: &http.Client{Timeout: 10 * time.Second}}
+	h := &harness{t: t, ctl: &admintest.Controller{}, logs: &testlog.Buffer{}, cfg: cfg, http: &http.Client{Timeout: 10 * time.Second}}
 	srv, err := admin.New(admin.Options{Controller: h.ctl, Plugins: src, Logger: hclog.New(&hclog.LoggerOptions{Output: h.logs})})
 	if err != nil {
 		t.Fatal(err)

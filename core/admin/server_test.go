@@ -1,7 +1,6 @@
 package admin_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -13,9 +12,10 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/kmirror/kmirror/internal/testlog"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -28,29 +28,11 @@ import (
 
 const testToken = "tok-5f1d0c9e-not-a-real-secret"
 
-// syncBuffer is a log sink safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 type harness struct {
 	t    *testing.T
 	srv  *admin.Server
 	ctl  *admintest.Controller
-	logs *syncBuffer
+	logs *testlog.Buffer
 	cfg  *config.Config
 	url  string
 	http *http.Client
@@ -89,7 +71,7 @@ func start(t *testing.T, edit func(cfg *config.Config)) *harness {
 	if edit != nil {
 		edit(cfg)
 	}
-	h := &harness{t: t, ctl: &admintest.Controller{StatusValue: sampleStatus()}, logs: &syncBuffer{}, cfg: cfg, http: &http.Client{Timeout: 10 * time.Second}}
+	h := &harness{t: t, ctl: &admintest.Controller{StatusValue: sampleStatus()}, logs: &testlog.Buffer{}, cfg: cfg, http: &http.Client{Timeout: 10 * time.Second}}
 	logger := hclog.New(&hclog.LoggerOptions{Output: h.logs, Level: hclog.Trace})
 	var err error
 	h.srv, err = admin.New(admin.Options{Controller: h.ctl, Logger: logger, OpTimeout: 2 * time.Second})

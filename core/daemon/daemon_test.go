@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/kmirror/kmirror/internal/testlog"
 
 	"github.com/kmirror/kmirror/core/config"
 	"github.com/kmirror/kmirror/core/logging"
@@ -53,23 +54,6 @@ func (r *recorder) Stop(ctx context.Context) error {
 	}
 }
 
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func configYAML(level string, shutdownMS int) string {
 	return fmt.Sprintf(`
 log.level: %s
@@ -84,7 +68,7 @@ state:
 
 type harness struct {
 	d      *Daemon
-	logs   *syncBuffer
+	logs   *testlog.Buffer
 	calls  *[]string
 	mu     *sync.Mutex
 	yaml   *string
@@ -96,7 +80,7 @@ type harness struct {
 
 func startDaemon(t *testing.T, comps func(mu *sync.Mutex, calls *[]string) []Component, shutdownMS int) *harness {
 	t.Helper()
-	h := &harness{logs: &syncBuffer{}, calls: new([]string), mu: new(sync.Mutex), reload: make(chan struct{})}
+	h := &harness{logs: &testlog.Buffer{}, calls: new([]string), mu: new(sync.Mutex), reload: make(chan struct{})}
 	y := configYAML("info", shutdownMS)
 	h.yaml = &y
 	logger, err := logging.New(h.logs, "info", "json")

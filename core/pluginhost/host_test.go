@@ -1,11 +1,9 @@
 package pluginhost_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -17,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kmirror/kmirror/internal/testlog"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -67,29 +67,11 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// syncBuffer is a log sink the test reads while plugins write to it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // newHost makes a Host whose log lines (JSON) go to the returned buffer,
 // closed when the test ends.
-func newHost(t *testing.T, specs []pluginhost.Spec, opts pluginhost.Options) (*pluginhost.Host, *syncBuffer) {
+func newHost(t *testing.T, specs []pluginhost.Spec, opts pluginhost.Options) (*pluginhost.Host, *testlog.Buffer) {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	opts.Logger = hclog.New(&hclog.LoggerOptions{Name: "kmirror", Output: logs, JSONFormat: true, Level: hclog.Debug})
 	h, err := pluginhost.New(specs, opts)
 	if err != nil {
@@ -116,18 +98,6 @@ func withEnv(env ...string) func(pluginhost.Spec) (*exec.Cmd, error) {
 		cmd.Env = env
 		return cmd, nil
 	}
-}
-
-// logLines returns the JSON log lines with this message.
-func logLines(logs *syncBuffer, msg string) []map[string]any {
-	var out []map[string]any
-	for _, l := range strings.Split(logs.String(), "\n") {
-		var m map[string]any
-		if json.Unmarshal([]byte(l), &m) == nil && m["@message"] == msg {
-			out = append(out, m)
-		}
-	}
-	return out
 }
 
 // waitFor polls cond until it holds or the deadline passes.
@@ -255,13 +225,13 @@ func TestPluginLogsAreRelogged(t *testing.T) {
 	}
 	// The plugin logs "serving" as it starts; the line crosses a pipe,
 	// so it may land just after Start returns.
-	waitFor(t, "the plugin's serving line", func() bool { return len(logLines(logs, "serving")) > 0 })
+	waitFor(t, "the plugin's serving line", func() bool { return len(logs.Messages("serving")) > 0 })
 	st, _ := h.Status("audit")
-	line := logLines(logs, "serving")[0]
+	line := logs.Messages("serving")[0]
 	if line["@module"] != "plugin.filter.audit" || line["pid"] != float64(st.Pid) || line["module"] != "filter" {
 		t.Errorf("plugin line = %v, want @module plugin.filter.audit and the plugin's own pid field %d", line, st.Pid)
 	}
-	if l := logLines(logs, "plugin configured"); len(l) != 1 || l[0]["@module"] != "plugin.filter.audit" {
+	if l := logs.Messages("plugin configured"); len(l) != 1 || l[0]["@module"] != "plugin.filter.audit" {
 		t.Errorf("host lines about the plugin = %v, want one under plugin.filter.audit", l)
 	}
 }
@@ -317,7 +287,7 @@ func TestCrashedPluginIsRestartedAndConfiguredAgain(t *testing.T) {
 	if n := strings.Count(string(b), "started\n"); n != 2 {
 		t.Errorf("the plugin was started %d times, want 2 (start and restart)", n)
 	}
-	if n := len(logLines(logs, "plugin configured")); n != 2 {
+	if n := len(logs.Messages("plugin configured")); n != 2 {
 		t.Errorf("the host configured the plugin %d times, want 2 (start and restart)", n)
 	}
 	if now, _ := h.Status("f"); now.Restarts != 1 {

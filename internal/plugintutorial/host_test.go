@@ -5,9 +5,10 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/kmirror/kmirror/internal/testlog"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -19,26 +20,8 @@ import (
 	"github.com/kmirror/kmirror/sdk/plugin"
 )
 
-// syncBuffer is a log sink the test reads while the plugin writes to it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // waitFor waits until the log holds a line containing every part.
-func waitFor(t *testing.T, log *syncBuffer, parts ...string) {
+func waitFor(t *testing.T, log *testlog.Buffer, parts ...string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -57,9 +40,9 @@ func waitFor(t *testing.T, log *syncBuffer, parts ...string) {
 // start runs the tutorial's plugin under the host as `kmirror run` does,
 // configured with cfg, and returns the host (or its Start error) and the
 // host's log.
-func start(t *testing.T, bin, sum string, cfg plugin.Config) (*pluginhost.Host, *syncBuffer, error) {
+func start(t *testing.T, bin, sum string, cfg plugin.Config) (*pluginhost.Host, *testlog.Buffer, error) {
 	t.Helper()
-	log := &syncBuffer{}
+	log := &testlog.Buffer{}
 	logger := hclog.New(&hclog.LoggerOptions{Output: log, Level: hclog.Debug, JSONFormat: true})
 	h, err := pluginhost.New([]pluginhost.Spec{{Name: plugintutorial.Name, Kind: plugin.KindFilter, Path: bin, SHA256: sum, Config: cfg}},
 		pluginhost.Options{Logger: logger})

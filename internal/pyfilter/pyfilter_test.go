@@ -1,20 +1,19 @@
 package pyfilter_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kmirror/kmirror/internal/testlog"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -29,36 +28,6 @@ import (
 // checksum taken from the launcher. A missing python3 or virtualenv fails
 // these tests (CI installs both: scripts/install-deps.sh); they never skip.
 
-// syncBuffer is a log sink the test reads while the plugin writes to it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// logLines returns the host's JSON log lines with this message.
-func (s *syncBuffer) logLines(msg string) []map[string]any {
-	var out []map[string]any
-	for _, l := range strings.Split(s.String(), "\n") {
-		var m map[string]any
-		if json.Unmarshal([]byte(l), &m) == nil && m["@message"] == msg {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
 func launcher(t *testing.T) pyfilter.Plugin {
 	t.Helper()
 	p, err := pyfilter.Launcher()
@@ -70,7 +39,7 @@ func launcher(t *testing.T) pyfilter.Plugin {
 
 // start launches the Python plugin as filter plugin "py" with cfg, and
 // fails the test when the host cannot start it.
-func start(t *testing.T, cfg plugin.Config, opts pluginhost.Options) (*pluginhost.Host, filter.Filter, *syncBuffer) {
+func start(t *testing.T, cfg plugin.Config, opts pluginhost.Options) (*pluginhost.Host, filter.Filter, *testlog.Buffer) {
 	t.Helper()
 	h, logs, err := tryStart(t, cfg, opts)
 	if err != nil {
@@ -83,10 +52,10 @@ func start(t *testing.T, cfg plugin.Config, opts pluginhost.Options) (*pluginhos
 	return h, f, logs
 }
 
-func tryStart(t *testing.T, cfg plugin.Config, opts pluginhost.Options) (*pluginhost.Host, *syncBuffer, error) {
+func tryStart(t *testing.T, cfg plugin.Config, opts pluginhost.Options) (*pluginhost.Host, *testlog.Buffer, error) {
 	t.Helper()
 	p := launcher(t)
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	opts.Logger = hclog.New(&hclog.LoggerOptions{Name: "kmirror", Output: logs, JSONFormat: true, Level: hclog.Debug})
 	spec := pluginhost.Spec{Name: "py", Kind: plugin.KindFilter, Path: p.Path, SHA256: p.SHA256, Config: cfg}
 	h, err := pluginhost.New([]pluginhost.Spec{spec}, opts)
@@ -160,8 +129,8 @@ func TestPluginRefusesAValueNamingTheKey(t *testing.T) {
 		t.Errorf("error %q lacks %q", err, want)
 	}
 	// The plugin said so in its own log, re-logged by the host.
-	waitFor(t, "the plugin's log line about the refusal", func() bool { return len(logs.logLines("configuration refused")) > 0 })
-	if l := logs.logLines("configuration refused")[0]; l["@module"] != "plugin.filter.py" || l["module"] != "python-groups" {
+	waitFor(t, "the plugin's log line about the refusal", func() bool { return len(logs.Messages("configuration refused")) > 0 })
+	if l := logs.Messages("configuration refused")[0]; l["@module"] != "plugin.filter.py" || l["module"] != "python-groups" {
 		t.Errorf("re-logged line = %v, want @module plugin.filter.py and the plugin's module python-groups", l)
 	}
 }
@@ -299,15 +268,15 @@ func TestKilledPluginIsRestartedAndDecidesAgain(t *testing.T) {
 		t.Errorf("Restarts = %d, want 1", now.Restarts)
 	}
 	// Configured again by the host: the new process logged it too.
-	waitFor(t, "the new process's configured line", func() bool { return len(logs.logLines("configured")) == 2 })
+	waitFor(t, "the new process's configured line", func() bool { return len(logs.Messages("configured")) == 2 })
 }
 
 func TestCloseShutsThePluginDownGracefully(t *testing.T) {
 	t.Parallel()
 	h, _, logs := start(t, nil, pluginhost.Options{})
 	st, _ := h.Status("py")
-	waitFor(t, "the plugin's serving line", func() bool { return len(logs.logLines("serving")) > 0 })
-	if l := logs.logLines("serving")[0]; l["pid"] != float64(st.Pid) || l["@module"] != "plugin.filter.py" {
+	waitFor(t, "the plugin's serving line", func() bool { return len(logs.Messages("serving")) > 0 })
+	if l := logs.Messages("serving")[0]; l["pid"] != float64(st.Pid) || l["@module"] != "plugin.filter.py" {
 		t.Errorf("serving line = %v, want the plugin's pid %d under plugin.filter.py", l, st.Pid)
 	}
 	if err := h.Close(); err != nil {
@@ -318,7 +287,7 @@ func TestCloseShutsThePluginDownGracefully(t *testing.T) {
 	}
 	// It stopped on go-plugin's GRPCController.Shutdown, not on a kill:
 	// its last words crossed the pipe before it exited.
-	if !poll(func() bool { return len(logs.logLines("shutting down")) == 1 }) {
+	if !poll(func() bool { return len(logs.Messages("shutting down")) == 1 }) {
 		t.Errorf("the plugin did not log that it shuts down; host log:\n%s", logs)
 	}
 }
@@ -338,8 +307,8 @@ func poll(cond func() bool) bool {
 func TestPluginRefusesAPeerWithoutTheHostsCertificate(t *testing.T) {
 	t.Parallel()
 	_, f, logs := start(t, nil, pluginhost.Options{})
-	waitFor(t, "the plugin's serving line", func() bool { return len(logs.logLines("serving")) > 0 })
-	addr, _ := logs.logLines("serving")[0]["address"].(string)
+	waitFor(t, "the plugin's serving line", func() bool { return len(logs.Messages("serving")) > 0 })
+	addr, _ := logs.Messages("serving")[0]["address"].(string)
 	if !strings.HasPrefix(addr, "127.0.0.1:") {
 		t.Fatalf("the plugin serves on %q, want loopback", addr)
 	}
@@ -357,7 +326,7 @@ func TestPluginRefusesAPeerWithoutTheHostsCertificate(t *testing.T) {
 		t.Fatal("the plugin answered a peer that has no client certificate")
 	}
 	waitFor(t, "the plugin's log line about the refusal", func() bool {
-		return len(logs.logLines("refused a connection: TLS handshake failed")) > 0
+		return len(logs.Messages("refused a connection: TLS handshake failed")) > 0
 	})
 	// The host's own connection is unaffected.
 	if _, err := f.FilterGroups(context.Background(), "dc1", []filter.Group{{ID: "a", State: "Stable"}}); err != nil {
