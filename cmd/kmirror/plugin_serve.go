@@ -11,6 +11,7 @@ import (
 	"github.com/kmirror/kmirror/plugins/auth/static"
 	"github.com/kmirror/kmirror/plugins/filters/groupage"
 	"github.com/kmirror/kmirror/plugins/filters/regex"
+	"github.com/kmirror/kmirror/plugins/statestore/etcd"
 	"github.com/kmirror/kmirror/plugins/statestore/file"
 	"github.com/kmirror/kmirror/sdk/plugin"
 )
@@ -28,6 +29,7 @@ type builtin struct {
 func builtins() []builtin {
 	return []builtin{
 		{plugin.KindStateStore, "file", plugin.ServeConfig{Schema: file.Schema, NewStateStore: file.NewFromConfig}},
+		{plugin.KindStateStore, "etcd", plugin.ServeConfig{Schema: etcd.Schema, NewStateStore: etcd.NewFromConfig}},
 		{plugin.KindAuth, "static", plugin.ServeConfig{Schema: static.Schema, NewAuth: static.NewFromConfig}},
 		{plugin.KindAuth, "oauth", plugin.ServeConfig{Schema: oauth.Schema, NewAuth: oauth.NewFromConfig}},
 		{plugin.KindFilter, "regex", plugin.ServeConfig{Schema: regex.Schema, NewFilter: regex.NewFromConfig}},

@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
 
+	"github.com/kmirror/kmirror/internal/etcdtest"
 	"github.com/kmirror/kmirror/plugins/filters/regex"
 	"github.com/kmirror/kmirror/sdk/plugin"
 )
@@ -29,6 +30,14 @@ var builtinCases = map[string]builtinCase{
 	"statestore file": {
 		valid:   func(t *testing.T) plugin.Config { return plugin.Config{"dir": filepath.Join(t.TempDir(), "state")} },
 		invalid: plugin.Config{"dir": ""}, badKey: "dir",
+	},
+	"statestore etcd": {
+		// A real etcd server of the test's own (CI installs etcd-server).
+		valid: func(t *testing.T) plugin.Config {
+			srv := etcdtest.StartT(t, etcdtest.Options{})
+			return plugin.Config{"endpoints": []any{srv.Endpoint}, "prefix": srv.Prefix(t)}
+		},
+		invalid: plugin.Config{"endpoints": []any{"127.0.0.1:2379"}, "dial_timeout": "soon"}, badKey: "dial_timeout",
 	},
 	"auth static": {
 		valid:   func(*testing.T) plugin.Config { return plugin.Config{"username": "alice", "password": "s3cret"} },
@@ -150,7 +159,7 @@ func TestPluginServeByHand(t *testing.T) {
 	}
 	for _, args := range [][]string{{"plugin", "serve", "filter", "nope"}, {"plugin", "serve", "metrics", "regex"}, {"plugin", "serve"}, {"plugin"}} {
 		code, _, stderr := kmirror(t, nil, args...)
-		if code != exitUsage || !strings.Contains(stderr, "built-in plugins: statestore file, auth static, auth oauth, filter regex") {
+		if code != exitUsage || !strings.Contains(stderr, "built-in plugins: statestore file, statestore etcd, auth static, auth oauth, filter regex") {
 			t.Errorf("kmirror %v: exit %d, stderr %q; want %d listing the built-ins", args, code, stderr, exitUsage)
 		}
 	}
