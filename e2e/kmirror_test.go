@@ -109,13 +109,12 @@ mirror.failed.retry.initial.backoff.ms: 200
 mirror.failed.retry.max.backoff.ms: 2000
 shutdown.timeout.ms: 20000
 %s
-state:
-  dir: %s
+%s
 mirrors:
   - name: %s
     bootstrap.servers: %s
     mirror.topics.include: %q
-`, port, adminPort, destinationBlock(&daemonKeys), filepath.Join(dir, "state"), name, sourceBootstrap(&extra), include)
+`, port, adminPort, destinationBlock(&daemonKeys), stateBlock(&daemonKeys, filepath.Join(dir, "state")), name, sourceBootstrap(&extra), include)
 	for _, e := range extra {
 		cfg += "    " + e + "\n"
 	}
@@ -439,6 +438,20 @@ func destinationBlock(daemonKeys *[]string) string {
 		}
 	}
 	return "destination:\n  bootstrap.servers: " + destination.BootstrapServers(kafkatest.Plaintext)
+}
+
+// stateBlock returns the configuration's state block: the file store in
+// dir, unless daemonKeys holds an entry starting with "state:" (a whole
+// block, which may use "%STATE_DIR%" for dir), which it then takes out of
+// daemonKeys.
+func stateBlock(daemonKeys *[]string, dir string) string {
+	for i, k := range *daemonKeys {
+		if strings.HasPrefix(k, "state:") {
+			*daemonKeys = append((*daemonKeys)[:i:i], (*daemonKeys)[i+1:]...)
+			return strings.ReplaceAll(k, "%STATE_DIR%", dir)
+		}
+	}
+	return "state:\n  dir: " + dir
 }
 
 // storedOffsetMap reads the offset map of topic/0 from the stopped daemon's

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kmirror/kmirror/core/verify"
 	"github.com/kmirror/kmirror/e2e/kafkatest"
+	"github.com/kmirror/kmirror/internal/etcdtest"
 	"github.com/kmirror/kmirror/internal/plugintutorial"
 	"github.com/kmirror/kmirror/internal/pyfilter"
 )
@@ -369,5 +370,44 @@ func TestFilterPluginsDecideWhichGroupsSync(t *testing.T) {
 		if !strings.Contains(d.log(), name) {
 			t.Errorf("no log line of %s", name)
 		}
+	}
+}
+
+// The data-path check with the etcd state store (a real etcd server, the
+// built-in etcd plugin out of process): the daemon is killed with SIGKILL
+// five times while plain records and transactions stream in, and restarted
+// each time; the destination ends identical, markers included.
+func TestDaemonKilledRepeatedlyWithTheEtcdStore(t *testing.T) {
+	ctx := testContext(t, 6*time.Minute)
+	etcd := etcdtest.StartT(t, etcdtest.Options{})
+	topic := topicName(t, "")
+	createTopic(t, ctx, superAdmin(t, source), topic, 2, 3, nil)
+	state := fmt.Sprintf(`state:
+  type: plugin
+  plugin: etcdstore
+  dir: %%STATE_DIR%%
+plugins:
+  etcdstore:
+    kind: statestore
+    builtin: etcd
+    config:
+      endpoints: [%s]
+      prefix: %s`, etcd.Endpoint, etcd.Prefix(t))
+	d := startKmirrorWith(t, topic, []string{state})
+	produced := make(chan struct{})
+	go func() { // owned by the test: it waits on produced below.
+		defer close(produced)
+		produceInterleaved(t, ctx, topic, 2, 4, 60, 11)
+	}()
+	for i := 0; i < 5; i++ {
+		time.Sleep(time.Duration(700+300*i) * time.Millisecond)
+		d.stop(syscall.SIGKILL)
+		d.start()
+	}
+	<-produced
+	d.waitMirrored(ctx, topic, 2)
+	verifyTopic(t, ctx, topic, 2)
+	if !strings.Contains(d.log(), "plugin.statestore.etcdstore") {
+		t.Fatal("the daemon did not run the etcd store plugin")
 	}
 }
