@@ -40,6 +40,7 @@
 //   - runner/mapstore:  a map-mode partition's offset map kept durable: its journal in the state store and the map group sync reads
 //   - runner/prove:     whether a destination is its source's copy when a partition continues, and what a difference leads to
 //   - runtimemirror:    the state store records of mirrors created at run time (failback mirrors, the admin API's create)
+//   - statemigrate:     copies a stopped daemon's state into another state store and reads every key back (`kmirror state migrate`)
 //   - scope:            a mirror's scope, its built-in include/exclude filter of topics, groups and ACLs, as an SDK filter
 //   - supervisor:       one running mirror: its clients, data path, sync loops and one runner per partition
 //   - syncloop:         the sync-loop template and the metadata-sync lease of a mirror
