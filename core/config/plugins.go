@@ -68,7 +68,7 @@ var pluginNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
 
 // ReservedPluginPrefix starts the names of the plugins kmirror runs for
 // itself: the file state store, the credential providers built from a
-// cluster's sasl.* keys (ImplicitAuth).
+// cluster's sasl.* keys (kclient.ImplicitAuth).
 const ReservedPluginPrefix = "kmirror-"
 
 // CheckPluginName refuses a plugin (or built-in) name outside
