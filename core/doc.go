@@ -7,10 +7,11 @@
 //   - admin/admintest:  test helpers for the admin API: a fake controller
 //   - backoff:          the one retry policy (doubling waits, cap, full jitter, deadline)
 //   - batch:            zero-copy views over Kafka v2 record batches (split, re-stamp, CRC, bounded decoding)
-//   - config:           declaration, loading and validation of every configuration key
+//   - config:           declaration, decoding and validation of every configuration key, and Load
+//   - config/raw:       a configuration read into untyped sections: the YAML or TOML file, then KMIRROR_* variables and --set flags over it
 //   - config/gen:       the command that writes docs/config.md and the sample from the declarations
 //   - config/reference: the configuration reference rendered from the declarations, and the embedded sample
-//   - config/security:  what the security keys name, resolved and checked: SASL credentials and JAAS, PEM trust and key material
+//   - config/security:  what the security keys name, resolved and checked: SASL credentials and JAAS, PEM trust and key material, the admin token
 //   - config/value:     the values of configuration keys parsed, checked and rendered back (one codec per type)
 //   - control:          the operators' run-time rules of a mirror (pause, stop, start), last matching rule wins, and the actions that apply them
 //   - daemon:           process life cycle (HTTP endpoints, reload, ordered shutdown)
@@ -26,7 +27,7 @@
 //   - groupsync:        the consumer-group and share-group offset sync loop of one mirror
 //   - internal/coalesce: concurrent requests of one topic gathered into one call, never answered from an older one
 //   - kafkalog:         a partition's log read raw: bounds, leader, batches in bounded memory, entries
-//   - kclient:          a cluster's configuration turned into franz-go client options (TLS, SASL from an auth provider, sockets, dialer, per-role timeouts and retries)
+//   - kclient:          a cluster's configuration turned into franz-go client options (TLS, SASL from an auth provider, sockets, dialer, per-role timeouts and retries), and the built-in credential provider its sasl.* keys describe
 //   - kclient/kclienttest: a kclient.Credentials for tests: credentials straight from a cluster's sasl.* keys, no plugin host
 //   - logging:          hclog construction from configuration
 //   - metrics:          the OpenTelemetry meter provider exported to Prometheus, and the engine's and data path's instruments
@@ -58,7 +59,7 @@
 // everything. Inside core the data path's layers import one way: batch
 // imports nothing of ours, fetcher's sub-packages import only batch,
 // backoff and each other, and fetcher, writer and runner (with their
-// sub-packages) never import mirror, admin or cmd. config/value and config/security sit below config,
+// sub-packages) never import mirror, admin or cmd. config/value, config/security and config/raw sit below config,
 // which calls them while it loads, and never import it; kclient imports
 // only config and what config imports. pluginhost reaches plugins through
 // the sdk's protocols only: it never imports plugins, runner or mirror.

@@ -123,6 +123,15 @@ var layeringRules = []layeringRule{
 			within(dep, module+"/core/aclrule") || within(dep, module+"/sdk")
 	}, "core/config/value and core/config/security may import only each other, core/aclrule and sdk (never core/config)",
 		module + "/core/kclient"},
+	// Reading the file, the environment and the flags into sections sits
+	// below core/config, which decodes the sections: core/config/raw
+	// knows no key and never imports core/config.
+	{module + "/core/...", func(pkg string) bool { return within(pkg, module+"/core/config/raw") },
+		func(dep string) bool {
+			return within(dep, module+"/core/config/raw") || within(dep, module+"/core/config/value") ||
+				within(dep, module+"/core/aclrule") || within(dep, module+"/sdk")
+		}, "core/config/raw may import only core/config/value and what it imports (core/aclrule, sdk), never core/config",
+		module + "/core/kclient"},
 	// Client options are built from configuration alone: core/kclient
 	// sits right above core/config (and what core/config itself imports)
 	// and below everything that builds a client.
@@ -182,8 +191,8 @@ func (r layeringRule) violations(pkgs []goPackage) []string {
 // ours; plugins import only sdk; core never imports plugins or cmd; inside
 // core, batch imports nothing of ours, fetcher's sub-packages import only
 // batch, backoff and each other, fetcher, writer and runner never import
-// mirror, admin or cmd, and config's value and security packages never
-// import config, and pluginhost never imports plugins, runner or mirror.
+// mirror, admin or cmd, and config's value, security and raw packages
+// never import config, and pluginhost never imports plugins, runner or mirror.
 func TestLayering(t *testing.T) {
 	for _, r := range layeringRules {
 		var pkgs []goPackage

@@ -143,7 +143,7 @@ func (a *adminFlags) client(cfg *config.Config) (*adminClient, error) {
 		tokenPath = cfg.AdminTokenPath() // "" when mTLS alone is configured
 	}
 	if tokenPath != "" {
-		tok, err := config.ReadAdminToken(tokenPath)
+		tok, err := security.ReadAdminToken(tokenPath)
 		switch {
 		case errors.Is(err, fs.ErrNotExist) && a.tokenFile == "" && cfg.AdminTokenFile == "":
 			return nil, fmt.Errorf("the admin token %s does not exist: `kmirror run` creates it at its first start with this configuration's state.dir; is the daemon running with this config? (or pass --token-file)", tokenPath)

@@ -19,6 +19,7 @@ import (
 	"github.com/kmirror/kmirror/core/admin"
 	"github.com/kmirror/kmirror/core/admin/admintest"
 	"github.com/kmirror/kmirror/core/config"
+	"github.com/kmirror/kmirror/core/config/security"
 	"github.com/kmirror/kmirror/internal/testpki"
 )
 
@@ -105,7 +106,7 @@ mirrors:
 
 func (d *adminDaemon) token(t *testing.T) string {
 	t.Helper()
-	tok, err := config.ReadAdminToken(d.cfg.AdminTokenPath())
+	tok, err := security.ReadAdminToken(d.cfg.AdminTokenPath())
 	if err != nil {
 		t.Fatal(err)
 	}

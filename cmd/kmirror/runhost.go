@@ -86,13 +86,13 @@ func (p *plugins) store(cfg *config.Config) (statestore.Store, error) {
 
 // credentials gives a SASL client its provider: the plugin that
 // sasl.credentials.plugin names, or the built-in kmirror runs for the
-// cluster from its sasl.* keys (config.ImplicitAuth), started on first use
+// cluster from its sasl.* keys (kclient.ImplicitAuth), started on first use
 // and restarted with a new block when those keys change.
 func (p *plugins) credentials(ctx context.Context, cl *config.Cluster, req auth.Request) (auth.Provider, error) {
 	if cl.SASLCredentialsPlugin != "" {
 		return p.host.Auth(cl.SASLCredentialsPlugin)
 	}
-	name, builtin, block, err := config.ImplicitAuth(cl, req)
+	name, builtin, block, err := kclient.ImplicitAuth(cl, req)
 	if err != nil {
 		return nil, err
 	}

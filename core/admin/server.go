@@ -21,6 +21,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/kmirror/kmirror/core/config"
+	"github.com/kmirror/kmirror/core/config/security"
 )
 
 // DefaultOpTimeout bounds one operation (pause, resume, stop, start, or a
@@ -236,7 +237,7 @@ func (s *Server) prepare(cfg *config.Config, create bool) (*credentials, *tls.Co
 				return nil, nil, err
 			}
 		}
-		tok, err := config.ReadAdminToken(path)
+		tok, err := security.ReadAdminToken(path)
 		if err != nil {
 			if cfg.AdminTokenFile == "" && errors.Is(err, fs.ErrNotExist) {
 				return nil, nil, fmt.Errorf("admin token file %s does not exist; it is created at start (restart kmirror) or set admin.token.file: %w", path, err)

@@ -410,7 +410,7 @@ func TestDefaultTokenFileIsCreatedOnceWithMode0600(t *testing.T) {
 	if fi.Mode().Perm() != 0o600 {
 		t.Errorf("token file mode %s, want -rw-------", fi.Mode().Perm())
 	}
-	tok, err := config.ReadAdminToken(path)
+	tok, err := security.ReadAdminToken(path)
 	if err != nil || !regexp.MustCompile(`^[0-9a-f]{64}$`).MatchString(tok.Reveal()) {
 		t.Fatalf("token is not 256 random bits in hex: %v", err)
 	}
@@ -429,7 +429,7 @@ func TestDefaultTokenFileIsCreatedOnceWithMode0600(t *testing.T) {
 	if err := h.srv.Start(ctx, h.cfg); err != nil {
 		t.Fatal(err)
 	}
-	again, _ := config.ReadAdminToken(path)
+	again, _ := security.ReadAdminToken(path)
 	if again.Reveal() != tok.Reveal() {
 		t.Fatal("a restart replaced the existing token")
 	}

@@ -2,10 +2,8 @@ package config
 
 import (
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -17,10 +15,6 @@ import (
 // DefaultAdminTokenFile is the name of the admin token file the daemon keeps
 // in state.dir when admin.token.file is unset.
 const DefaultAdminTokenFile = "admin.token"
-
-// ErrAdminTokenMissing is returned by ReadAdminToken when the token file does
-// not exist (errors.Is also holds for fs.ErrNotExist).
-var ErrAdminTokenMissing = errors.New("admin token file does not exist")
 
 // AdminUsesToken reports whether admin callers must present the bearer
 // token: when admin.token.file is set, and whenever no client CA is
@@ -48,26 +42,6 @@ func (c *Config) AdminTokenPath() string {
 		return ""
 	}
 	return filepath.Join(c.State.Dir, DefaultAdminTokenFile)
-}
-
-// ReadAdminToken reads a bearer token file, trimming surrounding white space.
-// Errors name the file, never its content.
-func ReadAdminToken(path string) (Secret, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return Secret{}, fmt.Errorf("%w: %s: %w", ErrAdminTokenMissing, path, os.ErrNotExist)
-		}
-		return Secret{}, fmt.Errorf("cannot read the admin token file: %w", err)
-	}
-	tok := strings.TrimSpace(string(b))
-	if tok == "" {
-		return Secret{}, fmt.Errorf("admin token file %s is empty: write a token into it (for example `openssl rand -hex 32 > %s`)", path, path)
-	}
-	if strings.ContainsAny(tok, " \t\r\n") {
-		return Secret{}, fmt.Errorf("admin token file %s holds more than one word: it must hold the token alone", path)
-	}
-	return NewSecret(tok), nil
 }
 
 // AdminServerTLS returns the admin listener's TLS configuration, or nil when
@@ -123,7 +97,7 @@ func validateAdmin(cfg *Config, failed map[string]bool, c *collector) {
 		c.add(p.Key, p.Reason)
 	}
 	if cfg.AdminTokenFile != "" {
-		if _, err := ReadAdminToken(cfg.AdminTokenFile); err != nil {
+		if _, err := security.ReadAdminToken(cfg.AdminTokenFile); err != nil {
 			c.add("admin.token.file", err.Error())
 		}
 	}

@@ -2,8 +2,6 @@ package config
 
 import (
 	"crypto/tls"
-	"errors"
-	"io/fs"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -110,19 +108,6 @@ func TestAdminTLSAndTokenProblems(t *testing.T) {
 				t.Fatalf("errors show file content:\n%s", errs)
 			}
 		})
-	}
-}
-
-func TestReadAdminToken(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	tok, err := ReadAdminToken(writeFile(t, dir, "t", "  tok-123\n"))
-	if err != nil || tok.Reveal() != "tok-123" || tok.String() != Redacted {
-		t.Fatalf("ReadAdminToken = %q (%s), %v", tok.Reveal(), tok, err)
-	}
-	_, err = ReadAdminToken(filepath.Join(dir, "missing"))
-	if !errors.Is(err, ErrAdminTokenMissing) || !errors.Is(err, fs.ErrNotExist) {
-		t.Fatalf("missing file: %v", err)
 	}
 }
 

@@ -13,12 +13,10 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/kmirror/kmirror/core/config/raw"
 	"github.com/kmirror/kmirror/core/config/value"
 	"github.com/kmirror/kmirror/sdk/plugin"
 )
-
-// sectionPlugins is the map of plugins, keyed by name.
-const sectionPlugins = "plugins"
 
 // DefaultPluginDir is the directory, below state.dir, that holds plugin
 // binaries when plugin.dir is unset.
@@ -70,7 +68,7 @@ var pluginNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
 
 // ReservedPluginPrefix starts the names of the plugins kmirror runs for
 // itself: the file state store, the credential providers built from a
-// cluster's sasl.* keys (ImplicitAuth).
+// cluster's sasl.* keys (kclient.ImplicitAuth).
 const ReservedPluginPrefix = "kmirror-"
 
 // CheckPluginName refuses a plugin (or built-in) name outside
@@ -131,90 +129,25 @@ func pluginConfigCodec() value.Codec[map[string]any] {
 	}
 }
 
-// pluginSection is one entry of the plugins map before decoding.
-type pluginSection struct {
-	name string
-	sec  section
-}
-
-// splitPlugins reads the plugins map. Each entry's config block is kept
-// whole (it belongs to the plugin); its other keys are flattened like any
-// section's.
-func splitPlugins(v any, c *collector) []pluginSection {
-	if v == nil {
-		return nil
-	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		c.add(sectionPlugins, "expected a map of plugins keyed by name (plugins: {sso: {kind: auth, …}}), got "+value.Describe(v, false))
-		return nil
-	}
-	var out []pluginSection
-	for _, name := range sortedKeys(m) {
-		ps := pluginSection{name: name, sec: newSection()}
-		ps.sec.present = true
-		switch e := m[name].(type) {
-		case map[string]any:
-			rest := map[string]any{}
-			for k, v := range e {
-				if k == "config" {
-					if v != nil {
-						ps.sec.vals[k] = rawVal{v: v}
-					}
-					continue
-				}
-				rest[k] = v
-			}
-			flatten(rest, "", sectionPlugins+"."+name, ps.sec.vals, c)
-		case nil:
-		default:
-			c.add(sectionPlugins+"."+name, "expected a map of keys (kind, path or builtin, sha256, config), got "+value.Describe(e, false))
-		}
-		out = append(out, ps)
-	}
-	return out
-}
-
-// findPlugin returns the entry named name, matched as is (--set) or after
-// environment normalisation (norm true).
-func findPlugin(d *document, name string, norm bool) []*section {
-	var out []*section
-	for i := range d.plugins {
-		n := d.plugins[i].name
-		if n == name || norm && envNorm(n) == name {
-			out = append(out, &d.plugins[i].sec)
-		}
-	}
-	return out
-}
-
-func pluginNames(d *document) string {
-	var names []string
-	for _, p := range d.plugins {
-		names = append(names, p.name)
-	}
-	return strings.Join(names, ", ")
-}
-
 // decodePlugins decodes and checks every plugins entry; it runs after the
 // daemon and state keys, which say where relative paths point.
-func decodePlugins(d *document, cfg *Config, c *collector) { decodePluginEntries(d, cfg, c, true) }
+func decodePlugins(d *raw.Document, cfg *Config, c *collector) { decodePluginEntries(d, cfg, c, true) }
 
 // decodePluginEntries is decodePlugins; with checkFiles false it leaves
 // out the check of each file against its sha256.
-func decodePluginEntries(d *document, cfg *Config, c *collector, checkFiles bool) {
-	for _, ps := range d.plugins {
-		label := sectionPlugins + "." + ps.name
-		if err := CheckPluginName(ps.name); err != nil {
+func decodePluginEntries(d *raw.Document, cfg *Config, c *collector, checkFiles bool) {
+	for _, ps := range d.Plugins {
+		label := sectionPlugins + "." + ps.Name
+		if err := CheckPluginName(ps.Name); err != nil {
 			c.add(label, err.Error())
 			continue
 		}
-		if strings.HasPrefix(ps.name, ReservedPluginPrefix) {
+		if strings.HasPrefix(ps.Name, ReservedPluginPrefix) {
 			c.add(label, "names starting with "+ReservedPluginPrefix+" are kept for the plugins kmirror runs itself (its file state store, its clusters' built-in credential providers)")
 			continue
 		}
-		p := Plugin{Name: ps.name}
-		failed := decodeSection(ps.sec, label, []Scope{ScopePlugin}, func(Scope) any { return &p }, c)
+		p := Plugin{Name: ps.Name}
+		failed := decodeSection(ps.Section, label, []Scope{ScopePlugin}, func(Scope) any { return &p }, c)
 		p.SHA256 = strings.ToLower(p.SHA256)
 		validatePlugin(&p, cfg.PluginDirectory(), label, failed, checkFiles, c)
 		cfg.Plugins = append(cfg.Plugins, p)

@@ -1,5 +1,7 @@
 package config
 
+import "github.com/kmirror/kmirror/core/config/raw"
+
 // LoadForPlugins is Load for the commands that manage plugin files
 // (`kmirror plugins install|list|verify|remove`): it reads, overrides and
 // checks the daemon keys (plugin.dir, admin.*), the state section and the
@@ -10,7 +12,7 @@ package config
 // (FileSHA256). Every other problem in the keys it reads is an error, as
 // for Load. The Config returned has no Destination and no Mirrors.
 func LoadForPlugins(src Source) (*Config, error) {
-	data, format, err := readSource(src)
+	data, format, err := raw.ReadFile(src.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -19,11 +21,11 @@ func LoadForPlugins(src Source) (*Config, error) {
 
 // decodeForPlugins is decode for LoadForPlugins: the daemon keys, state
 // and plugins.
-func decodeForPlugins(d *document, c *collector) *Config {
+func decodeForPlugins(d *raw.Document, c *collector) *Config {
 	cfg := &Config{}
-	failed := decodeSection(d.daemon, "", []Scope{ScopeDaemon}, func(Scope) any { return cfg }, c)
+	failed := decodeSection(d.Daemon, "", []Scope{ScopeDaemon}, func(Scope) any { return cfg }, c)
 	validateDaemon(cfg, failed, c)
-	failed = decodeSection(d.state, sectionState, []Scope{ScopeState}, func(Scope) any { return &cfg.State }, c)
+	failed = decodeSection(d.State, sectionState, []Scope{ScopeState}, func(Scope) any { return &cfg.State }, c)
 	validateState(&cfg.State, failed, c)
 	decodePluginEntries(d, cfg, c, false)
 	return cfg

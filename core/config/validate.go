@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/kmirror/kmirror/core/config/raw"
 	"github.com/kmirror/kmirror/core/config/security"
 	"github.com/kmirror/kmirror/core/config/value"
 )
@@ -57,7 +58,7 @@ func validateState(s *State, failed map[string]bool, c *collector) {
 // validateCluster checks the security keys of one cluster as a whole:
 // sasl.* and ssl.* only with a protocol that uses them, complete SASL
 // credentials, readable TLS files holding what they should.
-func validateCluster(cl *Cluster, prefix string, sec section, failed map[string]bool, c *collector) {
+func validateCluster(cl *Cluster, prefix string, sec raw.Section, failed map[string]bool, c *collector) {
 	if failed["security.protocol"] {
 		return
 	}
@@ -85,9 +86,9 @@ func validateCluster(cl *Cluster, prefix string, sec section, failed map[string]
 // misplaced reports keys with the given prefix that were set although the
 // security protocol does not use them; Kafka would ignore them silently,
 // which hides a wrong protocol.
-func misplaced(sec section, prefix, keyPrefix, protocol, want string, c *collector) {
+func misplaced(sec raw.Section, prefix, keyPrefix, protocol, want string, c *collector) {
 	var set []string
-	for _, k := range sortedKeys(sec.vals) {
+	for _, k := range sortedKeys(sec.Vals) {
 		if strings.HasPrefix(k, keyPrefix) && isKnown(k) {
 			set = append(set, k)
 		}

@@ -7,6 +7,9 @@
 // connection setup timeout) before the TLS handshake. ClusterOpts adds what
 // depends on the client's role (source or destination) and on the
 // daemon-wide keys: the read timeout, the retry backoff and the metadata age.
+// ImplicitAuth describes the built-in credential provider (an auth plugin
+// kmirror runs itself) that serves a cluster's sasl.* keys when
+// sasl.credentials.plugin is not set.
 //
 // core/config declares, loads and validates the keys, and
 // core/config/security resolves what they name (files, JAAS, inline PEM)

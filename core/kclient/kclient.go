@@ -19,7 +19,7 @@ import (
 
 // Credentials returns the auth provider that serves req for cluster cl:
 // the plugin that sasl.credentials.plugin names, or the built-in provider
-// kmirror runs for the cluster from its sasl.* keys (config.ImplicitAuth).
+// kmirror runs for the cluster from its sasl.* keys (ImplicitAuth).
 // The daemon wires it to its plugin host; every SASL client gets its
 // credentials through it, so there is one path for all of them.
 type Credentials func(ctx context.Context, cl *config.Cluster, req auth.Request) (auth.Provider, error)

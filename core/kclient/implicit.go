@@ -1,4 +1,4 @@
-package config
+package kclient
 
 import (
 	"crypto/sha256"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/kmirror/kmirror/core/config"
 	"github.com/kmirror/kmirror/sdk/auth"
 )
 
@@ -17,20 +18,21 @@ const (
 )
 
 // ImplicitAuth describes the built-in auth plugin that serves cl's
-// credentials for req when sasl.credentials.plugin is not set: its plugin
+// credentials for req when sasl.credentials.plugin is not set (the
+// Credentials the daemon wires start it through the plugin host): its plugin
 // name (kmirror-sasl-<role>-<mirror>, or kmirror-sasl-destination for the daemon's
 // destination), the built-in (BuiltinAuthStatic or BuiltinAuthOAuth) and
 // the plugin's config block, built from the sasl.* keys. A password file
 // is passed as such, so the plugin re-reads it when it changes. The block
 // holds secrets: never log or print it.
-func ImplicitAuth(cl *Cluster, req auth.Request) (name, builtin string, cfg map[string]any, err error) {
+func ImplicitAuth(cl *config.Cluster, req auth.Request) (name, builtin string, cfg map[string]any, err error) {
 	s, err := cl.SASL()
 	if err != nil {
 		return "", "", nil, err
 	}
 	name = implicitAuthName(req)
 	switch s.Mechanism {
-	case MechanismOAuthBearer:
+	case config.MechanismOAuthBearer:
 		cfg = map[string]any{
 			"token_endpoint": s.OAuth.TokenEndpointURL,
 			"client_id":      s.OAuth.ClientID,
@@ -57,9 +59,9 @@ func ImplicitAuth(cl *Cluster, req auth.Request) (name, builtin string, cfg map[
 // upper case letters gets a short hash to keep names apart.
 func implicitAuthName(req auth.Request) string {
 	if req.Mirror == "" {
-		return ReservedPluginPrefix + "sasl-" + req.Role
+		return config.ReservedPluginPrefix + "sasl-" + req.Role
 	}
-	n := ReservedPluginPrefix + "sasl-" + req.Role + "-" + strings.ToLower(req.Mirror)
+	n := config.ReservedPluginPrefix + "sasl-" + req.Role + "-" + strings.ToLower(req.Mirror)
 	if strings.ToLower(req.Mirror) != req.Mirror {
 		sum := sha256.Sum256([]byte(req.Mirror))
 		n += "-" + hex.EncodeToString(sum[:3])
