@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/kmirror/kmirror/sdk/internal/lazy"
 )
 
 // Errors of plugin configuration. Both travel over the RPC.
@@ -20,7 +22,7 @@ var (
 	// each key.
 	ErrInvalidConfig = errors.New("plugin: invalid configuration")
 	// ErrNotConfigured: the plugin was used before the host configured it.
-	ErrNotConfigured = errors.New("plugin: not configured yet")
+	ErrNotConfigured = lazy.ErrNotConfigured
 )
 
 // FieldType is the type of one configuration key.

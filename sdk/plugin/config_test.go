@@ -154,28 +154,6 @@ func TestAReadyImplementationTakesNoKeys(t *testing.T) {
 	}
 }
 
-func TestCallsBeforeConfigureFailWithErrNotConfigured(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	lf := &lazyFilter{}
-	if _, err := lf.FilterTopics(ctx, "m", nil); !errors.Is(err, ErrNotConfigured) {
-		t.Fatalf("FilterTopics before configure = %v", err)
-	}
-	ls := &lazyStore{}
-	if _, err := ls.Get(ctx, "k"); !errors.Is(err, ErrNotConfigured) {
-		t.Fatalf("Get before configure = %v", err)
-	}
-	la := &lazyAuth{}
-	if info := la.Info(); info.Name != "" {
-		t.Fatalf("Info before configure = %+v", info)
-	}
-	lf.set(filter.Funcs{Name: "f", Topics: func(_ context.Context, _ string, in []filter.Topic) ([]filter.Topic, error) { return in, nil }})
-	out, err := lf.FilterTopics(ctx, "m", []filter.Topic{{Name: "a"}})
-	if err != nil || len(out) != 1 || lf.Info().Name != "f" {
-		t.Fatalf("after set: %v %v %+v", out, err, lf.Info())
-	}
-}
-
 func TestConfigDecodeRefusesUnknownFields(t *testing.T) {
 	t.Parallel()
 	var v struct {

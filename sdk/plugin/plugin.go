@@ -5,6 +5,17 @@
 // which each kind is dispensed. A major version that differs between host
 // and plugin refuses the connection; minor versions and feature flags travel
 // in each kind's Info call.
+//
+// It is also the whole public surface of running a plugin over RPC: Serve
+// and ServeConfig on the plugin's side, ClientPlugins on the host's,
+// ServerPlugin for tests with go-plugin's TestPluginGRPCConn, and the
+// configuration a plugin declares and receives (Schema, Config,
+// ConfigError, ConfigClient). The gRPC adaptors of each kind live in
+// sdk/internal/authrpc, sdk/internal/filterrpc and
+// sdk/internal/statestorerpc (with the generated code in sdk/internal/pb),
+// the stand-ins for a plugin not yet configured in sdk/internal/lazy:
+// plugins and hosts use only this package and the kinds' contracts
+// (sdk/auth, sdk/filter, sdk/statestore).
 package plugin
 
 import (

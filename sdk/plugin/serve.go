@@ -12,7 +12,11 @@ import (
 
 	"github.com/kmirror/kmirror/sdk/auth"
 	"github.com/kmirror/kmirror/sdk/filter"
+	"github.com/kmirror/kmirror/sdk/internal/authrpc"
+	"github.com/kmirror/kmirror/sdk/internal/filterrpc"
+	"github.com/kmirror/kmirror/sdk/internal/lazy"
 	"github.com/kmirror/kmirror/sdk/internal/pb/configv1"
+	"github.com/kmirror/kmirror/sdk/internal/statestorerpc"
 	"github.com/kmirror/kmirror/sdk/statestore"
 )
 
@@ -121,45 +125,45 @@ func ServerPlugin(cfg ServeConfig, kind Kind) goplugin.Plugin {
 	case KindStateStore:
 		impl := cfg.StateStore
 		if cfg.NewStateStore != nil {
-			l := &lazyStore{}
+			l := &lazy.Store{}
 			cs.configured, cs.build, impl = false, func(ctx context.Context, name string, c Config) error {
 				s, err := cfg.NewStateStore(ctx, name, c)
 				if err != nil {
 					return err
 				}
-				l.set(s)
+				l.Set(s)
 				return nil
 			}, l
 		}
-		inner = &stateStorePlugin{impl: impl}
+		inner = &statestorerpc.Plugin{Impl: impl}
 	case KindAuth:
 		impl := cfg.Auth
 		if cfg.NewAuth != nil {
-			l := &lazyAuth{}
+			l := &lazy.Auth{}
 			cs.configured, cs.build, impl = false, func(ctx context.Context, name string, c Config) error {
 				p, err := cfg.NewAuth(ctx, name, c)
 				if err != nil {
 					return err
 				}
-				l.set(p)
+				l.Set(p)
 				return nil
 			}, l
 		}
-		inner = &authPlugin{impl: impl}
+		inner = &authrpc.Plugin{Impl: impl}
 	default:
 		impl := cfg.Filter
 		if cfg.NewFilter != nil {
-			l := &lazyFilter{}
+			l := &lazy.Filter{}
 			cs.configured, cs.build, impl = false, func(ctx context.Context, name string, c Config) error {
 				f, err := cfg.NewFilter(ctx, name, c)
 				if err != nil {
 					return err
 				}
-				l.set(f)
+				l.Set(f)
 				return nil
 			}, l
 		}
-		inner = &filterPlugin{impl: impl}
+		inner = &filterrpc.Plugin{Impl: impl}
 	}
 	return &withConfig{GRPCPlugin: inner, config: cs}
 }
@@ -196,11 +200,11 @@ func ClientPlugins(kind Kind) (map[int]goplugin.PluginSet, error) {
 	var p goplugin.Plugin
 	switch kind {
 	case KindStateStore:
-		p = &stateStorePlugin{}
+		p = &statestorerpc.Plugin{}
 	case KindAuth:
-		p = &authPlugin{}
+		p = &authrpc.Plugin{}
 	default:
-		p = &filterPlugin{}
+		p = &filterrpc.Plugin{}
 	}
 	return map[int]goplugin.PluginSet{int(major): {string(kind): p}}, nil
 }

@@ -1,4 +1,11 @@
-package plugin
+// Package authrpc carries an auth.Provider over gRPC (service
+// kmirror.plugin.auth.v1.Provider, sdk/proto/kmirror/plugin/auth/v1): the
+// plugin side serves a provider, the host side is an auth.Provider that
+// calls the plugin, checks what it returns and never prints a secret. The
+// auth sentinels keep their identity over the wire. sdk/plugin offers it
+// through Serve and ClientPlugins; docs/design/plugin-protocols.md and
+// docs/plugins.md describe the protocol.
+package authrpc
 
 import (
 	"cmp"
@@ -56,24 +63,23 @@ var authErrors = rpcerr.NewTable(authProtocol,
 	rpcerr.Sentinel{Name: "INCOMPATIBLE", Err: auth.ErrIncompatible, Code: codes.FailedPrecondition},
 )
 
-// authPlugin carries an auth.Provider over gRPC (service
-// kmirror.plugin.auth.v1.Provider). On the plugin side impl is the provider
-// served; on the host side impl is unused and GRPCClient returns an
-// auth.Provider that calls the plugin.
-type authPlugin struct {
+// Plugin is the go-plugin Plugin of the auth kind. On the plugin side Impl
+// is the provider served; on the host side Impl is unused and GRPCClient
+// returns an auth.Provider that calls the plugin.
+type Plugin struct {
 	goplugin.NetRPCUnsupportedPlugin
-	impl auth.Provider
+	Impl auth.Provider
 	// infoTimeout and closeTimeout override authInfoTimeout and
 	// authCloseTimeout when set (tests).
 	infoTimeout, closeTimeout time.Duration
 }
 
-// GRPCServer registers the plugin side of the service, serving p.impl.
-func (p *authPlugin) GRPCServer(_ *goplugin.GRPCBroker, s *grpc.Server) error {
-	if p.impl == nil {
+// GRPCServer registers the plugin side of the service, serving p.Impl.
+func (p *Plugin) GRPCServer(_ *goplugin.GRPCBroker, s *grpc.Server) error {
+	if p.Impl == nil {
 		return errors.New("plugin: auth: no provider to serve")
 	}
-	authv1.RegisterProviderServer(s, &authServer{impl: p.impl})
+	authv1.RegisterProviderServer(s, &authServer{impl: p.Impl})
 	return nil
 }
 
@@ -81,7 +87,7 @@ func (p *authPlugin) GRPCServer(_ *goplugin.GRPCBroker, s *grpc.Server) error {
 // plugin's Info once (bounded by authInfoTimeout, 10 s) and refuses a plugin whose
 // Info does not pass auth.Info.Validate with an error wrapping
 // auth.ErrIncompatible.
-func (p *authPlugin) GRPCClient(ctx context.Context, _ *goplugin.GRPCBroker, conn *grpc.ClientConn) (any, error) {
+func (p *Plugin) GRPCClient(ctx context.Context, _ *goplugin.GRPCBroker, conn *grpc.ClientConn) (any, error) {
 	timeout := cmp.Or(p.infoTimeout, authInfoTimeout)
 	ictx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -276,5 +282,5 @@ func (c *authClient) GoString() string { return fmt.Sprintf("plugin.authClient(%
 
 // LogValue logs the plugin's name and version.
 func (c *authClient) LogValue() slog.Value {
-	return slog.GroupValue(slog.String("kind", string(KindAuth)), slog.String("name", c.info.Name), slog.String("version", c.info.Version))
+	return slog.GroupValue(slog.String("kind", "auth"), slog.String("name", c.info.Name), slog.String("version", c.info.Version))
 }

@@ -1,4 +1,10 @@
-package plugin
+// Package filterrpc carries a filter.Filter over gRPC (service
+// kmirror.plugin.filter.v1.Filter, sdk/proto/kmirror/plugin/filter/v1): the
+// plugin side serves a filter, the host side is a filter.Filter that calls
+// the plugin with batches of any size in bounded chunks. The filter
+// sentinels keep their identity over the wire. sdk/plugin offers it through
+// Serve and ClientPlugins; docs/plugins.md describes the protocol.
+package filterrpc
 
 import (
 	"context"
@@ -55,26 +61,27 @@ var filterSentinels = []rpcerr.Sentinel{
 // filterErrors carries the filter sentinels over the RPC.
 var filterErrors = rpcerr.NewTable(filterDomain, filterSentinels...)
 
-// filterPlugin carries a filter.Filter over gRPC (service
-// kmirror.plugin.filter.v1.Filter).
-type filterPlugin struct {
+// Plugin is the go-plugin Plugin of the filter kind. On the plugin side
+// Impl is the filter served; on the host side Impl is unused and GRPCClient
+// returns a filter.Filter that calls the plugin.
+type Plugin struct {
 	goplugin.NetRPCUnsupportedPlugin
-	impl filter.Filter
+	Impl filter.Filter
 }
 
-// GRPCServer registers the plugin side of the service, serving p.impl.
-func (p *filterPlugin) GRPCServer(_ *goplugin.GRPCBroker, s *grpc.Server) error {
-	if p.impl == nil {
+// GRPCServer registers the plugin side of the service, serving p.Impl.
+func (p *Plugin) GRPCServer(_ *goplugin.GRPCBroker, s *grpc.Server) error {
+	if p.Impl == nil {
 		return errors.New("plugin: no filter to serve")
 	}
-	filterv1.RegisterFilterServer(s, &filterServer{impl: p.impl})
+	filterv1.RegisterFilterServer(s, &filterServer{impl: p.Impl})
 	return nil
 }
 
 // GRPCClient returns the host side: a filter.Filter. It reads the plugin's
 // Info once, within filterInfoTimeout, and fails when the Info does not
 // Validate (the error wraps filter.ErrIncompatible).
-func (p *filterPlugin) GRPCClient(ctx context.Context, _ *goplugin.GRPCBroker, cc *grpc.ClientConn) (any, error) {
+func (p *Plugin) GRPCClient(ctx context.Context, _ *goplugin.GRPCBroker, cc *grpc.ClientConn) (any, error) {
 	return newFilterClient(ctx, filterv1.NewFilterClient(cc))
 }
 

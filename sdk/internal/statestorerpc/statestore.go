@@ -1,4 +1,11 @@
-package plugin
+// Package statestorerpc carries a statestore.Store over gRPC (service
+// kmirror.plugin.statestore.v1.StateStore,
+// sdk/proto/kmirror/plugin/statestore/v1): the plugin side serves a store,
+// the host side is a statestore.Store that calls the plugin. Values travel
+// in chunks well under gRPC's message limit, and the statestore sentinels
+// keep their identity over the wire. sdk/plugin offers it through Serve and
+// ClientPlugins; docs/design/plugin-protocols.md describes the protocol.
+package statestorerpc
 
 import (
 	"context"
@@ -49,26 +56,27 @@ const (
 	infoTimeout = 10 * time.Second
 )
 
-// stateStorePlugin carries a statestore.Store over gRPC (service
-// kmirror.plugin.statestore.v1, sdk/proto/kmirror/plugin/statestore/v1).
-type stateStorePlugin struct {
+// Plugin is the go-plugin Plugin of the state-store kind. On the plugin
+// side Impl is the store served; on the host side Impl is unused and
+// GRPCClient returns a statestore.Store that calls the plugin.
+type Plugin struct {
 	goplugin.NetRPCUnsupportedPlugin
-	impl statestore.Store
+	Impl statestore.Store
 }
 
-// GRPCServer registers the plugin side of the service, serving p.impl.
-func (p *stateStorePlugin) GRPCServer(_ *goplugin.GRPCBroker, s *grpc.Server) error {
-	if p.impl == nil {
+// GRPCServer registers the plugin side of the service, serving p.Impl.
+func (p *Plugin) GRPCServer(_ *goplugin.GRPCBroker, s *grpc.Server) error {
+	if p.Impl == nil {
 		return errors.New("plugin: statestore: no implementation to serve")
 	}
-	statestorev1.RegisterStateStoreServer(s, &stateStoreServer{impl: p.impl, leases: statestore.Leases(p.impl)})
+	statestorev1.RegisterStateStoreServer(s, &stateStoreServer{impl: p.Impl, leases: statestore.Leases(p.Impl)})
 	return nil
 }
 
 // GRPCClient returns the host side: a statestore.Store that also implements
 // statestore.Informer, statestore.Pager and statestore.Leaser. It reads the
 // plugin's Info once and fails if it does not Validate.
-func (p *stateStorePlugin) GRPCClient(ctx context.Context, _ *goplugin.GRPCBroker, conn *grpc.ClientConn) (any, error) {
+func (p *Plugin) GRPCClient(ctx context.Context, _ *goplugin.GRPCBroker, conn *grpc.ClientConn) (any, error) {
 	return newStateStoreClient(ctx, statestorev1.NewStateStoreClient(conn))
 }
 
@@ -82,8 +90,8 @@ type stateStoreServer struct {
 func (s *stateStoreServer) Info(context.Context, *statestorev1.InfoRequest) (*statestorev1.InfoResponse, error) {
 	info := statestore.InfoOf(s.impl)
 	_, native := s.impl.(statestore.Leaser)
-	if l, ok := s.impl.(interface{ leasesNative() bool }); ok { // a lazyStore
-		native = l.leasesNative()
+	if l, ok := s.impl.(interface{ LeasesNative() bool }); ok { // a lazy.Store
+		native = l.LeasesNative()
 	}
 	return &statestorev1.InfoResponse{
 		Name: info.Name, Version: info.Version,

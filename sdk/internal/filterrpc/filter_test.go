@@ -1,4 +1,4 @@
-package plugin
+package filterrpc
 
 import (
 	"context"
@@ -29,6 +29,9 @@ import (
 	"github.com/kmirror/kmirror/sdk/internal/pb/filterv1"
 )
 
+// kind is the name the tests dispense the filter under.
+const kind = "filter"
+
 // dispenseFilter serves impl as a plugin over go-plugin's gRPC transport
 // and returns the host side, as a host gets it (Dispense), or the error
 // Dispense returned. conn is the host's connection, for raw calls.
@@ -36,9 +39,9 @@ func dispenseFilter(t *testing.T, impl filter.Filter) (f filter.Filter, conn *gr
 	t.Helper()
 	// Close shuts the server down through go-plugin's controller, as a
 	// host does; calling the server's Stop as well races with it.
-	client, _ := goplugin.TestPluginGRPCConn(t, false, map[string]goplugin.Plugin{string(KindFilter): &filterPlugin{impl: impl}})
+	client, _ := goplugin.TestPluginGRPCConn(t, false, map[string]goplugin.Plugin{kind: &Plugin{Impl: impl}})
 	t.Cleanup(func() { _ = client.Close() })
-	raw, err := client.Dispense(string(KindFilter))
+	raw, err := client.Dispense(kind)
 	if err != nil {
 		return nil, client.Conn, err
 	}
@@ -468,7 +471,7 @@ func TestFilterUnannouncedKindsAreNotCalled(t *testing.T) {
 // host, and the table lists every sentinel the package declares.
 func TestFilterSentinelsSurviveTheRPC(t *testing.T) {
 	t.Parallel()
-	declared := sentinelsDeclaredIn(t, filepath.Join("..", "filter"))
+	declared := sentinelsDeclaredIn(t, filepath.Join("..", "..", "filter"))
 	var listed []string
 	for _, s := range filterSentinels {
 		listed = append(listed, s.Name)
@@ -749,8 +752,8 @@ func BenchmarkFilterTopicsOverRPC(b *testing.B) {
 			topics[i] = filter.Topic{Name: fmt.Sprintf("team-%03d.service-%06d.events", i%500, i), Partitions: 12}
 		}
 		impl := newKeepEveryOther(filter.Topics)
-		client, _ := goplugin.TestPluginGRPCConn(b, false, map[string]goplugin.Plugin{string(KindFilter): &filterPlugin{impl: impl}})
-		raw, err := client.Dispense(string(KindFilter))
+		client, _ := goplugin.TestPluginGRPCConn(b, false, map[string]goplugin.Plugin{kind: &Plugin{Impl: impl}})
+		raw, err := client.Dispense(kind)
 		if err != nil {
 			b.Fatal(err)
 		}
