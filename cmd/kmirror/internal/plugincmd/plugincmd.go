@@ -1,4 +1,8 @@
-package main
+// Package plugincmd is `kmirror plugins`: install a plugin file (copied,
+// proven a plugin of its kind, and the configuration entry printed), list
+// and verify the configured plugins, and remove a plugin file. It never
+// edits the configuration file.
+package plugincmd
 
 import (
 	"context"
@@ -14,6 +18,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/kmirror/kmirror/cmd/kmirror/internal/adminclient"
+	"github.com/kmirror/kmirror/cmd/kmirror/internal/builtins"
+	"github.com/kmirror/kmirror/cmd/kmirror/internal/cli"
 	"github.com/kmirror/kmirror/core/admin"
 	"github.com/kmirror/kmirror/core/config"
 	"github.com/kmirror/kmirror/core/pluginhost"
@@ -28,16 +35,17 @@ import (
 // handshake, then each call.
 const probeTimeout = 30 * time.Second
 
-// Checksum states of `plugins list` and `plugins verify`.
+// Checksum states of `plugins list` and `plugins verify` (Row.Checksum).
 const (
-	sumOK       = "ok"
-	sumMismatch = "mismatch"
-	sumMissing  = "missing"
-	sumBuiltin  = "builtin"
-	sumError    = "error" // the file could not be read
+	SumOK       = "ok"
+	SumMismatch = "mismatch"
+	SumMissing  = "missing"
+	SumBuiltin  = "builtin"
+	SumError    = "error" // the file could not be read
 )
 
-func cmdPlugins(args []string, stdout, stderr io.Writer) int {
+// Run is `kmirror plugins <sub-command>`: install, list, verify and remove.
+func Run(args []string, stdout, stderr io.Writer) int {
 	subs := []struct {
 		name, usage string
 		run         func(args []string, stdout, stderr io.Writer) int
@@ -56,11 +64,11 @@ func cmdPlugins(args []string, stdout, stderr io.Writer) int {
 	}
 	if len(args) == 0 {
 		usage(stderr)
-		return exitUsage
+		return cli.ExitUsage
 	}
 	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(stdout)
-		return exitOK
+		return cli.ExitOK
 	}
 	for _, s := range subs {
 		if s.name == args[0] {
@@ -69,7 +77,7 @@ func cmdPlugins(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "kmirror plugins: unknown sub-command %q\n", args[0])
 	usage(stderr)
-	return exitUsage
+	return cli.ExitUsage
 }
 
 // parseOperand parses args into fs, flags before and after the one
@@ -80,9 +88,9 @@ func parseOperand(fs *flag.FlagSet, args []string, what string) (operand string,
 	for {
 		if err := fs.Parse(args); err != nil {
 			if err == flag.ErrHelp {
-				return "", exitOK, false
+				return "", cli.ExitOK, false
 			}
-			return "", exitUsage, false
+			return "", cli.ExitUsage, false
 		}
 		if fs.NArg() == 0 {
 			break
@@ -92,24 +100,24 @@ func parseOperand(fs *flag.FlagSet, args []string, what string) (operand string,
 	}
 	if len(operands) != 1 {
 		fmt.Fprintf(fs.Output(), "%s: give exactly one %s (got %d)\n", fs.Name(), what, len(operands))
-		return "", exitUsage, false
+		return "", cli.ExitUsage, false
 	}
 	return operands[0], 0, true
 }
 
 // loadForPlugins loads the configuration the plugin commands read (no
 // destination, no mirrors: see config.LoadForPlugins).
-func loadForPlugins(fs *flag.FlagSet, cf *configFlags, stderr io.Writer) (*config.Config, int, bool) {
-	cfg, err := config.LoadForPlugins(cf.source())
+func loadForPlugins(fs *flag.FlagSet, cf *cli.ConfigFlags, stderr io.Writer) (*config.Config, int, bool) {
+	cfg, err := config.LoadForPlugins(cf.Source())
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: %s is not valid:\n%v\n", fs.Name(), cf.path, err)
-		return nil, exitFailure, false
+		fmt.Fprintf(stderr, "%s: %s is not valid:\n%v\n", fs.Name(), cf.Path, err)
+		return nil, cli.ExitFailure, false
 	}
 	return cfg, 0, true
 }
 
-// installResult is what `plugins install --json` prints.
-type installResult struct {
+// InstallResult is what `plugins install --json` prints.
+type InstallResult struct {
 	Name          string   `json:"name"`
 	Kind          string   `json:"kind"`
 	File          string   `json:"file"` // where it was installed
@@ -127,9 +135,9 @@ type installResult struct {
 }
 
 func pluginsInstall(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("plugins install", stderr)
-	var cf configFlags
-	cf.register(fs)
+	fs := cli.NewFlagSet("plugins install", stderr)
+	var cf cli.ConfigFlags
+	cf.Register(fs)
 	kind := fs.String("kind", "", "what the plugin supplies: auth, statestore or filter (required)")
 	name := fs.String("name", "", "the plugin's name in the plugins: map (default: the file name without a kmirror-<kind>- prefix)")
 	dir := fs.String("plugin-dir", "", "install into this directory (default: the configuration's plugin.dir, else <state.dir>/plugins)")
@@ -142,14 +150,14 @@ func pluginsInstall(args []string, stdout, stderr io.Writer) int {
 	k := plugin.Kind(*kind)
 	if _, err := plugin.ProtocolMajor(k); err != nil {
 		fmt.Fprintf(stderr, "plugins install: --kind %q: give auth, statestore or filter\n", *kind)
-		return exitUsage
+		return cli.ExitUsage
 	}
-	if cf.path == "" && *dir == "" {
+	if cf.Path == "" && *dir == "" {
 		fmt.Fprintln(stderr, "plugins install: --config FILE (the daemon's configuration, for plugin.dir) or --plugin-dir DIR is required")
-		return exitUsage
+		return cli.ExitUsage
 	}
 	var cfg *config.Config
-	if cf.path != "" {
+	if cf.Path != "" {
 		if cfg, code, ok = loadForPlugins(fs, &cf, stderr); !ok {
 			return code
 		}
@@ -159,11 +167,11 @@ func pluginsInstall(args []string, stdout, stderr io.Writer) int {
 		*name = strings.ToLower(strings.TrimPrefix(base, "kmirror-"+*kind+"-"))
 		if config.CheckPluginName(*name) != nil {
 			fmt.Fprintf(stderr, "plugins install: %q does not make a plugin name ([a-z0-9][a-z0-9_-]*); pass --name\n", base)
-			return exitUsage
+			return cli.ExitUsage
 		}
 	} else if err := config.CheckPluginName(*name); err != nil {
 		fmt.Fprintf(stderr, "plugins install: --name: %v\n", err)
-		return exitUsage
+		return cli.ExitUsage
 	}
 	target := *dir
 	relative := false
@@ -175,7 +183,7 @@ func pluginsInstall(args []string, stdout, stderr io.Writer) int {
 	res, err := install(context.Background(), src, target, *name, k, *force)
 	if err != nil {
 		fmt.Fprintf(stderr, "plugins install: %v\n", err)
-		return exitFailure
+		return cli.ExitFailure
 	}
 	res.Path = res.File
 	if relative {
@@ -183,8 +191,8 @@ func pluginsInstall(args []string, stdout, stderr io.Writer) int {
 	}
 	res.Block = pluginBlock(res)
 	if *asJSON {
-		printJSON(stdout, res)
-		return exitOK
+		cli.PrintJSON(stdout, res)
+		return cli.ExitOK
 	}
 	switch {
 	case res.Unchanged:
@@ -200,19 +208,19 @@ func pluginsInstall(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "a kmirror %s plugin: %s, version %s, protocol %d.%d\n", k, res.PluginName, orNone(res.PluginVersion), res.ProtocolMajor, res.ProtocolMinor)
 	}
 	where := "the configuration"
-	if cf.path != "" {
-		where = cf.path
+	if cf.Path != "" {
+		where = cf.Path
 	}
 	fmt.Fprintf(stdout, "\nkmirror does not edit the configuration file: add this entry to the plugins: map of %s, then reload (SIGHUP) or restart `kmirror run`:\n\n%s", where, res.Block)
 	if cfg != nil {
 		if p, ok := cfg.Plugin(*name); ok {
-			fmt.Fprintf(stdout, "\nnote: %s already has plugins.%s (kind %s, %s): replace it with the entry above.\n", where, *name, p.Kind, orDash(p.Path+p.Builtin))
+			fmt.Fprintf(stdout, "\nnote: %s already has plugins.%s (kind %s, %s): replace it with the entry above.\n", where, *name, p.Kind, cli.OrDash(p.Path+p.Builtin))
 		}
 	}
 	if !relative {
 		fmt.Fprintf(stdout, "\nnote: %s is not the configuration's plugin directory, so path is absolute.\n", target)
 	}
-	return exitOK
+	return cli.ExitOK
 }
 
 // samePath reports whether a and b name the same directory.
@@ -226,8 +234,8 @@ func samePath(a, b string) bool {
 // written to a temporary file in dir (mode 0755), launched once (Probe)
 // and renamed into place only when it passes, so a refused file leaves
 // nothing behind and a file it replaces (force) stays until then.
-func install(ctx context.Context, src, dir, name string, kind plugin.Kind, force bool) (installResult, error) {
-	res := installResult{Name: name, Kind: string(kind), File: filepath.Join(dir, filepath.Base(src)), ConfigKeys: []string{}}
+func install(ctx context.Context, src, dir, name string, kind plugin.Kind, force bool) (InstallResult, error) {
+	res := InstallResult{Name: name, Kind: string(kind), File: filepath.Join(dir, filepath.Base(src)), ConfigKeys: []string{}}
 	if abs, err := filepath.Abs(dir); err == nil {
 		res.File = filepath.Join(abs, filepath.Base(src))
 	}
@@ -323,7 +331,7 @@ func syncDir(dir string) {
 }
 
 // pluginBlock is the plugins: entry for an installed plugin, as YAML.
-func pluginBlock(r installResult) string {
+func pluginBlock(r InstallResult) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "plugins:\n  %s:\n    kind: %s\n    path: %s\n    sha256: %s\n", r.Name, r.Kind, yamlString(r.Path), r.SHA256)
 	if len(r.ConfigKeys) > 0 {
@@ -342,8 +350,8 @@ func yamlString(s string) string {
 	return s
 }
 
-// pluginRow is one plugin in `plugins list --json`.
-type pluginRow struct {
+// Row is one plugin in `plugins list --json`.
+type Row struct {
 	Name    string `json:"name"`
 	Kind    string `json:"kind"`
 	Builtin string `json:"builtin,omitempty"`
@@ -370,59 +378,59 @@ type pluginRow struct {
 	Reason    string `json:"reason,omitempty"`
 }
 
-// pluginListing is what `plugins list --json` prints.
-type pluginListing struct {
+// Listing is what `plugins list --json` prints.
+type Listing struct {
 	// Daemon is "reachable", or why the daemon could not be asked.
-	Daemon  string      `json:"daemon"`
-	Plugins []pluginRow `json:"plugins"`
+	Daemon  string `json:"daemon"`
+	Plugins []Row  `json:"plugins"`
 }
 
 // checksum checks one configured plugin's file against its sha256.
-func checksum(p *config.Plugin, dir string) (row pluginRow) {
-	row = pluginRow{Name: p.Name, Kind: p.Kind, Builtin: p.Builtin, File: p.File(dir), SHA256: p.SHA256}
+func checksum(p *config.Plugin, dir string) (row Row) {
+	row = Row{Name: p.Name, Kind: p.Kind, Builtin: p.Builtin, File: p.File(dir), SHA256: p.SHA256}
 	if p.Builtin != "" {
-		row.Checksum = sumBuiltin
-		if _, ok := findBuiltin(p.Kind, p.Builtin); !ok {
-			row.Checksum, row.ChecksumDetail = sumMissing, fmt.Sprintf("this kmirror has no built-in %s plugin %q (built-in plugins: %s)", p.Kind, p.Builtin, builtinList())
+		row.Checksum = SumBuiltin
+		if _, ok := builtins.Find(p.Kind, p.Builtin); !ok {
+			row.Checksum, row.ChecksumDetail = SumMissing, fmt.Sprintf("this kmirror has no built-in %s plugin %q (built-in plugins: %s)", p.Kind, p.Builtin, builtins.List())
 		} else if _, err := os.Executable(); err != nil {
-			row.Checksum, row.ChecksumDetail = sumMissing, fmt.Sprintf("cannot find the kmirror binary that serves built-ins: %v", err)
+			row.Checksum, row.ChecksumDetail = SumMissing, fmt.Sprintf("cannot find the kmirror binary that serves built-ins: %v", err)
 		}
 		return row
 	}
 	got, err := config.FileSHA256(row.File)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		row.Checksum, row.ChecksumDetail = sumMissing, fmt.Sprintf("%s does not exist (the configuration says SHA-256 %s)", row.File, p.SHA256)
+		row.Checksum, row.ChecksumDetail = SumMissing, fmt.Sprintf("%s does not exist (the configuration says SHA-256 %s)", row.File, p.SHA256)
 	case err != nil:
-		row.Checksum, row.ChecksumDetail = sumError, err.Error()
+		row.Checksum, row.ChecksumDetail = SumError, err.Error()
 	case got != p.SHA256:
-		row.Checksum, row.ActualSHA256 = sumMismatch, got
+		row.Checksum, row.ActualSHA256 = SumMismatch, got
 		row.ChecksumDetail = fmt.Sprintf("%s has SHA-256 %s, the configuration says %s", row.File, got, p.SHA256)
 	default:
-		row.Checksum, row.ActualSHA256 = sumOK, got
+		row.Checksum, row.ActualSHA256 = SumOK, got
 	}
 	return row
 }
 
 func pluginsList(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("plugins list", stderr)
-	var af adminFlags
-	af.register(fs)
+	fs := cli.NewFlagSet("plugins list", stderr)
+	var af adminclient.Flags
+	af.Register(fs)
 	asJSON := fs.Bool("json", false, `print {"daemon": ..., "plugins": [...]} (stable field names, see docs/cli.md)`)
 	noLaunch := fs.Bool("no-launch", false, "never launch a plugin to read its version (the running daemon's answer only)")
-	if code, ok := parseFlags(fs, args); !ok {
+	if code, ok := cli.ParseFlags(fs, args); !ok {
 		return code
 	}
-	if af.cf.path == "" {
+	if af.Config.Path == "" {
 		fmt.Fprintln(stderr, "plugins list: --config FILE is required")
-		return exitUsage
+		return cli.ExitUsage
 	}
-	cfg, code, ok := loadForPlugins(fs, &af.cf, stderr)
+	cfg, code, ok := loadForPlugins(fs, &af.Config, stderr)
 	if !ok {
 		return code
 	}
 	daemon, running := daemonPlugins(&af, cfg)
-	out := pluginListing{Daemon: daemon, Plugins: []pluginRow{}}
+	out := Listing{Daemon: daemon, Plugins: []Row{}}
 	for i := range cfg.Plugins {
 		p := &cfg.Plugins[i]
 		row := checksum(p, cfg.PluginDirectory())
@@ -442,8 +450,8 @@ func pluginsList(args []string, stdout, stderr io.Writer) int {
 		out.Plugins = append(out.Plugins, row)
 	}
 	if *asJSON {
-		printJSON(stdout, out)
-		return exitOK
+		cli.PrintJSON(stdout, out)
+		return cli.ExitOK
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tKIND\tSOURCE\tCHECKSUM\tVERSION\tPROTOCOL\tRUNNING")
@@ -453,7 +461,7 @@ func pluginsList(args []string, stdout, stderr io.Writer) int {
 		if r.Builtin != "" {
 			source = "builtin " + r.Builtin
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.Kind, source, r.Checksum, orDash(r.PluginVersion), orDash(r.Protocol), runningCell(r))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.Kind, source, r.Checksum, cli.OrDash(r.PluginVersion), cli.OrDash(r.Protocol), runningCell(r))
 		if r.ChecksumDetail != "" {
 			notes = append(notes, fmt.Sprintf("%s: %s", r.Name, r.ChecksumDetail))
 		}
@@ -471,11 +479,11 @@ func pluginsList(args []string, stdout, stderr io.Writer) int {
 	for _, n := range notes {
 		fmt.Fprintln(stdout, "note: "+n)
 	}
-	return exitOK
+	return cli.ExitOK
 }
 
 // runningCell is the RUNNING column.
-func runningCell(r pluginRow) string {
+func runningCell(r Row) string {
 	switch {
 	case r.Running == nil:
 		return "unknown (daemon not reachable)"
@@ -489,18 +497,18 @@ func runningCell(r pluginRow) string {
 
 // daemonPlugins asks the running daemon for its plugins. running is nil
 // when it could not be asked; daemon then says why.
-func daemonPlugins(af *adminFlags, cfg *config.Config) (daemon string, running map[string]admin.PluginStatus) {
-	if af.address == "" && cfg.AdminAddress == "" {
+func daemonPlugins(af *adminclient.Flags, cfg *config.Config) (daemon string, running map[string]admin.PluginStatus) {
+	if af.Address == "" && cfg.AdminAddress == "" {
 		return "the configuration has no admin.address, so the daemon serves no admin API", nil
 	}
-	c, err := af.client(cfg)
+	c, err := af.Client(cfg)
 	if err != nil {
 		return err.Error(), nil
 	}
 	var list admin.PluginList
-	if err := c.call(http.MethodGet, "/v1/plugins", nil, &list, 10*time.Second); err != nil {
-		var ae *apiError
-		if errors.As(err, &ae) && ae.status == http.StatusNotFound {
+	if err := c.Call(http.MethodGet, "/v1/plugins", nil, &list, 10*time.Second); err != nil {
+		var ae *adminclient.Error
+		if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
 			return "the daemon is older than `kmirror plugins list` (no GET /v1/plugins)", nil
 		}
 		return err.Error(), nil
@@ -515,15 +523,15 @@ func daemonPlugins(af *adminFlags, cfg *config.Config) (daemon string, running m
 // versionOf says a plugin's version and protocol without the daemon: a
 // built-in's are this binary's; a plugin given by path is launched once
 // (never when its checksum does not match).
-func versionOf(p *config.Plugin, row pluginRow, noLaunch bool) (ver, protocol, detail string) {
+func versionOf(p *config.Plugin, row Row, noLaunch bool) (ver, protocol, detail string) {
 	if p.Builtin != "" {
-		if row.Checksum != sumBuiltin {
+		if row.Checksum != SumBuiltin {
 			return "", "", ""
 		}
 		return version.Get().Version, builtinProtocol(plugin.Kind(p.Kind)), ""
 	}
 	switch {
-	case row.Checksum != sumOK:
+	case row.Checksum != SumOK:
 		return "", "", "not launched: its checksum is not ok"
 	case noLaunch:
 		return "", "", "not launched (--no-launch)"
@@ -554,15 +562,15 @@ func builtinProtocol(kind plugin.Kind) string {
 }
 
 func pluginsVerify(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("plugins verify", stderr)
-	var cf configFlags
-	cf.register(fs)
-	if code, ok := parseFlags(fs, args); !ok {
+	fs := cli.NewFlagSet("plugins verify", stderr)
+	var cf cli.ConfigFlags
+	cf.Register(fs)
+	if code, ok := cli.ParseFlags(fs, args); !ok {
 		return code
 	}
-	if cf.path == "" {
+	if cf.Path == "" {
 		fmt.Fprintln(stderr, "plugins verify: --config FILE is required")
-		return exitUsage
+		return cli.ExitUsage
 	}
 	cfg, code, ok := loadForPlugins(fs, &cf, stderr)
 	if !ok {
@@ -573,9 +581,9 @@ func pluginsVerify(args []string, stdout, stderr io.Writer) int {
 		p := &cfg.Plugins[i]
 		row := checksum(p, cfg.PluginDirectory())
 		switch row.Checksum {
-		case sumOK:
+		case SumOK:
 			fmt.Fprintf(stdout, "ok        plugins.%s: %s (SHA-256 %s)\n", p.Name, row.File, p.SHA256)
-		case sumBuiltin:
+		case SumBuiltin:
 			fmt.Fprintf(stdout, "ok        plugins.%s: built-in %s %s\n", p.Name, p.Kind, p.Builtin)
 		default:
 			fmt.Fprintf(stdout, "%-9s plugins.%s: %s\n", row.Checksum, p.Name, row.ChecksumDetail)
@@ -584,24 +592,24 @@ func pluginsVerify(args []string, stdout, stderr io.Writer) int {
 	}
 	if len(bad) > 0 {
 		fmt.Fprintf(stderr, "plugins verify: %d of %d plugins would not be started:\n  %s\n", len(bad), len(cfg.Plugins), strings.Join(bad, "\n  "))
-		return exitFailure
+		return cli.ExitFailure
 	}
 	fmt.Fprintf(stdout, "all %d plugins verified\n", len(cfg.Plugins))
-	return exitOK
+	return cli.ExitOK
 }
 
 func pluginsRemove(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("plugins remove", stderr)
-	var cf configFlags
-	cf.register(fs)
+	fs := cli.NewFlagSet("plugins remove", stderr)
+	var cf cli.ConfigFlags
+	cf.Register(fs)
 	force := fs.Bool("force", false, "remove the file even though the configuration still references it")
 	what, code, ok := parseOperand(fs, args, "NAME (a configured plugin) or FILE (a file in the plugin directory)")
 	if !ok {
 		return code
 	}
-	if cf.path == "" {
+	if cf.Path == "" {
 		fmt.Fprintln(stderr, "plugins remove: --config FILE is required (to find the plugin directory and what still references the file)")
-		return exitUsage
+		return cli.ExitUsage
 	}
 	cfg, code, ok := loadForPlugins(fs, &cf, stderr)
 	if !ok {
@@ -611,8 +619,8 @@ func pluginsRemove(args []string, stdout, stderr io.Writer) int {
 	file := ""
 	if p, ok := cfg.Plugin(what); ok {
 		if p.Builtin != "" {
-			fmt.Fprintf(stderr, "plugins remove: plugins.%s is the built-in %s %s, part of the kmirror binary: nothing to remove (delete the entry from %s)\n", what, p.Kind, p.Builtin, cf.path)
-			return exitFailure
+			fmt.Fprintf(stderr, "plugins remove: plugins.%s is the built-in %s %s, part of the kmirror binary: nothing to remove (delete the entry from %s)\n", what, p.Kind, p.Builtin, cf.Path)
+			return cli.ExitFailure
 		}
 		file = p.File(dir)
 	} else {
@@ -622,7 +630,7 @@ func pluginsRemove(args []string, stdout, stderr io.Writer) int {
 		}
 		if !samePath(filepath.Dir(file), dir) {
 			fmt.Fprintf(stderr, "plugins remove: %s is not in the plugin directory %s; remove only removes plugin files\n", file, dir)
-			return exitUsage
+			return cli.ExitUsage
 		}
 	}
 	var refs []string
@@ -634,25 +642,25 @@ func pluginsRemove(args []string, stdout, stderr io.Writer) int {
 	}
 	if len(refs) > 0 && !*force {
 		fmt.Fprintf(stderr, "plugins remove: %s %s %s: remove the entry from the configuration first (and reload), or pass --force\n", strings.Join(refs, ", "), references(refs), file)
-		return exitFailure
+		return cli.ExitFailure
 	}
 	if fi, err := os.Stat(file); err != nil {
 		fmt.Fprintf(stderr, "plugins remove: %v\n", err)
-		return exitFailure
+		return cli.ExitFailure
 	} else if !fi.Mode().IsRegular() {
 		fmt.Fprintf(stderr, "plugins remove: %s is not a regular file\n", file)
-		return exitFailure
+		return cli.ExitFailure
 	}
 	if err := os.Remove(file); err != nil {
 		fmt.Fprintf(stderr, "plugins remove: %v\n", err)
-		return exitFailure
+		return cli.ExitFailure
 	}
 	syncDir(dir)
 	fmt.Fprintf(stdout, "removed %s\n", file)
 	if len(refs) > 0 {
 		fmt.Fprintf(stdout, "warning: %s %s it: the daemon cannot start (or restart) that plugin until the entry is removed or the file installed again\n", strings.Join(refs, ", "), references(refs))
 	}
-	return exitOK
+	return cli.ExitOK
 }
 
 // references is the verb for a list of keys.
