@@ -56,7 +56,8 @@
 //
 // Layering (guarded by layering_test.go): sdk imports nothing of ours;
 // plugins import only sdk; core never imports plugins or cmd, and cmd wires
-// everything. Inside core the data path's layers import one way: batch
+// everything (cmd/kmirror's command packages under internal/ never import
+// the engine: only its main package, run and demo, builds one). Inside core the data path's layers import one way: batch
 // imports nothing of ours, fetcher's sub-packages import only batch,
 // backoff and each other, and fetcher, writer and runner (with their
 // sub-packages) never import mirror, admin or cmd. config/value, config/security and config/raw sit below config,

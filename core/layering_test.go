@@ -172,6 +172,14 @@ var layeringRules = []layeringRule{
 	{module + "/core/...", func(pkg string) bool { return within(pkg, module+"/core/admin") },
 		func(dep string) bool { return !within(dep, module+"/core/mirror") && !within(dep, module+"/cmd") },
 		"core/admin must never import core/mirror or cmd", module + "/cmd/kmirror"},
+	// The command line's packages (the admin API's client, the mirrors
+	// and plugins commands, the built-ins' registry) reach a daemon only
+	// through its APIs: they never build the engine. Only cmd/kmirror's
+	// main package (run, demo) does.
+	{module + "/cmd/kmirror/internal/...", nil,
+		func(dep string) bool { return !within(dep, module+"/core/mirror") && !within(dep, module+"/core/supervisor") },
+		"cmd/kmirror/internal/... must never import core/mirror or core/supervisor (only cmd/kmirror's run and demo build the engine)",
+		module + "/cmd/kmirror"},
 }
 
 // violations returns the dependencies of pkgs that break r, one line each.
@@ -192,7 +200,8 @@ func (r layeringRule) violations(pkgs []goPackage) []string {
 // core, batch imports nothing of ours, fetcher's sub-packages import only
 // batch, backoff and each other, fetcher, writer and runner never import
 // mirror, admin or cmd, and config's value, security and raw packages
-// never import config, and pluginhost never imports plugins, runner or mirror.
+// never import config, and pluginhost never imports plugins, runner or mirror;
+// cmd/kmirror's command packages never import the engine.
 func TestLayering(t *testing.T) {
 	for _, r := range layeringRules {
 		var pkgs []goPackage

@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kmirror/kmirror/cmd/kmirror/internal/cli"
 	"github.com/kmirror/kmirror/core/admin"
 	"github.com/kmirror/kmirror/core/config"
 	"github.com/kmirror/kmirror/core/metrics"
@@ -39,16 +40,16 @@ func cmdDemo(args []string, stdout, stderr io.Writer) int {
 	records := fs.Int("records", 20000, "plain records to produce (transactions come on top)")
 	verbose := fs.Bool("verbose", false, "show the engine's log")
 	timeout := fs.Duration("timeout", 2*time.Minute, "give up when mirroring has not caught up by then")
-	if code, ok := parseFlags(fs, args); !ok {
+	if code, ok := cli.ParseFlags(fs, args); !ok {
 		return code
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := runDemo(ctx, stdout, stderr, *records, *verbose, *timeout); err != nil {
 		fmt.Fprintf(stderr, "kmirror demo: %v\n", err)
-		return exitFailure
+		return cli.ExitFailure
 	}
-	return exitOK
+	return cli.ExitOK
 }
 
 func runDemo(ctx context.Context, stdout, stderr io.Writer, records int, verbose bool, timeout time.Duration) error {

@@ -6,16 +6,15 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/kmirror/kmirror/cmd/kmirror/internal/cli"
+	"github.com/kmirror/kmirror/cmd/kmirror/internal/mirrorcmd"
+	"github.com/kmirror/kmirror/cmd/kmirror/internal/plugincmd"
 )
 
-// Exit codes, stable and documented in docs/cli.md.
-const (
-	exitOK      = 0
-	exitFailure = 1 // the command ran and failed (invalid config, runtime error)
-	exitUsage   = 2 // the command line itself is wrong
-)
-
-// command is one `kmirror ...` sub-command.
+// command is one `kmirror ...` sub-command; run returns the exit code
+// (cli.ExitOK, cli.ExitFailure, cli.ExitUsage: stable, documented in
+// docs/cli.md).
 type command struct {
 	name    string
 	summary string
@@ -26,11 +25,11 @@ func commands() []command {
 	return []command{
 		{"run", "run the mirroring daemon", cmdRun},
 		{"demo", "run an embedded demo: two in-process clusters, a mirror, and a verification", cmdDemo},
-		{"describe", "show every mirrored partition: state, mode, offsets, lag, last error", cmdDescribe},
-		{"mirrors", "list, describe, pause, resume, stop and start mirrors through the admin API", cmdMirrors},
-		{"failover", "fail a mirror's topics over to the destination (through the admin API)", cmdFailover},
-		{"failback", "mirror a failed-over mirror's topics back to its old source (through the admin API)", cmdFailback},
-		{"plugins", "install, list, verify and remove plugin files", cmdPlugins},
+		{"describe", "show every mirrored partition: state, mode, offsets, lag, last error", mirrorcmd.Describe},
+		{"mirrors", "list, describe, pause, resume, stop and start mirrors through the admin API", mirrorcmd.Mirrors},
+		{"failover", "fail a mirror's topics over to the destination (through the admin API)", mirrorcmd.Failover},
+		{"failback", "mirror a failed-over mirror's topics back to its old source (through the admin API)", mirrorcmd.Failback},
+		{"plugins", "install, list, verify and remove plugin files", plugincmd.Run},
 		{"config", "validate a configuration file, print the key reference or a sample", cmdConfig},
 		{"version", "print the version, commit, Go and franz-go versions", cmdVersion},
 	}
@@ -44,9 +43,9 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		usage(stdout)
 		if len(args) == 0 {
-			return exitUsage
+			return cli.ExitUsage
 		}
-		return exitOK
+		return cli.ExitOK
 	}
 	for _, c := range append(commands(), hiddenCommands()...) {
 		if c.name == args[0] {
@@ -54,7 +53,7 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	fmt.Fprintf(stderr, "kmirror: unknown command %q; run `kmirror help` for the list\n", args[0])
-	return exitUsage
+	return cli.ExitUsage
 }
 
 func usage(w io.Writer) {

@@ -17,11 +17,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kmirror/kmirror/cmd/kmirror/internal/cli"
 	"github.com/kmirror/kmirror/internal/kfaketest"
 )
 
 // binary is the kmirror binary built once for the process-level tests below.
 var binary string
+
+// The exit codes the tests expect: cli's, stable and documented in
+// docs/cli.md.
+const (
+	exitOK      = cli.ExitOK
+	exitFailure = cli.ExitFailure
+	exitUsage   = cli.ExitUsage
+)
 
 func TestMain(m *testing.M) {
 	// The tests that run the daemon in process (the demo) start its

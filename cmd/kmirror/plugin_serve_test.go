@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
 
+	"github.com/kmirror/kmirror/cmd/kmirror/internal/builtins"
 	"github.com/kmirror/kmirror/internal/etcdtest"
 	"github.com/kmirror/kmirror/plugins/filters/regex"
 	"github.com/kmirror/kmirror/sdk/plugin"
@@ -61,7 +62,7 @@ var builtinCases = map[string]builtinCase{
 
 // checkConfigService asks a built-in's configuration service for its
 // schema, then configures it with a refused and an accepted block.
-func checkConfigService(t *testing.T, cc *plugin.ConfigClient, b builtin, c builtinCase) {
+func checkConfigService(t *testing.T, cc *plugin.ConfigClient, b builtins.Plugin, c builtinCase) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
@@ -69,10 +70,10 @@ func checkConfigService(t *testing.T, cc *plugin.ConfigClient, b builtin, c buil
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(schema, b.serve.Schema) {
-		t.Fatalf("Schema over RPC = %v\nwant %v", schema, b.serve.Schema)
+	if !slices.Equal(schema, b.Serve.Schema) {
+		t.Fatalf("Schema over RPC = %v\nwant %v", schema, b.Serve.Schema)
 	}
-	err = cc.Configure(ctx, b.name, c.invalid)
+	err = cc.Configure(ctx, b.Name, c.invalid)
 	var ce *plugin.ConfigError
 	if !errors.As(err, &ce) || !errors.Is(err, plugin.ErrInvalidConfig) || len(ce.Problems) != 1 || ce.Problems[0].Key != c.badKey {
 		t.Fatalf("Configure(%v) = %v; want a *plugin.ConfigError naming %s", c.invalid, err, c.badKey)
@@ -80,7 +81,7 @@ func checkConfigService(t *testing.T, cc *plugin.ConfigClient, b builtin, c buil
 	if strings.Contains(err.Error(), "s3cret") {
 		t.Fatalf("the error holds the secret: %v", err)
 	}
-	if err := cc.Configure(ctx, b.name, c.valid(t)); err != nil {
+	if err := cc.Configure(ctx, b.Name, c.valid(t)); err != nil {
 		t.Fatalf("Configure(valid) = %v", err)
 	}
 }
@@ -89,22 +90,22 @@ func checkConfigService(t *testing.T, cc *plugin.ConfigClient, b builtin, c buil
 // takes or refuses a block through it (in process, over gRPC).
 func TestEveryBuiltinServesItsSchema(t *testing.T) {
 	t.Parallel()
-	if len(builtins()) != len(builtinCases) {
-		t.Fatalf("%d built-ins (%s), %d test cases: add the new one", len(builtins()), builtinList(), len(builtinCases))
+	if len(builtins.All()) != len(builtinCases) {
+		t.Fatalf("%d built-ins (%s), %d test cases: add the new one", len(builtins.All()), builtins.List(), len(builtinCases))
 	}
-	for _, b := range builtins() {
-		id := string(b.kind) + " " + b.name
+	for _, b := range builtins.All() {
+		id := string(b.Kind) + " " + b.Name
 		c, ok := builtinCases[id]
 		if !ok {
 			t.Fatalf("no test case for %s", id)
 		}
 		t.Run(id, func(t *testing.T) {
 			t.Parallel()
-			kind, err := b.serve.Kind()
-			if err != nil || kind != b.kind {
-				t.Fatalf("Kind = %v, %v; want %s", kind, err, b.kind)
+			kind, err := b.Serve.Kind()
+			if err != nil || kind != b.Kind {
+				t.Fatalf("Kind = %v, %v; want %s", kind, err, b.Kind)
 			}
-			client, _ := goplugin.TestPluginGRPCConn(t, false, map[string]goplugin.Plugin{string(kind): plugin.ServerPlugin(b.serve, kind)})
+			client, _ := goplugin.TestPluginGRPCConn(t, false, map[string]goplugin.Plugin{string(kind): plugin.ServerPlugin(b.Serve, kind)})
 			t.Cleanup(func() { client.Close() })
 			checkConfigService(t, plugin.NewConfigClient(client.Conn), b, c)
 		})
@@ -144,8 +145,8 @@ func TestPluginServeThroughGoPlugin(t *testing.T) {
 	if !ok {
 		t.Fatalf("client protocol %T, want gRPC", rpc)
 	}
-	b, _ := findBuiltin("filter", "regex")
-	if !slices.Equal(b.serve.Schema, regex.Schema) {
+	b, _ := builtins.Find("filter", "regex")
+	if !slices.Equal(b.Serve.Schema, regex.Schema) {
 		t.Fatal("the registry's regex schema is not regex.Schema")
 	}
 	checkConfigService(t, plugin.NewConfigClient(grpcClient.Conn), b, builtinCases["filter regex"])

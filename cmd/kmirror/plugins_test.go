@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/kmirror/kmirror/cmd/kmirror/internal/plugincmd"
 	"github.com/kmirror/kmirror/core/pluginhost"
 	"github.com/kmirror/kmirror/sdk/filter"
 	"github.com/kmirror/kmirror/sdk/plugin"
@@ -138,7 +139,7 @@ func TestPluginsInstallCopiesVerifiesAndPrintsTheEntry(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("install --force: exit %d\n%s%s", code, out, errOut)
 	}
-	var res installResult
+	var res plugincmd.InstallResult
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("install --json: %v\n%s", err, out)
 	}
@@ -241,13 +242,13 @@ func TestPluginsRemove(t *testing.T) {
 }
 
 // listing runs `plugins list --json` with args and decodes it.
-func listing(t *testing.T, args ...string) pluginListing {
+func listing(t *testing.T, args ...string) plugincmd.Listing {
 	t.Helper()
 	code, out, errOut := kmirror(t, nil, append([]string{"plugins", "list", "--json"}, args...)...)
 	if code != 0 {
 		t.Fatalf("plugins list: exit %d\n%s%s", code, out, errOut)
 	}
-	var l pluginListing
+	var l plugincmd.Listing
 	if err := json.Unmarshal([]byte(out), &l); err != nil {
 		t.Fatalf("plugins list --json: %v\n%s", err, out)
 	}
@@ -266,20 +267,20 @@ func TestPluginsListWithoutTheDaemon(t *testing.T) {
 	if !strings.Contains(l.Daemon, "cannot reach the admin API") || len(l.Plugins) != 3 {
 		t.Fatalf("list = %+v, want the daemon unreachable and 3 plugins", l)
 	}
-	byName := map[string]pluginRow{}
+	byName := map[string]plugincmd.Row{}
 	for _, p := range l.Plugins {
 		if p.Running != nil {
 			t.Errorf("%s: running = %v without a daemon, want null", p.Name, *p.Running)
 		}
 		byName[p.Name] = p
 	}
-	if p := byName["keep"]; p.Checksum != sumOK || p.Protocol != filterProtocol || p.File != src {
+	if p := byName["keep"]; p.Checksum != plugincmd.SumOK || p.Protocol != filterProtocol || p.File != src {
 		t.Errorf("keep = %+v, want checksum ok and protocol %s read by launching it", p, filterProtocol)
 	}
-	if p := byName["changed"]; p.Checksum != sumMismatch || p.ActualSHA256 != sum || p.Protocol != "" {
+	if p := byName["changed"]; p.Checksum != plugincmd.SumMismatch || p.ActualSHA256 != sum || p.Protocol != "" {
 		t.Errorf("changed = %+v, want a mismatch, not launched", p)
 	}
-	if p := byName["regex"]; p.Checksum != sumBuiltin || p.Protocol != filterProtocol || p.Builtin != "regex" {
+	if p := byName["regex"]; p.Checksum != plugincmd.SumBuiltin || p.Protocol != filterProtocol || p.Builtin != "regex" {
 		t.Errorf("regex = %+v", p)
 	}
 	code, out, errOut := kmirror(t, nil, "plugins", "list", "--config", cfgPath, "--token-file", writeFile(t, "token", "t\n"))

@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/kmirror/kmirror/cmd/kmirror/internal/cli"
 	"github.com/kmirror/kmirror/core/admin"
 	"github.com/kmirror/kmirror/core/config"
 	"github.com/kmirror/kmirror/core/daemon"
@@ -17,31 +18,31 @@ import (
 )
 
 func cmdRun(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("run", stderr)
-	var cf configFlags
-	cf.register(fs)
+	fs := cli.NewFlagSet("run", stderr)
+	var cf cli.ConfigFlags
+	cf.Register(fs)
 	// Load once up front so that a bad file fails before any listener starts,
 	// and so that the logger gets its level and format.
-	cfg, code, ok := cf.parseAndLoad(fs, args, stderr)
+	cfg, code, ok := cf.ParseAndLoad(fs, args, stderr)
 	if !ok {
 		return code
 	}
 	logger, err := logging.New(stderr, cfg.LogLevel, cfg.LogFormat)
 	if err != nil {
 		fmt.Fprintf(stderr, "kmirror run: %v\n", err)
-		return exitFailure
+		return cli.ExitFailure
 	}
 	mp, err := metrics.New()
 	if err != nil {
 		logger.Error("cannot start", "error", err)
-		return exitFailure
+		return cli.ExitFailure
 	}
 	// Plugins start first and stop last: whatever uses one (the state
 	// store, credentials, filters) is up only while its plugin host is.
 	plugins, err := startPlugins(context.Background(), cfg, logger)
 	if err != nil {
 		logger.Error("cannot start the plugins", "error", err)
-		return exitFailure
+		return cli.ExitFailure
 	}
 	defer plugins.Close()
 	// The state store is a plugin too (the built-in file store unless
@@ -50,20 +51,20 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	store, err := plugins.store(cfg)
 	if err != nil {
 		logger.Error("cannot open the state store", "error", err)
-		return exitFailure
+		return cli.ExitFailure
 	}
 	engine, err := mirror.New(mirror.Options{Store: store, Logger: logger, Metrics: mp,
 		Credentials: plugins.credentials, Filters: plugins.host.Filter})
 	if err != nil {
 		logger.Error("cannot start", "error", err)
-		return exitFailure
+		return cli.ExitFailure
 	}
 	// The admin API starts after the engine (it acts on it) and stops
 	// before it, so no operator call arrives at a stopped engine.
 	adminAPI, err := admin.New(admin.Options{Controller: engine, Plugins: hostPlugins{plugins.host}, Logger: logger})
 	if err != nil {
 		logger.Error("cannot start", "error", err)
-		return exitFailure
+		return cli.ExitFailure
 	}
 	first := true
 	d, err := daemon.New(daemon.Options{
@@ -72,7 +73,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 				first = false
 				return cfg, nil
 			}
-			return config.Load(cf.source())
+			return config.Load(cf.Source())
 		},
 		Logger:     logger,
 		Metrics:    mp,
@@ -80,7 +81,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	})
 	if err != nil {
 		logger.Error("cannot start", "error", err)
-		return exitFailure
+		return cli.ExitFailure
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -105,9 +106,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 
 	if err := d.Run(ctx, reload); err != nil {
 		logger.Error("kmirror stopped with an error", "error", err)
-		return exitFailure
+		return cli.ExitFailure
 	}
-	return exitOK
+	return cli.ExitOK
 }
 
 // The engine is what the admin API controls.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/kmirror/kmirror/cmd/kmirror/internal/builtins"
 	"github.com/kmirror/kmirror/core/config"
 	"github.com/kmirror/kmirror/core/kclient"
 	"github.com/kmirror/kmirror/core/pluginhost"
@@ -15,12 +16,12 @@ import (
 )
 
 // builtinServeConfig returns what a built-in plugin serves (the registry
-// of plugin_serve.go), for running it in process
+// of package builtins), for running it in process
 // (plugin.builtin.in.process); out of process it runs through `kmirror
 // plugin serve`, which serves the same.
 func builtinServeConfig(kind plugin.Kind, name string) (plugin.ServeConfig, bool) {
-	b, ok := findBuiltin(string(kind), name)
-	return b.serve, ok
+	b, ok := builtins.Find(string(kind), name)
+	return b.Serve, ok
 }
 
 // stateStorePlugin is the name of the built-in file store's plugin when

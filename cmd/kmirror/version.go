@@ -5,21 +5,22 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/kmirror/kmirror/cmd/kmirror/internal/cli"
 	"github.com/kmirror/kmirror/core/version"
 )
 
 func cmdVersion(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("version", stderr)
+	fs := cli.NewFlagSet("version", stderr)
 	asJSON := fs.Bool("json", false, "print as JSON")
-	if code, ok := parseFlags(fs, args); !ok {
+	if code, ok := cli.ParseFlags(fs, args); !ok {
 		return code
 	}
 	info := version.Get()
 	if *asJSON {
 		b, _ := json.MarshalIndent(info, "", "  ")
 		fmt.Fprintln(stdout, string(b))
-		return exitOK
+		return cli.ExitOK
 	}
 	fmt.Fprint(stdout, info.String())
-	return exitOK
+	return cli.ExitOK
 }

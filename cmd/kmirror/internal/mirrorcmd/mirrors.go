@@ -1,7 +1,9 @@
-package main
+// Package mirrorcmd holds the commands that show and act on a running
+// daemon's mirrors: `kmirror describe` (the status on http.address) and,
+// through the admin API, `kmirror mirrors`, `failover` and `failback`.
+package mirrorcmd
 
 import (
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -14,6 +16,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/kmirror/kmirror/cmd/kmirror/internal/adminclient"
+	"github.com/kmirror/kmirror/cmd/kmirror/internal/cli"
 	"github.com/kmirror/kmirror/core/admin"
 )
 
@@ -44,7 +48,9 @@ func (l *topicList) Set(v string) error {
 	return nil
 }
 
-func cmdMirrors(args []string, stdout, stderr io.Writer) int {
+// Mirrors is `kmirror mirrors <sub-command>`: list, describe, pause,
+// resume, stop, start, create and delete, through the admin API.
+func Mirrors(args []string, stdout, stderr io.Writer) int {
 	subs := []struct {
 		name, usage string
 		run         func(args []string, stdout, stderr io.Writer) int
@@ -67,11 +73,11 @@ func cmdMirrors(args []string, stdout, stderr io.Writer) int {
 	}
 	if len(args) == 0 {
 		usage(stderr)
-		return exitUsage
+		return cli.ExitUsage
 	}
 	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(stdout)
-		return exitOK
+		return cli.ExitOK
 	}
 	for _, s := range subs {
 		if s.name == args[0] {
@@ -80,33 +86,33 @@ func cmdMirrors(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "kmirror mirrors: unknown sub-command %q\n", args[0])
 	usage(stderr)
-	return exitUsage
+	return cli.ExitUsage
 }
 
 func mirrorsList(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("mirrors list", stderr)
-	var af adminFlags
-	af.register(fs)
+	fs := cli.NewFlagSet("mirrors list", stderr)
+	var af adminclient.Flags
+	af.Register(fs)
 	asJSON := fs.Bool("json", false, "print the admin API's JSON (stable field names, see docs/cli.md)")
-	c, code, ok := af.parse(fs, args, stderr)
+	c, code, ok := af.Parse(fs, args, stderr)
 	if !ok {
 		return code
 	}
 	var list admin.MirrorList
-	if err := c.call(http.MethodGet, "/v1/mirrors", nil, &list, readTimeout); err != nil {
+	if err := c.Call(http.MethodGet, "/v1/mirrors", nil, &list, readTimeout); err != nil {
 		return fail(stderr, fs, err)
 	}
 	if *asJSON {
-		printJSON(stdout, list)
-		return exitOK
+		cli.PrintJSON(stdout, list)
+		return cli.ExitOK
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "MIRROR\tSOURCE\tPARTITIONS\tSTATES\tERROR")
 	for _, m := range list.Mirrors {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", m.Name, orDash(strings.Join(m.SourceBootstrap, ",")), m.TotalPartitions, stateCounts(m.Partitions), m.Error)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", m.Name, cli.OrDash(strings.Join(m.SourceBootstrap, ",")), m.TotalPartitions, stateCounts(m.Partitions), m.Error)
 	}
 	_ = tw.Flush()
-	return exitOK
+	return cli.ExitOK
 }
 
 // stateCounts renders {"MIRRORING": 3, "FAILED": 1} as "MIRRORING=3 FAILED=1",
@@ -130,24 +136,24 @@ func stateCounts(counts map[string]int) string {
 	for _, s := range other {
 		parts = append(parts, fmt.Sprintf("%s=%d", s, counts[s]))
 	}
-	return orDash(strings.Join(parts, " "))
+	return cli.OrDash(strings.Join(parts, " "))
 }
 
 func mirrorsDescribe(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("mirrors describe", stderr)
-	var af adminFlags
-	af.register(fs)
+	fs := cli.NewFlagSet("mirrors describe", stderr)
+	var af adminclient.Flags
+	af.Register(fs)
 	only := fs.String("mirror", "", "only this mirror")
 	asJSON := fs.Bool("json", false, `print {"mirrors": [...], "partitions": [...]} (stable field names, see docs/cli.md)`)
 	failed := fs.Bool("failed", false, "only FAILED partitions, with their retry state and error")
-	c, code, ok := af.parse(fs, args, stderr)
+	c, code, ok := af.Parse(fs, args, stderr)
 	if !ok {
 		return code
 	}
 	names := []string{*only}
 	if *only == "" {
 		var list admin.MirrorList
-		if err := c.call(http.MethodGet, "/v1/mirrors", nil, &list, readTimeout); err != nil {
+		if err := c.Call(http.MethodGet, "/v1/mirrors", nil, &list, readTimeout); err != nil {
 			return fail(stderr, fs, err)
 		}
 		names = names[:0]
@@ -158,9 +164,9 @@ func mirrorsDescribe(args []string, stdout, stderr io.Writer) int {
 	var mirrors []admin.MirrorStatus
 	for _, name := range names {
 		var ms admin.MirrorStatus
-		err := c.call(http.MethodGet, "/v1/mirrors/"+url.PathEscape(name), nil, &ms, readTimeout)
-		var ae *apiError
-		if *only == "" && errors.As(err, &ae) && ae.status == http.StatusNotFound {
+		err := c.Call(http.MethodGet, "/v1/mirrors/"+url.PathEscape(name), nil, &ms, readTimeout)
+		var ae *adminclient.Error
+		if *only == "" && errors.As(err, &ae) && ae.Status == http.StatusNotFound {
 			continue // configured, not (yet) run by the engine
 		}
 		if err != nil {
@@ -169,7 +175,7 @@ func mirrorsDescribe(args []string, stdout, stderr io.Writer) int {
 		mirrors = append(mirrors, ms)
 	}
 	printDescribe(stdout, mirrors, *failed, *asJSON)
-	return exitOK
+	return cli.ExitOK
 }
 
 func mirrorsCreate(args []string, stdout, stderr io.Writer) int {
@@ -181,19 +187,19 @@ func mirrorsCreate(args []string, stdout, stderr io.Writer) int {
 	}
 	if *file == "" {
 		fmt.Fprintln(stderr, "mirrors create: --mirror-config is required")
-		return exitUsage
+		return cli.ExitUsage
 	}
 	settings, err := os.ReadFile(*file)
 	if err != nil {
 		fmt.Fprintf(stderr, "mirrors create: reading --mirror-config: %v\n", err)
-		return exitUsage
+		return cli.ExitUsage
 	}
 	c, code, ok := m.connect(stderr)
 	if !ok {
 		return code
 	}
 	var res admin.OpResult
-	if err := c.call(http.MethodPost, "/v1/mirrors", admin.CreateRequest{Name: *name, Config: string(settings)}, &res, opTimeout); err != nil {
+	if err := c.Call(http.MethodPost, "/v1/mirrors", admin.CreateRequest{Name: *name, Config: string(settings)}, &res, opTimeout); err != nil {
 		return fail(stderr, fs, err)
 	}
 	return printOp(stdout, res, "created", *m.asJSON)
@@ -209,7 +215,7 @@ func mirrorsDelete(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	var res admin.OpResult
-	if err := c.call(http.MethodDelete, "/v1/mirrors/"+url.PathEscape(*m.name), nil, &res, opTimeout); err != nil {
+	if err := c.Call(http.MethodDelete, "/v1/mirrors/"+url.PathEscape(*m.name), nil, &res, opTimeout); err != nil {
 		return fail(stderr, m.fs, err)
 	}
 	return printOp(stdout, res, "deleted", *m.asJSON)
@@ -241,7 +247,7 @@ func mirrorsOp(op string) func(args []string, stdout, stderr io.Writer) int {
 			body = admin.StartRequest{Topics: topics, Exclude: exclude}
 		}
 		var res admin.OpResult
-		if err := c.call(http.MethodPost, "/v1/mirrors/"+url.PathEscape(*name)+"/"+op, body, &res, opTimeout); err != nil {
+		if err := c.Call(http.MethodPost, "/v1/mirrors/"+url.PathEscape(*name)+"/"+op, body, &res, opTimeout); err != nil {
 			return fail(stderr, fs, err)
 		}
 		return printOp(stdout, res, op+" done", *m.asJSON)
@@ -252,8 +258,8 @@ func mirrorsOp(op string) func(args []string, stdout, stderr io.Writer) int {
 // states, or the JSON answer.
 func printOp(stdout io.Writer, res admin.OpResult, done string, asJSON bool) int {
 	if asJSON {
-		printJSON(stdout, res)
-		return exitOK
+		cli.PrintJSON(stdout, res)
+		return cli.ExitOK
 	}
 	msg := res.Message
 	if msg == "" {
@@ -264,129 +270,25 @@ func printOp(stdout io.Writer, res admin.OpResult, done string, asJSON bool) int
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "TOPIC\tPARTITION\tSTATE\tMODE\tLAG\tLAST-MIRRORED\tERROR")
 		for _, p := range res.Partitions {
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", p.Topic, p.Partition, p.State, p.Mode, num(p.Lag), num(p.LastMirroredOffset), p.LastError)
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", p.Topic, p.Partition, p.State, p.Mode, cli.Num(p.Lag), cli.Num(p.LastMirroredOffset), p.LastError)
 		}
 		_ = tw.Flush()
 	}
-	return exitOK
-}
-
-func cmdFailover(args []string, stdout, stderr io.Writer) int {
-	m := newMirrorCmd("failover", "the mirror to fail over (required)", stderr)
-	fs, name, asJSON := m.fs, m.name, m.asJSON
-	var topics topicList
-	fs.Var(&topics, "topics", "regexes of the topics to fail over, comma-separated (repeatable); default: every topic of the mirror")
-	wait := fs.Duration("wait-for-catch-up", 0, "planned failover: first wait up to this long (e.g. 2m) until every partition has no lag; the failover does not start if it passes")
-	if code, ok := m.parse(args, stderr, false); !ok {
-		return code
-	}
-	if *wait < 0 {
-		fmt.Fprintf(stderr, "kmirror failover: --wait-for-catch-up %s is negative\n", *wait)
-		return exitUsage
-	}
-	c, code, ok := m.connect(stderr)
-	if !ok {
-		return code
-	}
-	var res admin.FailoverResult
-	body := admin.FailoverRequest{Topics: topics, WaitForCatchUpMs: wait.Milliseconds()}
-	if err := c.call(http.MethodPost, "/v1/mirrors/"+url.PathEscape(*name)+"/failover", body, &res, opTimeout+*wait); err != nil {
-		return fail(stderr, fs, err)
-	}
-	if *asJSON {
-		printJSON(stdout, res)
-		return exitOK
-	}
-	parts := 0
-	for _, t := range res.Topics {
-		parts += len(t.Partitions)
-	}
-	fmt.Fprintf(stdout, "mirror %s failed over: %d topic(s), %d partition(s) STOPPED; the topics are writable on the destination.\n", res.Mirror, len(res.Topics), parts)
-	if parts > 0 {
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "TOPIC\tPARTITION\tLAST-MIRRORED-OFFSET")
-		for _, t := range res.Topics {
-			for _, p := range t.Partitions {
-				fmt.Fprintf(tw, "%s\t%d\t%s\n", t.Topic, p.Partition, num(p.LastMirroredOffset))
-			}
-		}
-		_ = tw.Flush()
-	}
-	groups := "(none)"
-	if len(res.Groups) > 0 {
-		groups = strings.Join(res.Groups, ", ")
-	}
-	fmt.Fprintf(stdout, "Consumer groups with synced offsets: %s\n", groups)
-	for _, w := range res.Warnings {
-		fmt.Fprintf(stdout, "Warning: %s\n", w)
-	}
-	return exitOK
-}
-
-func cmdFailback(args []string, stdout, stderr io.Writer) int {
-	m := newMirrorCmd("failback", "the failed-over mirror to fail back (required); its reverse mirror is <mirror>-failback", stderr)
-	fs, name, asJSON := m.fs, m.name, m.asJSON
-	recreate := fs.Bool("allow-recreate", false, "delete and recreate, on the old source, a topic whose partitions cannot continue offset for offset (diverged, lost records, or map mode), then mirror it back from scratch")
-	suffix := fs.String("side-topic-suffix", "", "suffix of the side topics that keep the old source's records beyond the last mirrored offset (default .kmirror-diverged)")
-	if code, ok := m.parse(args, stderr, false); !ok {
-		return code
-	}
-	c, code, ok := m.connect(stderr)
-	if !ok {
-		return code
-	}
-	var res admin.FailbackResult
-	body := admin.FailbackRequest{AllowRecreate: *recreate, SideTopicSuffix: *suffix}
-	if err := c.call(http.MethodPost, "/v1/mirrors/"+url.PathEscape(*name)+"/failback", body, &res, opTimeout); err != nil {
-		return fail(stderr, fs, err)
-	}
-	if *asJSON {
-		printJSON(stdout, res)
-		return exitOK
-	}
-	failed := 0
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(stdout, "mirror %s fails %s back: it copies the new primary's records to the old source.\n", res.Mirror, res.Of)
-	fmt.Fprintln(tw, "TOPIC\tPARTITION\tACTION\tFROM\tDIVERGED-RECORDS\tSIDE-TOPIC")
-	for _, t := range res.Topics {
-		for _, p := range t.Partitions {
-			side := p.SideTopic
-			if side == "" {
-				side = "-"
-			}
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%s\n", t.Topic, p.Partition, p.Action, num(p.From), p.Diverged, side)
-			if p.Action == admin.FailbackFailed {
-				failed++
-			}
-		}
-	}
-	_ = tw.Flush()
-	for _, t := range res.Topics {
-		for _, p := range t.Partitions {
-			if p.Reason != "" {
-				fmt.Fprintf(stdout, "%s/%d: %s\n", t.Topic, p.Partition, p.Reason)
-			}
-		}
-	}
-	if failed > 0 {
-		fmt.Fprintf(stderr, "failback: %d partition(s) FAILED (see above); nothing of theirs is lost\n", failed)
-		return exitFailure
-	}
-	return exitOK
+	return cli.ExitOK
 }
 
 // mirrorCmd is what every admin command on one mirror has: the flags that
 // locate and authenticate to the admin API, --mirror and --json.
 type mirrorCmd struct {
 	fs     *flag.FlagSet
-	af     adminFlags
+	af     adminclient.Flags
 	name   *string
 	asJSON *bool
 }
 
 func newMirrorCmd(name, mirrorHelp string, stderr io.Writer) *mirrorCmd {
-	m := &mirrorCmd{fs: newFlagSet(name, stderr)}
-	m.af.register(m.fs)
+	m := &mirrorCmd{fs: cli.NewFlagSet(name, stderr)}
+	m.af.Register(m.fs)
 	m.name = m.fs.String("mirror", "", mirrorHelp)
 	m.asJSON = m.fs.Bool("json", false, "print the admin API's JSON answer (stable field names, see docs/cli.md)")
 	return m
@@ -398,14 +300,14 @@ func (m *mirrorCmd) parse(args []string, stderr io.Writer, topicsRequired bool) 
 }
 
 // connect locates the admin API and reads its credentials.
-func (m *mirrorCmd) connect(stderr io.Writer) (*adminClient, int, bool) {
-	return m.af.connect(m.fs, stderr)
+func (m *mirrorCmd) connect(stderr io.Writer) (*adminclient.Client, int, bool) {
+	return m.af.Connect(m.fs, stderr)
 }
 
 // requireFlags parses args and checks that the required flags are set, so
 // that a missing one is a usage error before anything is loaded.
 func requireFlags(fs *flag.FlagSet, args []string, stderr io.Writer, required map[string]bool) (int, bool) {
-	if code, ok := parseFlags(fs, args); !ok {
+	if code, ok := cli.ParseFlags(fs, args); !ok {
 		return code, false
 	}
 	set := map[string]bool{}
@@ -413,7 +315,7 @@ func requireFlags(fs *flag.FlagSet, args []string, stderr io.Writer, required ma
 	for _, name := range []string{"mirror", "topics"} {
 		if required[name] && !set[name] {
 			fmt.Fprintf(stderr, "%s: --%s is required\n", fs.Name(), name)
-			return exitUsage, false
+			return cli.ExitUsage, false
 		}
 	}
 	return 0, true
@@ -421,18 +323,5 @@ func requireFlags(fs *flag.FlagSet, args []string, stderr io.Writer, required ma
 
 func fail(stderr io.Writer, fs *flag.FlagSet, err error) int {
 	fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
-	return exitFailure
-}
-
-func printJSON(w io.Writer, v any) {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
+	return cli.ExitFailure
 }

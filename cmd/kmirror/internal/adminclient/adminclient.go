@@ -1,4 +1,8 @@
-package main
+// Package adminclient is the command line's client of a running daemon's
+// admin API: the flags that locate it and authenticate to it (through the
+// daemon's own configuration file, with explicit overrides), and the calls,
+// whose refusals keep the API's reason.
+package adminclient
 
 import (
 	"bytes"
@@ -16,81 +20,86 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kmirror/kmirror/cmd/kmirror/internal/cli"
 	"github.com/kmirror/kmirror/core/admin"
 	"github.com/kmirror/kmirror/core/config"
 	"github.com/kmirror/kmirror/core/config/security"
 )
 
-// adminFlags locate and authenticate to the daemon's admin API: through the
+// Flags locate and authenticate to the daemon's admin API: through the
 // daemon's own configuration file (admin.address, the token file, the TLS
 // files), with explicit overrides.
-type adminFlags struct {
-	cf        configFlags
-	address   string
+type Flags struct {
+	Config    cli.ConfigFlags // --config and --set: the daemon's configuration
+	Address   string          // --admin-address, "" to take admin.address
 	tokenFile string
 	tlsCA     string
 	tlsCert   string
 	tlsKey    string
 }
 
-func (a *adminFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&a.cf.path, "config", "", "the daemon's configuration file: locates the admin API (admin.address, admin.token.file or <state.dir>/admin.token, admin.tls.*); required unless --admin-address is given")
-	fs.Var(&a.cf.sets, "set", "override one key of the configuration (repeatable), as for `kmirror run`")
-	fs.StringVar(&a.address, "admin-address", "", "admin API address host:port (https://host:port for TLS); overrides admin.address")
+// Register adds the flags to fs.
+func (a *Flags) Register(fs *flag.FlagSet) {
+	fs.StringVar(&a.Config.Path, "config", "", "the daemon's configuration file: locates the admin API (admin.address, admin.token.file or <state.dir>/admin.token, admin.tls.*); required unless --admin-address is given")
+	fs.Var(&a.Config.Sets, "set", "override one key of the configuration (repeatable), as for `kmirror run`")
+	fs.StringVar(&a.Address, "admin-address", "", "admin API address host:port (https://host:port for TLS); overrides admin.address")
 	fs.StringVar(&a.tokenFile, "token-file", "", "file holding the bearer token; overrides admin.token.file and <state.dir>/admin.token")
 	fs.StringVar(&a.tlsCA, "tls-ca", "", "PEM file of the CA that signed the admin API's certificate (default with --config: trust admin.tls.cert.file itself)")
 	fs.StringVar(&a.tlsCert, "tls-cert", "", "PEM client certificate, for an admin API that requires client certificates (mTLS)")
 	fs.StringVar(&a.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
 }
 
-// adminClient talks to one daemon's admin API.
-type adminClient struct {
+// Client talks to one daemon's admin API.
+type Client struct {
 	base   string // scheme://host:port
 	token  string // "" sends no Authorization header
 	client *http.Client
 }
 
-// parse parses args into fs and builds the client. ok is false when the
+// Parse parses args into fs and builds the client. ok is false when the
 // caller must return code (a message has been written to stderr).
-func (a *adminFlags) parse(fs *flag.FlagSet, args []string, stderr io.Writer) (c *adminClient, code int, ok bool) {
-	if code, ok := parseFlags(fs, args); !ok {
+func (a *Flags) Parse(fs *flag.FlagSet, args []string, stderr io.Writer) (c *Client, code int, ok bool) {
+	if code, ok := cli.ParseFlags(fs, args); !ok {
 		return nil, code, false
 	}
-	return a.connect(fs, stderr)
+	return a.Connect(fs, stderr)
 }
 
-// connect builds the client from flags already parsed into fs.
-func (a *adminFlags) connect(fs *flag.FlagSet, stderr io.Writer) (c *adminClient, code int, ok bool) {
-	if a.cf.path == "" && a.address == "" {
+// Connect builds the client from flags already parsed into fs. ok is false
+// when the caller must return code (a message has been written to stderr).
+func (a *Flags) Connect(fs *flag.FlagSet, stderr io.Writer) (c *Client, code int, ok bool) {
+	if a.Config.Path == "" && a.Address == "" {
 		fmt.Fprintf(stderr, "%s: --config FILE (the daemon's configuration) or --admin-address is required\n", fs.Name())
-		return nil, exitUsage, false
+		return nil, cli.ExitUsage, false
 	}
 	if (a.tlsCert == "") != (a.tlsKey == "") {
 		fmt.Fprintf(stderr, "%s: --tls-cert and --tls-key go together\n", fs.Name())
-		return nil, exitUsage, false
+		return nil, cli.ExitUsage, false
 	}
 	var cfg *config.Config
-	if a.cf.path != "" {
+	if a.Config.Path != "" {
 		var err error
-		if cfg, err = config.Load(a.cf.source()); err != nil {
-			fmt.Fprintf(stderr, "%s: %s is not valid:\n%v\n", fs.Name(), a.cf.path, err)
-			return nil, exitFailure, false
+		if cfg, err = config.Load(a.Config.Source()); err != nil {
+			fmt.Fprintf(stderr, "%s: %s is not valid:\n%v\n", fs.Name(), a.Config.Path, err)
+			return nil, cli.ExitFailure, false
 		}
 	}
-	c, err := a.client(cfg)
+	c, err := a.Client(cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
-		return nil, exitFailure, false
+		return nil, cli.ExitFailure, false
 	}
 	return c, 0, true
 }
 
-func (a *adminFlags) client(cfg *config.Config) (*adminClient, error) {
-	addr, scheme := a.address, ""
+// Client builds the client from the flags and cfg, the daemon's
+// configuration (nil without --config).
+func (a *Flags) Client(cfg *config.Config) (*Client, error) {
+	addr, scheme := a.Address, ""
 	if addr == "" {
 		addr = cfg.AdminAddress
 		if addr == "" {
-			return nil, fmt.Errorf("admin.address is empty in %s, so the daemon runs no admin API: set admin.address and restart `kmirror run`, or pass --admin-address", a.cf.path)
+			return nil, fmt.Errorf("admin.address is empty in %s, so the daemon runs no admin API: set admin.address and restart `kmirror run`, or pass --admin-address", a.Config.Path)
 		}
 	} else if s, rest, found := strings.Cut(addr, "://"); found {
 		if s != "http" && s != "https" {
@@ -111,7 +120,7 @@ func (a *adminFlags) client(cfg *config.Config) (*adminClient, error) {
 			scheme = "https"
 		}
 	}
-	c := &adminClient{base: scheme + "://" + net.JoinHostPort(host, port)}
+	c := &Client{base: scheme + "://" + net.JoinHostPort(host, port)}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	if scheme == "https" {
 		tc := &tls.Config{MinVersion: tls.VersionTLS12}
@@ -157,9 +166,9 @@ func (a *adminFlags) client(cfg *config.Config) (*adminClient, error) {
 	return c, nil
 }
 
-// call sends one request and decodes a 2xx answer into out. Any other
-// answer becomes an error carrying the API's reason.
-func (c *adminClient) call(method, path string, body, out any, timeout time.Duration) error {
+// Call sends one request and decodes a 2xx answer into out. Any other
+// answer becomes an *Error carrying the API's reason.
+func (c *Client) Call(method, path string, body, out any, timeout time.Duration) error {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -201,7 +210,7 @@ func (c *adminClient) call(method, path string, body, out any, timeout time.Dura
 		if json.Unmarshal(data, &e) != nil || e.Error == "" {
 			e.Error = strings.TrimSpace(string(data))
 		}
-		return &apiError{status: resp.StatusCode, msg: e.Error}
+		return &Error{Status: resp.StatusCode, msg: e.Error}
 	}
 	if err := json.Unmarshal(data, out); err != nil {
 		return fmt.Errorf("the answer of %s %s is not what this kmirror version expects (%v); are the CLI and the daemon the same version?", method, path, err)
@@ -209,14 +218,15 @@ func (c *adminClient) call(method, path string, body, out any, timeout time.Dura
 	return nil
 }
 
-// apiError is a refusal or failure the admin API reported.
-type apiError struct {
-	status int
+// Error is a refusal or failure the admin API reported.
+type Error struct {
+	Status int // the HTTP status
 	msg    string
 }
 
-func (e *apiError) Error() string {
-	switch e.status {
+// Error says what the API answered, with its reason.
+func (e *Error) Error() string {
+	switch e.Status {
 	case http.StatusUnauthorized:
 		return "the admin API refused the call (401 Unauthorized): " + e.msg
 	case http.StatusNotFound:
@@ -226,5 +236,5 @@ func (e *apiError) Error() string {
 	case http.StatusGatewayTimeout:
 		return "timed out (504): " + e.msg
 	}
-	return fmt.Sprintf("%s: %s", http.StatusText(e.status), e.msg)
+	return fmt.Sprintf("%s: %s", http.StatusText(e.Status), e.msg)
 }

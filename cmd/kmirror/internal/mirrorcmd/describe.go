@@ -1,4 +1,4 @@
-package main
+package mirrorcmd
 
 import (
 	"encoding/json"
@@ -6,30 +6,31 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"strconv"
 	"text/tabwriter"
 	"time"
 
+	"github.com/kmirror/kmirror/cmd/kmirror/internal/cli"
 	"github.com/kmirror/kmirror/core/admin"
 )
 
-// cmdDescribe asks the running daemon (on http.address of the same
-// configuration) for the status of every mirrored partition.
-func cmdDescribe(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("describe", stderr)
-	var cf configFlags
-	cf.register(fs)
+// Describe is `kmirror describe`: it asks the running daemon (on
+// http.address of the same configuration) for the status of every mirrored
+// partition.
+func Describe(args []string, stdout, stderr io.Writer) int {
+	fs := cli.NewFlagSet("describe", stderr)
+	var cf cli.ConfigFlags
+	cf.Register(fs)
 	asJSON := fs.Bool("json", false, "print JSON (stable field names, see docs/cli.md)")
 	only := fs.String("mirror", "", "only this mirror")
 	failed := fs.Bool("failed", false, "only FAILED partitions, with their retry state and error")
-	cfg, code, ok := cf.parseAndLoad(fs, args, stderr) // its http.address locates the daemon
+	cfg, code, ok := cf.ParseAndLoad(fs, args, stderr) // its http.address locates the daemon
 	if !ok {
 		return code
 	}
 	st, err := fetchStatus(cfg.HTTPAddress)
 	if err != nil {
 		fmt.Fprintf(stderr, "kmirror describe: %v\n", err)
-		return exitFailure
+		return cli.ExitFailure
 	}
 	var mirrors []admin.MirrorStatus
 	for _, m := range st.Mirrors {
@@ -39,10 +40,10 @@ func cmdDescribe(args []string, stdout, stderr io.Writer) int {
 	}
 	if *only != "" && len(mirrors) == 0 {
 		fmt.Fprintf(stderr, "kmirror describe: no mirror named %q is running\n", *only)
-		return exitFailure
+		return cli.ExitFailure
 	}
 	printDescribe(stdout, mirrors, *failed, *asJSON)
-	return exitOK
+	return cli.ExitOK
 }
 
 // printDescribe prints mirrors' partitions as `kmirror describe` and
@@ -83,7 +84,7 @@ func printDescribe(stdout io.Writer, mirrors []admin.MirrorStatus, failedOnly, a
 		fmt.Fprintln(tw, "MIRROR\tTOPIC\tPARTITION\tSTATE\tMODE\tSOURCE-OFFSET\tSOURCE-LOG-START\tDESTINATION-OFFSET\tLAG\tLAST-MIRRORED\tERROR")
 		for _, p := range rows {
 			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Mirror, p.Topic, p.Partition, p.State, p.Mode,
-				num(p.SourceHighWatermark), num(p.SourceLogStart), num(p.DestinationEndOffset), num(p.Lag), num(p.LastMirroredOffset), p.LastError)
+				cli.Num(p.SourceHighWatermark), cli.Num(p.SourceLogStart), cli.Num(p.DestinationEndOffset), cli.Num(p.Lag), cli.Num(p.LastMirroredOffset), p.LastError)
 		}
 	}
 	_ = tw.Flush()
@@ -102,13 +103,6 @@ func printDescribe(stdout io.Writer, mirrors []admin.MirrorStatus, failedOnly, a
 			fmt.Fprintf(stdout, "note: %s %s/%d: %s\n", p.Mirror, p.Topic, p.Partition, n)
 		}
 	}
-}
-
-func num(v int64) string {
-	if v < 0 {
-		return "-"
-	}
-	return strconv.FormatInt(v, 10)
 }
 
 // fetchStatus reads GET /v1/describe from the daemon listening on addr.

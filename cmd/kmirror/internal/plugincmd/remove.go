@@ -1,0 +1,84 @@
+package plugincmd
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/kmirror/kmirror/cmd/kmirror/internal/cli"
+)
+
+func pluginsRemove(args []string, stdout, stderr io.Writer) int {
+	fs := cli.NewFlagSet("plugins remove", stderr)
+	var cf cli.ConfigFlags
+	cf.Register(fs)
+	force := fs.Bool("force", false, "remove the file even though the configuration still references it")
+	what, code, ok := parseOperand(fs, args, "NAME (a configured plugin) or FILE (a file in the plugin directory)")
+	if !ok {
+		return code
+	}
+	if cf.Path == "" {
+		fmt.Fprintln(stderr, "plugins remove: --config FILE is required (to find the plugin directory and what still references the file)")
+		return cli.ExitUsage
+	}
+	cfg, code, ok := loadForPlugins(fs, &cf, stderr)
+	if !ok {
+		return code
+	}
+	dir := cfg.PluginDirectory()
+	file := ""
+	if p, ok := cfg.Plugin(what); ok {
+		if p.Builtin != "" {
+			fmt.Fprintf(stderr, "plugins remove: plugins.%s is the built-in %s %s, part of the kmirror binary: nothing to remove (delete the entry from %s)\n", what, p.Kind, p.Builtin, cf.Path)
+			return cli.ExitFailure
+		}
+		file = p.File(dir)
+	} else {
+		file = what
+		if !filepath.IsAbs(file) {
+			file = filepath.Join(dir, file)
+		}
+		if !samePath(filepath.Dir(file), dir) {
+			fmt.Fprintf(stderr, "plugins remove: %s is not in the plugin directory %s; remove only removes plugin files\n", file, dir)
+			return cli.ExitUsage
+		}
+	}
+	var refs []string
+	for i := range cfg.Plugins {
+		p := &cfg.Plugins[i]
+		if p.Path != "" && samePath(p.File(dir), file) {
+			refs = append(refs, "plugins."+p.Name+".path")
+		}
+	}
+	if len(refs) > 0 && !*force {
+		fmt.Fprintf(stderr, "plugins remove: %s %s %s: remove the entry from the configuration first (and reload), or pass --force\n", strings.Join(refs, ", "), references(refs), file)
+		return cli.ExitFailure
+	}
+	if fi, err := os.Stat(file); err != nil {
+		fmt.Fprintf(stderr, "plugins remove: %v\n", err)
+		return cli.ExitFailure
+	} else if !fi.Mode().IsRegular() {
+		fmt.Fprintf(stderr, "plugins remove: %s is not a regular file\n", file)
+		return cli.ExitFailure
+	}
+	if err := os.Remove(file); err != nil {
+		fmt.Fprintf(stderr, "plugins remove: %v\n", err)
+		return cli.ExitFailure
+	}
+	syncDir(dir)
+	fmt.Fprintf(stdout, "removed %s\n", file)
+	if len(refs) > 0 {
+		fmt.Fprintf(stdout, "warning: %s %s it: the daemon cannot start (or restart) that plugin until the entry is removed or the file installed again\n", strings.Join(refs, ", "), references(refs))
+	}
+	return cli.ExitOK
+}
+
+// references is the verb for a list of keys.
+func references(keys []string) string {
+	if len(keys) == 1 {
+		return "still references"
+	}
+	return "still reference"
+}
