@@ -30,6 +30,7 @@ func commands() []command {
 		{"failover", "fail a mirror's topics over to the destination (through the admin API)", mirrorcmd.Failover},
 		{"failback", "mirror a failed-over mirror's topics back to its old source (through the admin API)", mirrorcmd.Failback},
 		{"plugins", "install, list, verify and remove plugin files", plugincmd.Run},
+		{"state", "copy a stopped daemon's state into another state store (state migrate)", cmdState},
 		{"config", "validate a configuration file, print the key reference or a sample", cmdConfig},
 		{"version", "print the version, commit, Go and franz-go versions", cmdVersion},
 	}
