@@ -234,9 +234,12 @@ type daemonProcess struct {
 	exited chan struct{}
 }
 
-func startRun(t *testing.T, cfgPath string) *daemonProcess {
+func startRun(t *testing.T, cfgPath string, env ...string) *daemonProcess {
 	t.Helper()
 	cmd := exec.Command(binary, "run", "--config", cfgPath)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -408,5 +411,25 @@ func TestRunRefusesAnInvalidFile(t *testing.T) {
 	code, _, errOut := kmirror(t, nil, "run", "--config", p)
 	if code != exitFailure || !strings.Contains(errOut, "log.level") {
 		t.Fatalf("exit %d, stderr:\n%s", code, errOut)
+	}
+}
+
+// A pod in a namespace with a Service named kmirror gets Kubernetes'
+// service-link variables (KMIRROR_SERVICE_HOST, KMIRROR_PORT_9644_TCP, ...):
+// the daemon starts with them, and a typo in a real key's variable still
+// stops it.
+func TestRunStartsWithKubernetesServiceLinkVariables(t *testing.T) {
+	t.Parallel()
+	stateDir := t.TempDir()
+	path := writeFile(t, "kmirror.yaml", "log.format: json\nhttp.address: 127.0.0.1:0\nadmin.address: 127.0.0.1:0\n"+strings.Replace(validBase, "/var/lib/kmirror", stateDir, 1))
+	links := []string{
+		"KMIRROR_SERVICE_HOST=10.96.0.12", "KMIRROR_SERVICE_PORT=9644", "KMIRROR_SERVICE_PORT_METRICS=9644",
+		"KMIRROR_PORT=tcp://10.96.0.12:9644", "KMIRROR_PORT_9644_TCP=tcp://10.96.0.12:9644", "KMIRROR_PORT_9644_TCP_PROTO=tcp",
+		"KMIRROR_PORT_9644_TCP_PORT=9644", "KMIRROR_PORT_9644_TCP_ADDR=10.96.0.12",
+	}
+	d := startRun(t, path, links...)
+	d.waitLog(t, "kmirror started")
+	if code, _, errOut := kmirror(t, append(links, "KMIRROR_LOG_LEVL=debug"), "config", "validate", "--config", path); code != exitFailure || !strings.Contains(errOut, "KMIRROR_LOG_LEVL") || strings.Contains(errOut, "KMIRROR_SERVICE_HOST") {
+		t.Fatalf("validate with a typo among service links: exit %d\n%s", code, errOut)
 	}
 }

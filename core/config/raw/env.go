@@ -3,6 +3,7 @@ package raw
 import (
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -25,16 +26,29 @@ func EnvNorm(s string) string {
 	return strings.ToUpper(strings.NewReplacer(".", "_", "-", "_").Replace(s))
 }
 
+// serviceLinkRE matches the variables Kubernetes puts into every pod of a
+// namespace for each Service (enableServiceLinks, on by default): for a
+// Service named kmirror or kmirror-<x>, KMIRROR[_<X>]_SERVICE_HOST,
+// KMIRROR[_<X>]_SERVICE_PORT[_<PORT NAME>], KMIRROR[_<X>]_PORT and
+// KMIRROR[_<X>]_PORT_<n>_<PROTOCOL>[_PROTO|_PORT|_ADDR].
+var serviceLinkRE = regexp.MustCompile(`^KMIRROR(_[A-Z0-9_]+)?_(SERVICE_HOST|SERVICE_PORT(_[A-Z0-9_]+)?|PORT(_[0-9]+_(TCP|UDP|SCTP)(_(PROTO|PORT|ADDR))?)?)$`)
+
+// ServiceLink reports whether name is a Kubernetes service-link variable
+// (serviceLinkRE), which names no configuration key and is never one: no
+// key's variable ends in _SERVICE_HOST, _SERVICE_PORT… or _PORT….
+func ServiceLink(name string) bool { return serviceLinkRE.MatchString(name) }
+
 // ApplyEnv sets the keys that KMIRROR_* variables of env name:
 // KMIRROR_<KEY> a daemon key, KMIRROR_DESTINATION__<KEY>,
 // KMIRROR_STATE__<KEY>, KMIRROR_MIRRORS__<NAME>__<KEY> and
-// KMIRROR_PLUGINS__<NAME>__<KEY>. Variables named in skip are left alone.
+// KMIRROR_PLUGINS__<NAME>__<KEY>. Variables named in skip, and Kubernetes'
+// service-link variables (ServiceLink), are left alone.
 // A variable that names no key of index, or no mirror or plugin of the
 // document, is reported.
 func ApplyEnv(d *Document, env, skip []string, index EnvIndex, report Report) {
 	for _, kv := range env {
 		name, value, _ := strings.Cut(kv, "=")
-		if !strings.HasPrefix(name, EnvPrefix) || slices.Contains(skip, name) {
+		if !strings.HasPrefix(name, EnvPrefix) || slices.Contains(skip, name) || ServiceLink(name) {
 			continue
 		}
 		rest := strings.TrimPrefix(name, EnvPrefix)

@@ -134,3 +134,25 @@ func TestSuggest(t *testing.T) {
 		}
 	}
 }
+
+// Kubernetes puts service-link variables into every pod of a namespace with
+// a Service named kmirror (or kmirror-<x>): they are left alone, while a
+// typo in a real key's variable still fails.
+func TestKubernetesServiceLinkVariablesAreIgnored(t *testing.T) {
+	t.Parallel()
+	links := []string{
+		"KMIRROR_SERVICE_HOST", "KMIRROR_SERVICE_PORT", "KMIRROR_SERVICE_PORT_METRICS", "KMIRROR_PORT",
+		"KMIRROR_PORT_9644_TCP", "KMIRROR_PORT_9644_TCP_PROTO", "KMIRROR_PORT_9644_TCP_PORT", "KMIRROR_PORT_9644_TCP_ADDR",
+		"KMIRROR_ADMIN_SERVICE_HOST", "KMIRROR_ADMIN_PORT_9645_TCP_ADDR",
+	}
+	for _, n := range links {
+		if !raw.ServiceLink(n) {
+			t.Errorf("%s is not taken for a service-link variable", n)
+		}
+	}
+	for _, n := range []string{"KMIRROR_LOG_LEVEL", "KMIRROR_HTTP_ADDRESS", "KMIRROR_SERVICE", "KMIRROR_PORTS", "KMIRROR_PORT_X", "KMIRROR_DESTINATION__BOOTSTRAP_SERVERS"} {
+		if raw.ServiceLink(n) {
+			t.Errorf("%s taken for a service-link variable", n)
+		}
+	}
+}

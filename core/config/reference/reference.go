@@ -50,8 +50,11 @@ environment variables, then ` + "`--set key=value`" + ` flags.
 
 Environment names are the key upper-cased with dots and dashes turned into
 underscores; ` + "`__`" + ` separates the section, the mirror name and the key. An
-unknown ` + "`KMIRROR_`" + ` variable is an error. Overrides change keys of mirrors that
-the file declares; they do not add mirrors.
+unknown ` + "`KMIRROR_`" + ` variable is an error (a typo must not go unnoticed), except the
+service-link variables Kubernetes sets in every pod for a Service named ` + "`kmirror`" + ` or
+` + "`kmirror-<x>`" + ` (` + "`KMIRROR_SERVICE_HOST`" + `, ` + "`KMIRROR_PORT_9644_TCP`" + `, ...), which are
+ignored. Overrides change keys of mirrors that the file declares; they do not add
+mirrors.
 
 **Values.** Durations are integers in milliseconds (keys ending in ` + "`.ms`" + `).
 Lists (regex lists, ACL rules, server lists) are either a comma-separated
