@@ -177,7 +177,9 @@ var layeringRules = []layeringRule{
 	// through its APIs: they never build the engine. Only cmd/kmirror's
 	// main package (run, demo) does.
 	{module + "/cmd/kmirror/internal/...", nil,
-		func(dep string) bool { return !within(dep, module+"/core/mirror") && !within(dep, module+"/core/supervisor") },
+		func(dep string) bool {
+			return !within(dep, module+"/core/mirror") && !within(dep, module+"/core/supervisor")
+		},
 		"cmd/kmirror/internal/... must never import core/mirror or core/supervisor (only cmd/kmirror's run and demo build the engine)",
 		module + "/cmd/kmirror"},
 }
