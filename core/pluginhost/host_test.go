@@ -549,3 +549,21 @@ func TestAPluginDiesWithItsHost(t *testing.T) {
 	_ = cmd.Wait()
 	waitFor(t, "the plugin to die with its host", func() bool { return !alive(pid) })
 }
+
+// A plugin runs in a process group of its own: a signal to the daemon's
+// group (Ctrl-C in a terminal) does not reach it.
+func TestAPluginHasItsOwnProcessGroup(t *testing.T) {
+	t.Parallel()
+	h, _ := newHost(t, []pluginhost.Spec{filterSpec("group", nil)}, pluginhost.Options{Command: withEnv()})
+	if err := h.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := h.Status("group")
+	pgid, err := syscall.Getpgid(st.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pgid != st.Pid || pgid == syscall.Getpgrp() {
+		t.Fatalf("plugin %d is in process group %d (ours %d), want its own", st.Pid, pgid, syscall.Getpgrp())
+	}
+}
