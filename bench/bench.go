@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -22,7 +21,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/kmirror/kmirror/core/topicsync"
+	"github.com/kmirror/kmirror/bench/internal/contender"
+	"github.com/kmirror/kmirror/bench/internal/delayproxy"
+	"github.com/kmirror/kmirror/bench/internal/load"
+	"github.com/kmirror/kmirror/bench/internal/proc"
+	"github.com/kmirror/kmirror/bench/internal/report"
+	"github.com/kmirror/kmirror/bench/internal/scenario"
+	"github.com/kmirror/kmirror/bench/internal/topics"
 	"github.com/kmirror/kmirror/e2e/kafkatest"
 )
 
@@ -34,14 +39,14 @@ type bench struct {
 	srcCl, dstCl    *kgo.Client
 	// srcProxy and dstProxy delay the contenders' traffic in WAN
 	// scenarios; each cluster advertises its proxy on its WAN listener.
-	srcProxy, dstProxy *delayProxy
-	contenders         []contender
+	srcProxy, dstProxy *delayproxy.Proxy
+	contenders         []contender.Contender
 	timeout            time.Duration
-	profile            time.Duration // -profile: CPU profile length, 0 none
-	warm               []contender   // run over the warm-up backlog, results discarded
+	profile            time.Duration         // -profile: CPU profile length, 0 none
+	warm               []contender.Contender // run over the warm-up backlog, results discarded
 	// scenarioWarm copy each scenario's backlog once each before the
 	// measured contenders, their results discarded (-no-warm-up: none).
-	scenarioWarm []contender
+	scenarioWarm []contender.Contender
 	seq          int
 }
 
@@ -54,7 +59,7 @@ func benchMain(args []string) error {
 	fs := flag.NewFlagSet("kmirror-bench", flag.ContinueOnError)
 	quick := fs.Bool("quick", false, "run the quick variant of the scenarios (by default only those marked for quick runs)")
 	scenarioList := fs.String("scenarios", "", `comma-separated scenario names, or "all" (default: all; with -quick the quick set)`)
-	contenderList := fs.String("contenders", strings.Join(contenderNames[:3], ","), "comma-separated contenders: "+strings.Join(contenderNames, ", "))
+	contenderList := fs.String("contenders", strings.Join(contender.Names[:3], ","), "comma-separated contenders: "+strings.Join(contender.Names, ", "))
 	out := fs.String("out", "bench/out", "directory the report and charts are written to")
 	label := fs.String("label", "", "how the run was started, for the report (e.g. \"make bench\")")
 	conditions := fs.String("conditions", "", "a sentence about the run's conditions, printed at the top of the report")
@@ -71,11 +76,11 @@ func benchMain(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	scs, err := selectScenarios(*scenarioList, *quick)
+	scs, err := scenario.Select(*scenarioList, *quick)
 	if err != nil {
 		return err
 	}
-	names, err := parseContenders(*contenderList)
+	names, err := contender.ParseNames(*contenderList)
 	if err != nil {
 		return err
 	}
@@ -118,14 +123,14 @@ func benchMain(args []string) error {
 		defer os.RemoveAll(b.runs)
 	}
 	started := time.Now()
-	rep := Report{
+	rep := report.Report{
 		Title:       "kmirror benchmark: kmirror, MirrorMaker 2 and the raw limit",
 		Started:     started,
 		Quick:       *quick,
 		Conditions:  *conditions,
 		Contenders:  names,
 		Settings:    map[string]string{},
-		NotMeasured: notYetMeasured,
+		NotMeasured: scenario.NotYetMeasured,
 	}
 	if *quick {
 		rep.Title += " (quick run)"
@@ -152,11 +157,11 @@ func benchMain(args []string) error {
 		return err
 	}
 	for _, n := range names {
-		var c contender
+		var c contender.Contender
 		switch n {
-		case contKmirror:
-			c = kmirrorContender{binary: kbin, name: contKmirror, pprof: *profile > 0}
-		case contMM2, contMM2Sync:
+		case report.Kmirror:
+			c = contender.Kmirror{Binary: kbin, Label: report.Kmirror, Pprof: *profile > 0}
+		case report.MM2, report.MM2Sync:
 			libs := *mm2Libs
 			if libs == "" {
 				log.Printf("bench: resolving MirrorMaker 2 (scripts/mm2/fetch.sh)")
@@ -167,32 +172,32 @@ func benchMain(args []string) error {
 				libs = strings.TrimSpace(string(lastLine(out)))
 			}
 			*mm2Libs = libs // resolved once for both variants
-			c = mm2Contender{libs: libs, java: dist.Java, maxTasks: *mm2MaxTasks, heap: *mm2Heap, version: jarVersion(libs, "connect-mirror-"), offsetSync: n == contMM2Sync}
-		case contRaw:
-			c = rawContender{self: self, inflight: *rawInflight}
+			c = contender.MM2{Libs: libs, Java: dist.Java, MaxTasks: *mm2MaxTasks, Heap: *mm2Heap, Version: jarVersion(libs, "connect-mirror-"), OffsetSync: n == report.MM2Sync}
+		case report.Raw:
+			c = contender.Raw{Self: self, InFlight: *rawInflight}
 		}
 		b.contenders = append(b.contenders, c)
 		rep.Settings[n] = c.Settings()
-		if n == contKmirror && (*tuned != "" || *tunedDaemon != "") {
-			t := kmirrorContender{binary: kbin, name: "kmirror-tuned", pprof: *profile > 0}
+		if n == report.Kmirror && (*tuned != "" || *tunedDaemon != "") {
+			t := contender.Kmirror{Binary: kbin, Label: "kmirror-tuned", Pprof: *profile > 0}
 			for kv := range strings.SplitSeq(*tuned, ";") {
 				if kv = strings.TrimSpace(kv); kv != "" {
-					t.extra = append(t.extra, kv)
+					t.Extra = append(t.Extra, kv)
 				}
 			}
 			for kv := range strings.SplitSeq(*tunedDaemon, ";") {
 				if kv = strings.TrimSpace(kv); kv != "" {
-					t.daemon = append(t.daemon, kv)
+					t.Daemon = append(t.Daemon, kv)
 				}
 			}
 			b.contenders = append(b.contenders, t)
-			rep.Settings[t.name] = t.Settings()
+			rep.Settings[t.Label] = t.Settings()
 		}
 	}
 	// The warm-up runs both of the bench's own programs, so that neither
 	// the first scenario's first contender nor the others run on brokers
 	// whose produce and fetch paths the JVM has not compiled yet.
-	b.warm = []contender{rawContender{self: self, inflight: *rawInflight}, kmirrorContender{binary: kbin, name: contKmirror}}
+	b.warm = []contender.Contender{contender.Raw{Self: self, InFlight: *rawInflight}, contender.Kmirror{Binary: kbin, Label: report.Kmirror}}
 	if !*noWarmUp && !*quick {
 		// Not in quick runs: their figures are too small to compare
 		// contenders anyway, and CI runs them in a few minutes.
@@ -205,8 +210,8 @@ func benchMain(args []string) error {
 	for _, c := range b.contenders {
 		rep.Contenders = append(rep.Contenders, c.Name())
 	}
-	rep.Machine = describeMachine(dist.Java)
-	rep.Machine.LoadAvg[0] = loadAverage()
+	rep.Machine = proc.DescribeMachine(dist.Java)
+	rep.Machine.LoadAvg[0] = proc.LoadAverage()
 
 	if err := b.startClusters(ctx); err != nil {
 		return err
@@ -227,47 +232,16 @@ func benchMain(args []string) error {
 		rep.Scenarios = append(rep.Scenarios, b.runScenario(ctx, sc))
 		// The report so far, so that a run cut short keeps what it measured.
 		rep.Elapsed = time.Since(started)
-		if err := writeReport(b.out, rep); err != nil {
+		if err := report.Write(b.out, rep); err != nil {
 			return err
 		}
 	}
-	rep.Machine.LoadAvg[1] = loadAverage()
+	rep.Machine.LoadAvg[1] = proc.LoadAverage()
 	rep.Elapsed = time.Since(started)
-	if err := writeReport(b.out, rep); err != nil {
+	if err := report.Write(b.out, rep); err != nil {
 		return err
 	}
 	return ctx.Err()
-}
-
-// writeReport writes report.md and the charts into dir, and the report to
-// stdout.
-func writeReport(dir string, rep Report) error {
-	charts := reportCharts(rep)
-	for _, c := range chartOrder {
-		ch, ok := charts[c.file]
-		if !ok {
-			continue
-		}
-		var buf bytes.Buffer
-		if err := ch.WritePNG(&buf); err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(dir, c.file), buf.Bytes(), 0o644); err != nil {
-			return err
-		}
-		rep.Charts = append(rep.Charts, Chart{File: c.file, Title: c.title})
-	}
-	var md bytes.Buffer
-	if err := rep.WriteMarkdown(&md); err != nil {
-		return err
-	}
-	path := filepath.Join(dir, "report.md")
-	if err := os.WriteFile(path, md.Bytes(), 0o644); err != nil {
-		return err
-	}
-	os.Stdout.Write(md.Bytes())
-	log.Printf("bench: report written to %s", path)
-	return nil
 }
 
 // wanListener is the listener a cluster advertises its delaying proxy on.
@@ -276,17 +250,17 @@ const wanListener = "WAN"
 func (b *bench) startClusters(ctx context.Context) error {
 	specs := []struct {
 		into  **kafkatest.Cluster
-		proxy **delayProxy
+		proxy **delayproxy.Proxy
 		name  string
 	}{{&b.src, &b.srcProxy, "bench-source"}, {&b.dst, &b.dstProxy, "bench-destination"}}
 	errs := make([]error, len(specs))
 	var wg sync.WaitGroup
 	for i, s := range specs {
-		port, err := freePort()
+		port, err := contender.FreePort()
 		if err != nil {
 			return err
 		}
-		if *s.proxy, err = startDelayProxy(fmt.Sprintf("127.0.0.1:%d", port)); err != nil {
+		if *s.proxy, err = delayproxy.Start(fmt.Sprintf("127.0.0.1:%d", port)); err != nil {
 			return err
 		}
 		wan := kafkatest.ProxiedListener{Name: wanListener, Port: port, Advertised: (*s.proxy).Addr()}
@@ -327,7 +301,7 @@ func (b *bench) close() {
 			}
 		}
 	}
-	for _, p := range []*delayProxy{b.srcProxy, b.dstProxy} {
+	for _, p := range []*delayproxy.Proxy{b.srcProxy, b.dstProxy} {
 		if p != nil {
 			p.Close()
 		}
@@ -336,7 +310,7 @@ func (b *bench) close() {
 
 // bootstrap returns the address a contender reaches cluster c at: the
 // plain listener, or the delaying proxy with the round trip rtt.
-func bootstrap(c *kafkatest.Cluster, p *delayProxy, rtt time.Duration) string {
+func bootstrap(c *kafkatest.Cluster, p *delayproxy.Proxy, rtt time.Duration) string {
 	if rtt <= 0 {
 		return c.BootstrapServers(kafkatest.Plaintext)
 	}
@@ -350,8 +324,8 @@ func bootstrap(c *kafkatest.Cluster, p *delayProxy, rtt time.Duration) string {
 // discarded: the brokers' JVMs start with their produce and fetch paths
 // interpreted, and a first measurement on them would be slower for whichever
 // contender runs first.
-var warmUpScenario = Scenario{Name: "warm-up", What: "a small backlog copied once by the raw forwarder and once by kmirror before any measurement",
-	Partitions: 4, Records: 200_000, RecordSize: kib, Codec: "none", BatchSize: defaultBatch, Linger: defaultLinge}
+var warmUpScenario = scenario.Scenario{Name: "warm-up", What: "a small backlog copied once by the raw forwarder and once by kmirror before any measurement",
+	Partitions: 4, Records: 200_000, RecordSize: scenario.KiB, Codec: "none", BatchSize: scenario.DefaultBatch, Linger: scenario.DefaultLinger}
 
 // warmUpBrokers runs the warm-up contenders over warmUpScenario; failures are
 // logged only.
@@ -365,25 +339,25 @@ func (b *bench) warmUpBrokers(ctx context.Context) {
 	}
 }
 
-func (b *bench) runScenario(ctx context.Context, sc Scenario) ScenarioResult {
-	res := ScenarioResult{Scenario: sc}
+func (b *bench) runScenario(ctx context.Context, sc scenario.Scenario) report.ScenarioResult {
+	res := report.ScenarioResult{Scenario: sc}
 	topic := fmt.Sprintf("bench-%s-%d", sc.Name, time.Now().Unix())
-	if err := createTopic(ctx, b.srcAdm, topic, sc.Partitions); err != nil {
+	if err := topics.Create(ctx, b.srcAdm, topic, sc.Partitions); err != nil {
 		res.Err = err.Error()
 		return res
 	}
 	defer func() {
-		if err := deleteTopics(context.WithoutCancel(ctx), b.srcAdm, nil); err != nil {
+		if err := topics.DeleteAllBut(context.WithoutCancel(ctx), b.srcAdm, nil); err != nil {
 			log.Printf("bench: %v", err)
 		}
 	}()
 	began := time.Now()
-	if err := load(ctx, b.src, b.runs, topic, sc); err != nil {
+	if err := load.Backlog(ctx, b.src, b.runs, topic, sc); err != nil {
 		res.Err = err.Error()
 		return res
 	}
 	res.Load = time.Since(began)
-	srcEnds, err := endOffsets(ctx, b.srcAdm, topic)
+	srcEnds, err := topics.EndOffsets(ctx, b.srcAdm, topic)
 	if err != nil {
 		res.Err = err.Error()
 		return res
@@ -392,7 +366,7 @@ func (b *bench) runScenario(ctx context.Context, sc Scenario) ScenarioResult {
 		res.Err = fmt.Sprintf("the source holds %d records after loading %d", got, sc.Records)
 		return res
 	}
-	if n, bytes, err := sampleBatches(ctx, b.srcCl, topic); err == nil {
+	if n, bytes, err := load.SampleBatches(ctx, b.srcCl, topic); err == nil {
 		res.SourceBatches, res.SourceBytes = n, bytes
 	}
 	log.Printf("bench: %s: %d records loaded in %s", sc.Name, sc.Records, res.Load.Round(time.Millisecond))
@@ -403,21 +377,21 @@ func (b *bench) runScenario(ctx context.Context, sc Scenario) ScenarioResult {
 		if ctx.Err() != nil {
 			break
 		}
-		if _, ok := c.(failoverer); sc.Failover && !ok {
+		if _, ok := c.(contender.Failoverer); sc.Failover && !ok {
 			continue // the scenario measures an operation c does not have
 		}
 		r := b.runContender(ctx, c, sc, topic, srcEnds)
 		log.Printf("bench: %s / %s: total %s (%.1f MB/s), steady %.1f MB/s, CPU %.1f s, peak RSS %d MiB, %s",
-			sc.Name, c.Name(), r.Total.Round(time.Millisecond), r.TotalMBps(), r.SteadyMBps(), r.CPU.Seconds(), r.PeakRSS/mib, r.Verdict())
+			sc.Name, c.Name(), r.Total.Round(time.Millisecond), r.TotalMBps(), r.SteadyMBps(), r.CPU.Seconds(), r.PeakRSS/scenario.MiB, r.Verdict())
 		res.Results = append(res.Results, r)
 		// The next contender starts from an empty destination, and the
 		// source keeps only the scenario's topic (MirrorMaker 2 may leave
 		// topics of its own there).
 		cctx := context.WithoutCancel(ctx)
-		if err := deleteTopics(cctx, b.dstAdm, nil); err != nil {
+		if err := topics.DeleteAllBut(cctx, b.dstAdm, nil); err != nil {
 			log.Printf("bench: %v", err)
 		}
-		if err := deleteTopics(cctx, b.srcAdm, []string{topic}); err != nil {
+		if err := topics.DeleteAllBut(cctx, b.srcAdm, []string{topic}); err != nil {
 			log.Printf("bench: %v", err)
 		}
 	}
@@ -432,38 +406,38 @@ func (b *bench) runScenario(ctx context.Context, sc Scenario) ScenarioResult {
 // the CPU per byte (20.8 against 9.2 CPU-s) and halved its throughput, and
 // after one warm-up copy the next three runs still sped up by about 10%
 // each (docs/benchmarks.md).
-func (b *bench) warmUpScenario(ctx context.Context, c contender, sc Scenario, topic string, srcEnds map[int32]int64) {
+func (b *bench) warmUpScenario(ctx context.Context, c contender.Contender, sc scenario.Scenario, topic string, srcEnds map[int32]int64) {
 	w := sc
 	w.LatencyRate, w.Failover, w.IdleFor, w.SourceRTT, w.DestinationRTT = 0, false, 0, 0, 0
 	r := b.runContender(ctx, c, w, topic, srcEnds)
 	log.Printf("bench: %s: warm-up copy by %s (discarded): total %s, steady %.1f MB/s, %s",
 		sc.Name, c.Name(), r.Total.Round(time.Millisecond), r.SteadyMBps(), r.Verdict())
 	cctx := context.WithoutCancel(ctx)
-	if err := deleteTopics(cctx, b.dstAdm, nil); err != nil {
+	if err := topics.DeleteAllBut(cctx, b.dstAdm, nil); err != nil {
 		log.Printf("bench: %v", err)
 	}
-	if err := deleteTopics(cctx, b.srcAdm, []string{topic}); err != nil {
+	if err := topics.DeleteAllBut(cctx, b.srcAdm, []string{topic}); err != nil {
 		log.Printf("bench: %v", err)
 	}
 }
 
 // runContender runs one contender over the backlog and measures it.
-func (b *bench) runContender(ctx context.Context, c contender, sc Scenario, topic string, srcEnds map[int32]int64) Result {
+func (b *bench) runContender(ctx context.Context, c contender.Contender, sc scenario.Scenario, topic string, srcEnds map[int32]int64) report.Result {
 	b.seq++
-	r := Result{Contender: c.Name(), Records: sc.Records, Bytes: sc.PayloadBytes()}
+	r := report.Result{Contender: c.Name(), Records: sc.Records, Bytes: sc.PayloadBytes()}
 	dir := filepath.Join(b.runs, fmt.Sprintf("%02d-%s-%s", b.seq, sc.Name, c.Name()))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		r.Err = err.Error()
 		return r
 	}
-	spec := runSpec{Dir: dir, Topics: []string{topic}, Scenario: sc, Source: bootstrap(b.src, b.srcProxy, sc.SourceRTT), Destination: bootstrap(b.dst, b.dstProxy, sc.DestinationRTT), Seq: b.seq}
+	spec := contender.RunSpec{Dir: dir, Topics: []string{topic}, Scenario: sc, Source: bootstrap(b.src, b.srcProxy, sc.SourceRTT), Destination: bootstrap(b.dst, b.dstProxy, sc.DestinationRTT), Seq: b.seq}
 	// The latency phase writes to a topic of the run's own, created empty
 	// before the contender starts, so the backlog stays the same for every
 	// contender.
 	latTopic := ""
 	if sc.LatencyRate > 0 {
 		latTopic = fmt.Sprintf("%s-lat%d", topic, b.seq)
-		if err := createTopic(ctx, b.srcAdm, latTopic, sc.Partitions); err != nil {
+		if err := topics.Create(ctx, b.srcAdm, latTopic, sc.Partitions); err != nil {
 			r.Err = err.Error()
 			return r
 		}
@@ -477,20 +451,20 @@ func (b *bench) runContender(ctx context.Context, c contender, sc Scenario, topi
 	// the last run's writes) are written back first, so that no contender
 	// copies while the kernel flushes a gigabyte under it.
 	syscall.Sync()
-	if d, quiet := waitQuiet(ctx, []int{b.src.BrokerPID(0), b.dst.BrokerPID(0)}, []int{b.dst.BrokerPID(0)}, quietCPU, quietFor, quietMax); !quiet {
+	if d, quiet := proc.WaitQuiet(ctx, []int{b.src.BrokerPID(0), b.dst.BrokerPID(0)}, []int{b.dst.BrokerPID(0)}, proc.QuietCPU, proc.QuietFor, proc.QuietMax); !quiet {
 		log.Printf("bench: %s / %s: the brokers were still busy after %s; starting anyway", sc.Name, c.Name(), d.Round(time.Second))
 	} else if d > 5*time.Second {
 		log.Printf("bench: %s / %s: waited %s for the brokers to be quiet", sc.Name, c.Name(), d.Round(time.Second))
 	}
-	srcCPU0, dstCPU0 := processCPU(b.src.BrokerPID(0)), processCPU(b.dst.BrokerPID(0))
+	srcCPU0, dstCPU0 := proc.ProcessCPU(b.src.BrokerPID(0)), proc.ProcessCPU(b.dst.BrokerPID(0))
 	t0 := time.Now()
 	p, err := c.Start(ctx, spec)
 	if err != nil {
 		r.Err = err.Error()
 		return r
 	}
-	defer p.stop(30 * time.Second)
-	sampler := newTreeSampler(p.pid())
+	defer p.Stop(30 * time.Second)
+	sampler := proc.NewTreeSampler(p.PID())
 	sampleCtx, stopSampling := context.WithCancel(ctx)
 	var sampling sync.WaitGroup
 	sampling.Go(func() {
@@ -512,17 +486,17 @@ func (b *bench) runContender(ctx context.Context, c contender, sc Scenario, topi
 	caughtUp := false
 	deadline := time.Now().Add(b.timeout)
 	for !caughtUp {
-		if exited, err := p.exited(); exited {
+		if exited, err := p.Exited(); exited {
 			r.Err = fmt.Sprintf("%s %v before catching up", c.Name(), err)
-			r.Detail = p.logTail(20)
+			r.Detail = p.LogTail(20)
 			break
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			r.Err = fmt.Sprintf("not caught up after %s", b.timeout)
-			r.Detail = p.logTail(20)
+			r.Detail = p.LogTail(20)
 			break
 		}
-		ends, _ := endOffsets(ctx, b.dstAdm, topic) // a topic not created yet has no offsets
+		ends, _ := topics.EndOffsets(ctx, b.dstAdm, topic) // a topic not created yet has no offsets
 		now := time.Now()
 		if n := sum(ends); n > 0 && first.IsZero() {
 			first, firstRecords = now, n
@@ -551,8 +525,8 @@ func (b *bench) runContender(ctx context.Context, c contender, sc Scenario, topi
 		b.takeProfile(ctx, c, spec, "metrics", "", "metrics")
 	}
 	profiling.Wait() // the CPU profile runs its whole length
-	r.SourceCPU = processCPU(b.src.BrokerPID(0)) - srcCPU0
-	r.DestinationCPU = processCPU(b.dst.BrokerPID(0)) - dstCPU0
+	r.SourceCPU = proc.ProcessCPU(b.src.BrokerPID(0)) - srcCPU0
+	r.DestinationCPU = proc.ProcessCPU(b.dst.BrokerPID(0)) - dstCPU0
 
 	if caughtUp && sc.IdleFor > 0 {
 		select {
@@ -562,9 +536,9 @@ func (b *bench) runContender(ctx context.Context, c contender, sc Scenario, topi
 		sampler.Sample()
 		cpu, _ := sampler.Totals()
 		r.IdleCPU = cpu - r.CPU
-		r.IdleRSS = treeRSS(p.pid())
+		r.IdleRSS = proc.TreeRSS(p.PID())
 	}
-	if f, ok := c.(failoverer); ok && caughtUp && sc.Failover {
+	if f, ok := c.(contender.Failoverer); ok && caughtUp && sc.Failover {
 		began := time.Now()
 		if err := f.Failover(ctx, spec); err != nil {
 			r.Err = "failover: " + err.Error()
@@ -582,7 +556,7 @@ func (b *bench) runContender(ctx context.Context, c contender, sc Scenario, topi
 		if err != nil {
 			r.Err = "latency phase: " + err.Error()
 		} else {
-			lat, err := latencyPhase(ctx, srcOpts, dstOpts, latTopic, from, sc, 30*time.Second)
+			lat, err := load.LatencyPhase(ctx, srcOpts, dstOpts, latTopic, from, sc, 30*time.Second)
 			if err != nil {
 				r.Err = "latency phase: " + err.Error()
 			}
@@ -591,15 +565,15 @@ func (b *bench) runContender(ctx context.Context, c contender, sc Scenario, topi
 	}
 	// Count what the destination holds, partition by partition.
 	for _, t := range spec.Topics {
-		want, err := endOffsets(ctx, b.srcAdm, t)
+		want, err := topics.EndOffsets(ctx, b.srcAdm, t)
 		if err != nil && r.Err == "" {
 			r.Err = "counting source records: " + err.Error()
 		}
 		if caughtUp {
 			b.waitCovered(ctx, t, want, 2*time.Minute)
 		}
-		starts, err1 := startOffsets(ctx, b.dstAdm, t)
-		ends, err2 := endOffsets(ctx, b.dstAdm, t)
+		starts, err1 := topics.StartOffsets(ctx, b.dstAdm, t)
+		ends, err2 := topics.EndOffsets(ctx, b.dstAdm, t)
 		if err := errors.Join(err1, err2); err != nil && r.Err == "" && caughtUp {
 			r.Err = "counting destination records: " + err.Error()
 		}
@@ -614,7 +588,7 @@ func (b *bench) runContender(ctx context.Context, c contender, sc Scenario, topi
 			}
 		}
 	}
-	if exited, err := p.exited(); exited && r.Err == "" {
+	if exited, err := p.Exited(); exited && r.Err == "" {
 		r.Err = fmt.Sprintf("%s %v during the run", c.Name(), err)
 	}
 	return r
@@ -636,12 +610,12 @@ func (b *bench) warmUp(ctx context.Context, topic string, partitions int) (map[i
 	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		return nil, fmt.Errorf("warm-up records: %w", err)
 	}
-	want, err := endOffsets(ctx, b.srcAdm, topic)
+	want, err := topics.EndOffsets(ctx, b.srcAdm, topic)
 	if err != nil {
 		return nil, err
 	}
 	b.waitCovered(ctx, topic, want, 2*time.Minute)
-	ends, _ := endOffsets(ctx, b.dstAdm, topic)
+	ends, _ := topics.EndOffsets(ctx, b.dstAdm, topic)
 	if !covers(ends, want) {
 		return nil, fmt.Errorf("the warm-up records of %s did not reach the destination in 2 minutes", topic)
 	}
@@ -652,7 +626,7 @@ func (b *bench) warmUp(ctx context.Context, topic string, partitions int) (map[i
 func (b *bench) waitCovered(ctx context.Context, topic string, want map[int32]int64, d time.Duration) {
 	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
-		ends, _ := endOffsets(ctx, b.dstAdm, topic)
+		ends, _ := topics.EndOffsets(ctx, b.dstAdm, topic)
 		if covers(ends, want) {
 			return
 		}
@@ -690,99 +664,6 @@ func sum(m map[int32]int64) int64 {
 		n += v
 	}
 	return n
-}
-
-func endOffsets(ctx context.Context, adm *kadm.Client, topic string) (map[int32]int64, error) {
-	l, err := adm.ListEndOffsets(ctx, topic)
-	return listed(l, err)
-}
-
-func startOffsets(ctx context.Context, adm *kadm.Client, topic string) (map[int32]int64, error) {
-	l, err := adm.ListStartOffsets(ctx, topic)
-	return listed(l, err)
-}
-
-func listed(l kadm.ListedOffsets, err error) (map[int32]int64, error) {
-	if err != nil {
-		return nil, err
-	}
-	out := map[int32]int64{}
-	var errs []error
-	l.Each(func(o kadm.ListedOffset) {
-		if o.Err != nil {
-			errs = append(errs, fmt.Errorf("%s[%d]: %w", o.Topic, o.Partition, o.Err))
-			return
-		}
-		out[o.Partition] = o.Offset
-	})
-	return out, errors.Join(errs...)
-}
-
-func createTopic(ctx context.Context, adm *kadm.Client, topic string, partitions int) error {
-	// A KRaft controller refuses an operation of more than 10,000 metadata
-	// records: more partitions are added in steps (as kmirror does).
-	step := int(topicsync.MaxPartitionsPerRequest)
-	resp, err := adm.CreateTopic(ctx, int32(min(partitions, step)), 1, nil, topic)
-	if err == nil {
-		err = resp.Err
-	}
-	for n := min(partitions, step); err == nil && n < partitions; {
-		n = min(partitions, n+step)
-		var r kadm.CreatePartitionsResponses
-		if r, err = adm.UpdatePartitions(ctx, n, topic); err == nil {
-			err = r[topic].Err
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("create topic %s (%d partitions): %w", topic, partitions, err)
-	}
-	// CreateTopics answers before every partition's leader serves it; a
-	// producer started now would wait for metadata, and time out on a
-	// busy broker with thousands of partitions.
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	for {
-		ends, err := endOffsets(ctx, adm, topic)
-		if err == nil && len(ends) == partitions {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("topic %s: %d of %d partitions serve after 2 minutes (%v)", topic, len(ends), partitions, err)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
-// deleteTopics deletes every non-internal topic but those in keep, and
-// waits until the cluster no longer lists them.
-func deleteTopics(ctx context.Context, adm *kadm.Client, keep []string) error {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	for {
-		topics, err := adm.ListTopics(ctx)
-		if err != nil {
-			return fmt.Errorf("list topics: %w", err)
-		}
-		var names []string
-		for _, n := range topics.Names() {
-			if !strings.HasPrefix(n, "__") && !slices.Contains(keep, n) {
-				names = append(names, n)
-			}
-		}
-		if len(names) == 0 {
-			return nil
-		}
-		slices.Sort(names)
-		if _, err := adm.DeleteTopics(ctx, names...); err != nil {
-			return fmt.Errorf("delete topics %v: %w", names, err)
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("topics %v still listed: %w", names, ctx.Err())
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
 }
 
 // repoRoot walks up from the working directory to the one holding go.work.
@@ -852,8 +733,8 @@ func shellJoin(args []string) string {
 // takeProfile saves the contender's pprof profile kind (query appended) as
 // <out>/profiles/<run>-<name>.pprof, when -profile is on and the contender
 // serves profiles; failures are logged, not fatal.
-func (b *bench) takeProfile(ctx context.Context, c contender, spec runSpec, kind, query, name string) {
-	p, ok := c.(profiler)
+func (b *bench) takeProfile(ctx context.Context, c contender.Contender, spec contender.RunSpec, kind, query, name string) {
+	p, ok := c.(contender.Profiler)
 	if !ok || b.profile <= 0 {
 		return
 	}

@@ -19,17 +19,36 @@
 // contender and deletes the destination topics. See docs/benchmarks.md.
 //
 // `kmirror-bench raw` is the raw forwarder itself, run as its own process.
+//
+// This package parses the flags and runs the loop over scenarios and
+// contenders; the rest lives under bench/internal, one package per job:
+//
+//	scenario    the scenarios, their quick variants, -scenarios selection
+//	load        the backlog (kafka-producer-perf-test), the batch sample, the latency phase
+//	contender   kmirror, MirrorMaker 2 and raw: configured, started, stopped as processes
+//	proc        CPU time and peak RSS of a process tree, the quiet gate, the machine
+//	topics      create (in steps), delete and list offsets of the bench's topics
+//	delayproxy  the loopback proxy that adds a WAN round trip
+//	raw         the raw forwarder (`kmirror-bench raw`) and its pipelined connection
+//	report      results, the Markdown report, its charts and the targets' verdicts
+//	stats       quantiles, rates and ratios
+//
+// Imports run one way: scenario, stats, proc, topics and delayproxy import
+// nothing of the bench's; report imports scenario, stats and proc; load and
+// contender import scenario and report; raw imports topics.
 package main
 
 import (
 	"fmt"
 	"os"
+
+	"github.com/kmirror/kmirror/bench/internal/raw"
 )
 
 func main() {
 	var err error
 	if len(os.Args) > 1 && os.Args[1] == "raw" {
-		err = rawMain(os.Args[2:])
+		err = raw.Main(os.Args[2:])
 	} else {
 		err = benchMain(os.Args[1:])
 	}

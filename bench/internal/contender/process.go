@@ -1,4 +1,4 @@
-package main
+package contender
 
 import (
 	"errors"
@@ -14,8 +14,8 @@ import (
 	"github.com/kmirror/kmirror/e2e/kafkatest"
 )
 
-// process is a contender's running process, its output in a log file.
-type process struct {
+// Process is a contender's running process, its output in a log file.
+type Process struct {
 	cmd     *exec.Cmd
 	logPath string
 	done    chan struct{}
@@ -26,7 +26,7 @@ type process struct {
 
 // startProcess starts cmd with stdout and stderr appended to logPath, in its
 // own process group, killed if the bench dies (kafkatest.StartProcess).
-func startProcess(cmd *exec.Cmd, logPath string) (*process, error) {
+func startProcess(cmd *exec.Cmd, logPath string) (*Process, error) {
 	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
@@ -36,8 +36,8 @@ func startProcess(cmd *exec.Cmd, logPath string) (*process, error) {
 		f.Close()
 		return nil, fmt.Errorf("start %s: %w", cmd.Path, err)
 	}
-	p := &process{cmd: cmd, logPath: logPath, done: make(chan struct{})}
-	go func() { // owned by p: ends when the process exits (stop forces it)
+	p := &Process{cmd: cmd, logPath: logPath, done: make(chan struct{})}
+	go func() { // owned by p: ends when the process exits (Stop forces it)
 		err := cmd.Wait()
 		f.Close()
 		p.mu.Lock()
@@ -48,10 +48,11 @@ func startProcess(cmd *exec.Cmd, logPath string) (*process, error) {
 	return p, nil
 }
 
-func (p *process) pid() int { return p.cmd.Process.Pid }
+// PID is the process's id.
+func (p *Process) PID() int { return p.cmd.Process.Pid }
 
-// exited reports whether the process has exited, and how.
-func (p *process) exited() (bool, error) {
+// Exited reports whether the process has exited, and how.
+func (p *Process) Exited() (bool, error) {
 	select {
 	case <-p.done:
 		p.mu.Lock()
@@ -65,13 +66,13 @@ func (p *process) exited() (bool, error) {
 	}
 }
 
-// stop sends SIGTERM to the process group, waits up to grace, then kills it.
-func (p *process) stop(grace time.Duration) {
-	_ = syscall.Kill(-p.pid(), syscall.SIGTERM)
+// Stop sends SIGTERM to the process group, waits up to grace, then kills it.
+func (p *Process) Stop(grace time.Duration) {
+	_ = syscall.Kill(-p.PID(), syscall.SIGTERM)
 	select {
 	case <-p.done:
 	case <-time.After(grace):
-		_ = syscall.Kill(-p.pid(), syscall.SIGKILL)
+		_ = syscall.Kill(-p.PID(), syscall.SIGKILL)
 		<-p.done
 	}
 }
@@ -81,10 +82,10 @@ func (p *process) stop(grace time.Duration) {
 // line that announces it.
 var javaThrowable = regexp.MustCompile(`^[a-z][\w.]*\.\w*(Exception|Error)\b`)
 
-// logTail returns the last n lines of the process's log, or of its lines
+// LogTail returns the last n lines of the process's log, or of its lines
 // that hold ERROR when there are any (a JVM's log is mostly configuration
 // dumps), each cut to 400 bytes.
-func (p *process) logTail(n int) string {
+func (p *Process) LogTail(n int) string {
 	b, err := os.ReadFile(p.logPath)
 	if err != nil {
 		return fmt.Sprintf("(log unreadable: %v)", err)

@@ -1,4 +1,10 @@
-package main
+// Package delayproxy is a loopback TCP proxy that holds every chunk of bytes
+// for a set one-way delay in each direction before passing it on, without
+// limiting bandwidth: with 25 ms a client sees a 50 ms round trip to the
+// broker behind it, as across a WAN. Brokers advertise the proxy's address
+// on a listener of their own (kafkatest.ProxiedListener), so clients that
+// bootstrap through the proxy keep connecting through it.
+package delayproxy
 
 import (
 	"errors"
@@ -9,13 +15,8 @@ import (
 	"time"
 )
 
-// delayProxy is a loopback TCP proxy that holds every chunk of bytes for a
-// set one-way delay in each direction before passing it on, without
-// limiting bandwidth: with 25 ms a client sees a 50 ms round trip to the
-// broker behind it, as across a WAN. Brokers advertise the proxy's address
-// on a listener of their own (kafkatest.ProxiedListener), so clients that
-// bootstrap through the proxy keep connecting through it.
-type delayProxy struct {
+// Proxy is one delaying proxy in front of one broker listener.
+type Proxy struct {
 	ln     net.Listener
 	target string
 	delay  atomic.Int64 // one way, nanoseconds
@@ -26,26 +27,26 @@ type delayProxy struct {
 	wg     sync.WaitGroup
 }
 
-// startDelayProxy listens on a free loopback port and forwards to target.
-func startDelayProxy(target string) (*delayProxy, error) {
+// Start listens on a free loopback port and forwards to target.
+func Start(target string) (*Proxy, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	p := &delayProxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
+	p := &Proxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
 	p.wg.Go(p.accept)
 	return p, nil
 }
 
 // Addr is the proxy's address (host:port).
-func (p *delayProxy) Addr() string { return p.ln.Addr().String() }
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
 // SetDelay sets the one-way delay for bytes read from now on.
-func (p *delayProxy) SetDelay(d time.Duration) { p.delay.Store(int64(d)) }
+func (p *Proxy) SetDelay(d time.Duration) { p.delay.Store(int64(d)) }
 
 // Close stops accepting, closes every connection and waits for its
 // goroutines.
-func (p *delayProxy) Close() {
+func (p *Proxy) Close() {
 	p.mu.Lock()
 	p.closed = true
 	for c := range p.conns {
@@ -56,7 +57,7 @@ func (p *delayProxy) Close() {
 	p.wg.Wait()
 }
 
-func (p *delayProxy) track(c net.Conn) bool {
+func (p *Proxy) track(c net.Conn) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -67,14 +68,14 @@ func (p *delayProxy) track(c net.Conn) bool {
 	return true
 }
 
-func (p *delayProxy) untrack(c net.Conn) {
+func (p *Proxy) untrack(c net.Conn) {
 	p.mu.Lock()
 	delete(p.conns, c)
 	p.mu.Unlock()
 	c.Close()
 }
 
-func (p *delayProxy) accept() {
+func (p *Proxy) accept() {
 	for {
 		client, err := p.ln.Accept()
 		if err != nil {
@@ -102,7 +103,7 @@ type chunk struct {
 
 // pipe copies src to dst, each chunk held until its due time: a reader and
 // a writer, so the delay adds latency without cutting throughput.
-func (p *delayProxy) pipe(src, dst net.Conn) {
+func (p *Proxy) pipe(src, dst net.Conn) {
 	defer p.untrack(src)
 	defer p.untrack(dst)
 	chunks := make(chan chunk, 1024)

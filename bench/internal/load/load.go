@@ -1,4 +1,9 @@
-package main
+// Package load writes what the bench produces on the source: a scenario's
+// backlog, loaded with Kafka's own producer so that its batches are shaped as
+// a Java producer shapes them (Backlog); a sample of the batches it made
+// (SampleBatches); and the latency phase's timed records, read back on the
+// destination (LatencyPhase).
+package load
 
 import (
 	"context"
@@ -13,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmirror/kmirror/bench/internal/scenario"
 	"github.com/kmirror/kmirror/core/batch"
 	"github.com/kmirror/kmirror/e2e/kafkatest"
 )
@@ -40,11 +46,11 @@ func writePayloadFile(path string, size int) error {
 	return os.WriteFile(path, out, 0o600)
 }
 
-// load fills the scenario's source topic with Kafka's own producer
+// Backlog fills the scenario's source topic with Kafka's own producer
 // (kafka-producer-perf-test), so the source batches are shaped exactly as a
 // Java producer with the scenario's batch.size, linger.ms and
 // compression.type shapes them.
-func load(ctx context.Context, src *kafkatest.Cluster, dir, topic string, sc Scenario) error {
+func Backlog(ctx context.Context, src *kafkatest.Cluster, dir, topic string, sc scenario.Scenario) error {
 	payload := filepath.Join(dir, fmt.Sprintf("payload-%d.txt", sc.RecordSize))
 	if _, err := os.Stat(payload); err != nil {
 		if err := writePayloadFile(payload, sc.RecordSize); err != nil {
@@ -74,10 +80,10 @@ func load(ctx context.Context, src *kafkatest.Cluster, dir, topic string, sc Sce
 	return nil
 }
 
-// sampleBatches reads up to 8 MiB of partition 0 of topic raw and returns
+// SampleBatches reads up to 8 MiB of partition 0 of topic raw and returns
 // how many batches and bytes it holds: the mean batch size the mirrors
 // find on the source.
-func sampleBatches(ctx context.Context, cl *kgo.Client, topic string) (batches, bytes int64, err error) {
+func SampleBatches(ctx context.Context, cl *kgo.Client, topic string) (batches, bytes int64, err error) {
 	req := kmsg.NewPtrFetchRequest()
 	req.ReplicaID = -1
 	req.ReplicaState.ID = -1

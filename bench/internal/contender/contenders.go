@@ -1,4 +1,8 @@
-package main
+// Package contender holds the mirrors the bench measures — kmirror (Kmirror),
+// MirrorMaker 2 (MM2) and the raw forwarder (Raw) — each configured for a
+// run and started as its own process (Process), whose CPU and memory the
+// bench samples apart from its own.
+package contender
 
 import (
 	"context"
@@ -10,52 +14,56 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/kmirror/kmirror/bench/internal/report"
+	"github.com/kmirror/kmirror/bench/internal/scenario"
 )
 
-// runSpec is what a contender needs to mirror one scenario's topic.
-type runSpec struct {
+// RunSpec is what a contender needs to mirror one scenario's topic.
+type RunSpec struct {
 	Dir string // the run's own directory (configs, logs, state)
 	// Topics to mirror: the backlog's, and the run's own latency topic
 	// when the scenario has a latency phase.
 	Topics      []string
-	Scenario    Scenario
+	Scenario    scenario.Scenario
 	Source      string // bootstrap servers
 	Destination string
 	Seq         int // unique per run, for names that must not repeat
 }
 
-// contender is a mirror the bench measures.
-type contender interface {
+// Contender is a mirror the bench measures.
+type Contender interface {
+	// Name names the contender in the report.
 	Name() string
 	// Settings says how the contender is configured, for the report.
 	Settings() string
 	// Start starts the contender's process mirroring spec.Topics.
-	Start(ctx context.Context, spec runSpec) (*process, error)
+	Start(ctx context.Context, spec RunSpec) (*Process, error)
 }
 
-// kmirrorContender runs `kmirror run` with default settings: only the
+// Kmirror runs `kmirror run` with default settings: only the
 // clusters, the topic, a state directory and local listener addresses are
 // configured.
-type kmirrorContender struct {
-	binary string
-	extra  []string // extra mirror keys ("key: value"), for a tuned variant
-	daemon []string // extra daemon-wide keys ("key: value"), for a tuned variant
-	name   string
-	pprof  bool // http.pprof.enable, for -profile
+type Kmirror struct {
+	Binary string   // the kmirror binary
+	Extra  []string // extra mirror keys ("key: value"), for a tuned variant
+	Daemon []string // extra daemon-wide keys ("key: value"), for a tuned variant
+	Label  string   // the contender's name: kmirror, or kmirror-tuned
+	Pprof  bool     // http.pprof.enable, for -profile
 }
 
-// profiler is a contender whose CPU and heap profiles the bench can take
+// Profiler is a contender whose CPU and heap profiles the bench can take
 // while it catches up (-profile).
-type profiler interface {
+type Profiler interface {
 	// ProfileURL returns the base URL of the process's /debug/pprof/, ""
 	// when it serves none.
-	ProfileURL(spec runSpec) string
+	ProfileURL(spec RunSpec) string
 }
 
 // ProfileURL: kmirror serves /debug/pprof/ on its HTTP listener when
 // started with -profile.
-func (k kmirrorContender) ProfileURL(spec runSpec) string {
-	if !k.pprof {
+func (k Kmirror) ProfileURL(spec RunSpec) string {
+	if !k.Pprof {
 		return ""
 	}
 	b, err := os.ReadFile(filepath.Join(spec.Dir, "http.address"))
@@ -65,33 +73,36 @@ func (k kmirrorContender) ProfileURL(spec runSpec) string {
 	return "http://" + string(b) + "/debug/pprof/"
 }
 
-func (k kmirrorContender) Name() string { return k.name }
+// Name is k.Label.
+func (k Kmirror) Name() string { return k.Label }
 
-func (k kmirrorContender) Settings() string {
+// Settings says kmirror runs with default settings, and names the tuned keys.
+func (k Kmirror) Settings() string {
 	s := "`kmirror run` built from this commit, default settings (file state store; `replica.fetch.max.bytes` 1 MiB, `replica.fetch.response.max.bytes` 10 MiB, one fetch session per source broker)"
-	if tuned := append(append([]string(nil), k.daemon...), k.extra...); len(tuned) > 0 {
+	if tuned := append(append([]string(nil), k.Daemon...), k.Extra...); len(tuned) > 0 {
 		s += "; tuned: `" + strings.Join(tuned, "`, `") + "`"
 	}
 	return s
 }
 
-func (k kmirrorContender) Start(ctx context.Context, spec runSpec) (*process, error) {
-	port, err := freePort()
+// Start writes kmirror.yaml into spec.Dir and starts `kmirror run` with it.
+func (k Kmirror) Start(ctx context.Context, spec RunSpec) (*Process, error) {
+	port, err := FreePort()
 	if err != nil {
 		return nil, err
 	}
-	adminPort, err := freePort()
+	adminPort, err := FreePort()
 	if err != nil {
 		return nil, err
 	}
 	pprof := ""
-	if k.pprof {
+	if k.Pprof {
 		pprof = "http.pprof.enable: true\n"
 		if err := os.WriteFile(filepath.Join(spec.Dir, "http.address"), fmt.Appendf(nil, "127.0.0.1:%d", port), 0o600); err != nil {
 			return nil, err
 		}
 	}
-	for _, d := range k.daemon {
+	for _, d := range k.Daemon {
 		pprof += d + "\n"
 	}
 	cfg := pprof + fmt.Sprintf(`log.level: info
@@ -107,30 +118,30 @@ mirrors:
     bootstrap.servers: %s
     mirror.topics.include: %q
 `, port, adminPort, filepath.Join(spec.Dir, "state"), spec.Destination, spec.Source, quotedList(spec.Topics))
-	for _, e := range k.extra {
+	for _, e := range k.Extra {
 		cfg += "    " + e + "\n"
 	}
 	path := filepath.Join(spec.Dir, "kmirror.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		return nil, err
 	}
-	return startProcess(exec.Command(k.binary, "run", "--config", path), filepath.Join(spec.Dir, "kmirror.log"))
+	return startProcess(exec.Command(k.Binary, "run", "--config", path), filepath.Join(spec.Dir, "kmirror.log"))
 }
 
-// failoverer is a contender that can fail its topics over to the
+// Failoverer is a contender that can fail its topics over to the
 // destination (kmirror only: MirrorMaker 2 has no such operation, its
 // consumers translate offsets through checkpoints instead).
-type failoverer interface {
+type Failoverer interface {
 	// Failover fails every mirrored topic over and returns once every
 	// partition is STOPPED.
-	Failover(ctx context.Context, spec runSpec) error
+	Failover(ctx context.Context, spec RunSpec) error
 }
 
 // Failover runs `kmirror failover` against the daemon of spec, which
 // returns once every partition is STOPPED (open transactions aborted, last
 // mirrored offsets recorded, topics writable).
-func (k kmirrorContender) Failover(ctx context.Context, spec runSpec) error {
-	cmd := exec.CommandContext(ctx, k.binary, "failover", "--mirror", "bench", "--config", filepath.Join(spec.Dir, "kmirror.yaml"), "--json")
+func (k Kmirror) Failover(ctx context.Context, spec RunSpec) error {
+	cmd := exec.CommandContext(ctx, k.Binary, "failover", "--mirror", "bench", "--config", filepath.Join(spec.Dir, "kmirror.yaml"), "--json")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		if len(out) > 2000 {
@@ -141,60 +152,62 @@ func (k kmirrorContender) Failover(ctx context.Context, spec runSpec) error {
 	return nil
 }
 
-// mm2Contender runs MirrorMaker 2 in dedicated mode (what
+// MM2 runs MirrorMaker 2 in dedicated mode (what
 // connect-mirror-maker.sh runs), configured for throughput as its
 // documentation and the usual tuning guides say: identity replication
 // policy, one task per partition, the destination producer batching like
 // the source producer, large consumer fetches, and everything but the data
 // path (heartbeats, checkpoints, offset syncs, ACL sync) off.
-type mm2Contender struct {
-	libs     string // connect-mirror jars (scripts/mm2/fetch.sh)
-	java     string
-	maxTasks int    // 0: tasks.max = partitions
-	heap     string // -Xmx
-	version  string
-	// offsetSync turns on what an operator runs for failover: offset
+type MM2 struct {
+	Libs     string // connect-mirror jars (scripts/mm2/fetch.sh)
+	Java     string // the java binary
+	MaxTasks int    // 0: tasks.max = partitions
+	Heap     string // -Xmx
+	Version  string // connect-mirror's, for the report
+	// OffsetSync turns on what an operator runs for failover: offset
 	// syncs, checkpoints and group offset sync (contender mm2-sync).
-	offsetSync bool
+	OffsetSync bool
 }
 
-func (m mm2Contender) Name() string {
-	if m.offsetSync {
-		return contMM2Sync
+// Name is mm2, or mm2-sync with offset sync on.
+func (m MM2) Name() string {
+	if m.OffsetSync {
+		return report.MM2Sync
 	}
-	return contMM2
+	return report.MM2
 }
 
-func (m mm2Contender) Settings() string {
+// Settings lists MirrorMaker 2's tuning, for the report.
+func (m MM2) Settings() string {
 	return fmt.Sprintf("MirrorMaker 2 (`connect-mirror` %s from Maven Central) in dedicated mode, `org.apache.kafka.connect.mirror.MirrorMaker` as `connect-mirror-maker.sh` runs it "+
 		"(JVM `-Xmx%s` — the script's default 2g ran out of heap with 16 tasks on p500 — and G1 as `kafka-run-class.sh`); `IdentityReplicationPolicy`; `tasks.max` = partitions%s; "+
 		"destination producer `batch.size`, `linger.ms` and `compression.type` as the source producer's, `acks=all` (Connect's other producer defaults kept); "+
 		"source consumer `max.partition.fetch.bytes` 1 MiB, `fetch.max.bytes` 50 MiB, `max.poll.records` 2000; "+
-		"%s", m.version, m.heap, m.capNote(), m.syncNote())
+		"%s", m.Version, m.Heap, m.capNote(), m.syncNote())
 }
 
-func (m mm2Contender) syncNote() string {
-	if m.offsetSync {
+func (m MM2) syncNote() string {
+	if m.OffsetSync {
 		return "offset syncs, checkpoints and group offset sync on (every 1 s; `offset.lag.max` 100), heartbeats and ACL sync off"
 	}
 	return "heartbeats, checkpoints, offset syncs (`emit.offset-syncs.enabled=false`), group offset sync and ACL sync off"
 }
 
-func (m mm2Contender) capNote() string {
-	if m.maxTasks > 0 {
-		return fmt.Sprintf(" up to %d (each task has its own consumer, fetching up to 50 MiB, and its own producer, buffering up to 32 MiB; 2,000 tasks in one worker did not copy 20,000 records in 3 minutes)", m.maxTasks)
+func (m MM2) capNote() string {
+	if m.MaxTasks > 0 {
+		return fmt.Sprintf(" up to %d (each task has its own consumer, fetching up to 50 MiB, and its own producer, buffering up to 32 MiB; 2,000 tasks in one worker did not copy 20,000 records in 3 minutes)", m.MaxTasks)
 	}
 	return ""
 }
 
 // mm2Properties renders the mm2.properties of a run. Cluster aliases are
 // unique per run, so every run has fresh internal topics and worker group.
-func (m mm2Contender) mm2Properties(spec runSpec) string {
+func (m MM2) mm2Properties(spec RunSpec) string {
 	sc := spec.Scenario
 	src, dst := fmt.Sprintf("src%d", spec.Seq), fmt.Sprintf("dst%d", spec.Seq)
 	tasks := sc.Partitions
-	if m.maxTasks > 0 {
-		tasks = min(tasks, m.maxTasks)
+	if m.MaxTasks > 0 {
+		tasks = min(tasks, m.MaxTasks)
 	}
 	lines := []string{
 		"clusters = " + src + ", " + dst,
@@ -226,7 +239,7 @@ func (m mm2Contender) mm2Properties(spec runSpec) string {
 		src + ".consumer.fetch.max.bytes = 52428800",
 		src + ".consumer.max.poll.records = 2000",
 	}
-	if m.offsetSync {
+	if m.OffsetSync {
 		lines = append(lines,
 			"emit.offset-syncs.enabled = true",
 			"offset-syncs.topic.replication.factor = 1",
@@ -249,39 +262,44 @@ func (m mm2Contender) mm2Properties(spec runSpec) string {
 	return strings.Join(lines, "\n") + "\n"
 }
 
-func (m mm2Contender) Start(ctx context.Context, spec runSpec) (*process, error) {
+// Start writes mm2.properties into spec.Dir and starts MirrorMaker 2 in
+// dedicated mode with it.
+func (m MM2) Start(ctx context.Context, spec RunSpec) (*Process, error) {
 	path := filepath.Join(spec.Dir, "mm2.properties")
 	if err := os.WriteFile(path, []byte(m.mm2Properties(spec)), 0o600); err != nil {
 		return nil, err
 	}
 	// kafka-run-class.sh's defaults with connect-mirror-maker.sh's heap.
 	args := []string{
-		"-Xms256m", "-Xmx" + m.heap,
+		"-Xms256m", "-Xmx" + m.Heap,
 		"-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent",
 		"-Djava.awt.headless=true",
-		"-Dlog4j2.configurationFile=" + filepath.Join(m.libs, "log4j2.properties"),
-		"-cp", filepath.Join(m.libs, "*"),
+		"-Dlog4j2.configurationFile=" + filepath.Join(m.Libs, "log4j2.properties"),
+		"-cp", filepath.Join(m.Libs, "*"),
 		"org.apache.kafka.connect.mirror.MirrorMaker", path,
 	}
-	return startProcess(exec.Command(m.java, args...), filepath.Join(spec.Dir, "mm2.log"))
+	return startProcess(exec.Command(m.Java, args...), filepath.Join(spec.Dir, "mm2.log"))
 }
 
-// rawContender runs this program's raw forwarder (`kmirror-bench raw`) as
+// Raw runs this program's raw forwarder (`kmirror-bench raw`) as
 // its own process, so its CPU and memory are measured apart from the bench.
-type rawContender struct {
-	self     string
-	inflight int
+type Raw struct {
+	Self     string // this program's binary
+	InFlight int    // ProduceRequests in flight per destination broker
 }
 
-func (r rawContender) Name() string { return contRaw }
+// Name is raw.
+func (r Raw) Name() string { return report.Raw }
 
-func (r rawContender) Settings() string {
+// Settings describes the raw forwarder, for the report.
+func (r Raw) Settings() string {
 	return fmt.Sprintf("the raw limit: a franz-go program (`kmirror-bench raw`) that fetches the source's batches as a replica fetcher does (1 MiB per partition, 10 MiB per response, one fetch in flight) "+
-		"and produces them unchanged but for the producer fields (non-idempotent, `acks=all`), one batch per partition per ProduceRequest, %d requests in flight per destination broker; no state, no checks", r.inflight)
+		"and produces them unchanged but for the producer fields (non-idempotent, `acks=all`), one batch per partition per ProduceRequest, %d requests in flight per destination broker; no state, no checks", r.InFlight)
 }
 
-func (r rawContender) Start(ctx context.Context, spec runSpec) (*process, error) {
-	cmd := exec.Command(r.self, "raw", "-source", spec.Source, "-destination", spec.Destination, "-topics", strings.Join(spec.Topics, ","), "-inflight", fmt.Sprint(r.inflight))
+// Start starts `kmirror-bench raw` over spec.Topics.
+func (r Raw) Start(ctx context.Context, spec RunSpec) (*Process, error) {
+	cmd := exec.Command(r.Self, "raw", "-source", spec.Source, "-destination", spec.Destination, "-topics", strings.Join(spec.Topics, ","), "-inflight", fmt.Sprint(r.InFlight))
 	return startProcess(cmd, filepath.Join(spec.Dir, "raw.log"))
 }
 
@@ -296,7 +314,8 @@ func quotedList(topics []string) string {
 	return strings.Join(q, ", ")
 }
 
-func freePort() (int, error) {
+// FreePort returns a loopback TCP port that nothing listened on a moment ago.
+func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err
@@ -305,18 +324,18 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// contenderNames is the default order: ratios read best with the subject
+// Names is the default order: ratios read best with the subject
 // first.
 // mm2-sync is left out of the default list (-contenders names it).
-var contenderNames = []string{contKmirror, contMM2, contRaw, contMM2Sync}
+var Names = []string{report.Kmirror, report.MM2, report.Raw, report.MM2Sync}
 
-// parseContenders checks a comma-separated list of contender names.
-func parseContenders(list string) ([]string, error) {
+// ParseNames checks a comma-separated list of contender names.
+func ParseNames(list string) ([]string, error) {
 	var out []string
 	for n := range strings.SplitSeq(list, ",") {
 		n = strings.TrimSpace(n)
-		if !slices.Contains(contenderNames, n) {
-			return nil, fmt.Errorf("no contender %q; contenders are %s", n, strings.Join(contenderNames, ", "))
+		if !slices.Contains(Names, n) {
+			return nil, fmt.Errorf("no contender %q; contenders are %s", n, strings.Join(Names, ", "))
 		}
 		out = append(out, n)
 	}

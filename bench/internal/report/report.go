@@ -1,18 +1,25 @@
-package main
+// Package report holds what a bench run measured (Result, ScenarioResult,
+// Report) and writes it: the Markdown report with its tables and the verdicts
+// on the targets of issue #11, and the PNG charts drawn next to it.
+package report
 
 import (
 	"fmt"
 	"io"
 	"strings"
 	"time"
+
+	"github.com/kmirror/kmirror/bench/internal/proc"
+	"github.com/kmirror/kmirror/bench/internal/scenario"
+	"github.com/kmirror/kmirror/bench/internal/stats"
 )
 
 // Contender names, in report order. Ratios are taken to mm2 and to raw.
 const (
-	contKmirror = "kmirror"
-	contMM2     = "mm2"
-	contMM2Sync = "mm2-sync" // MirrorMaker 2 with offset sync and checkpoints on
-	contRaw     = "raw"
+	Kmirror = "kmirror"
+	MM2     = "mm2"
+	MM2Sync = "mm2-sync" // MirrorMaker 2 with offset sync and checkpoints on
+	Raw     = "raw"
 )
 
 // Result is one contender's run of one scenario.
@@ -65,19 +72,19 @@ type Latency struct {
 }
 
 // TotalMBps is the catch-up throughput from process start, in MB/s (10^6).
-func (r Result) TotalMBps() float64 { return rate(float64(r.Bytes)/1e6, r.Total) }
+func (r Result) TotalMBps() float64 { return stats.Rate(float64(r.Bytes)/1e6, r.Total) }
 
 // SteadyMBps is the catch-up throughput from the first record on.
 func (r Result) SteadyMBps() float64 {
 	if r.Records == 0 {
 		return 0
 	}
-	return rate(float64(r.SteadyRecords)*float64(r.Bytes)/float64(r.Records)/1e6, r.Steady)
+	return stats.Rate(float64(r.SteadyRecords)*float64(r.Bytes)/float64(r.Records)/1e6, r.Steady)
 }
 
 // TotalRecordsPerSec and SteadyRecordsPerSec are the same in records/s.
-func (r Result) TotalRecordsPerSec() float64  { return rate(float64(r.Records), r.Total) }
-func (r Result) SteadyRecordsPerSec() float64 { return rate(float64(r.SteadyRecords), r.Steady) }
+func (r Result) TotalRecordsPerSec() float64  { return stats.Rate(float64(r.Records), r.Total) }
+func (r Result) SteadyRecordsPerSec() float64 { return stats.Rate(float64(r.SteadyRecords), r.Steady) }
 
 // CPUPerGB is the mirror's CPU-seconds per GB (10^9 bytes) of payload; 0
 // when the run did not catch up (its CPU did not copy the backlog).
@@ -113,7 +120,7 @@ func (r Result) Verdict() string {
 
 // ScenarioResult is a scenario and the results of its contenders.
 type ScenarioResult struct {
-	Scenario Scenario
+	Scenario scenario.Scenario
 	// Load is how long loading the backlog took; SourceBatches the number
 	// of batches it made on the source (their mean size says what the
 	// mirrors were given).
@@ -134,17 +141,6 @@ func (s ScenarioResult) result(contender string) (Result, bool) {
 	return Result{}, false
 }
 
-// Machine describes where the bench ran.
-type Machine struct {
-	CPUs     int
-	CPUModel string
-	MemBytes int64
-	Kernel   string
-	GoVer    string
-	Java     string
-	LoadAvg  [2]string // at start and at end
-}
-
 // Report is everything the Markdown report is made of.
 type Report struct {
 	Title   string
@@ -156,7 +152,7 @@ type Report struct {
 	// WarmUps names the programs that copied each scenario's backlog
 	// once before its measured contenders (none: no such warm-up).
 	WarmUps     []string
-	Machine     Machine
+	Machine     proc.Machine
 	Conditions  string // free text about the run's conditions (noise, sharing)
 	Kafka       string // broker version and settings
 	Contenders  []string
@@ -191,7 +187,7 @@ func fmtFloat(v float64, digits int) string {
 
 // fmtRatio writes a/b as "2.41×", or "–" when undefined.
 func fmtRatio(a, b float64) string {
-	r, ok := ratio(a, b)
+	r, ok := stats.Ratio(a, b)
 	if !ok {
 		return "–"
 	}
@@ -200,7 +196,7 @@ func fmtRatio(a, b float64) string {
 
 // fmtPercent writes a/b as "87%", or "–" when undefined.
 func fmtPercent(a, b float64) string {
-	r, ok := ratio(a, b)
+	r, ok := stats.Ratio(a, b)
 	if !ok {
 		return "–"
 	}
@@ -223,7 +219,7 @@ func fmtMiB(n int64) string {
 	if n == 0 {
 		return "–"
 	}
-	return fmt.Sprintf("%.0f MiB", float64(n)/mib)
+	return fmt.Sprintf("%.0f MiB", float64(n)/scenario.MiB)
 }
 
 // WriteMarkdown renders the report.
@@ -274,9 +270,9 @@ func (r Report) WriteMarkdown(w io.Writer) error {
 			}
 			p(" %s |", fmtFloat(res.SteadyMBps(), 1))
 		}
-		k, _ := s.result(contKmirror)
-		m, _ := s.result(contMM2)
-		x, _ := s.result(contRaw)
+		k, _ := s.result(Kmirror)
+		m, _ := s.result(MM2)
+		x, _ := s.result(Raw)
 		p(" %s | %s | %s |\n", fmtRatio(k.SteadyMBps(), m.SteadyMBps()), fmtPercent(k.SteadyMBps(), x.SteadyMBps()), verdicts(s, r.Contenders))
 	}
 	p("\n")
@@ -296,13 +292,13 @@ func (r Report) WriteMarkdown(w io.Writer) error {
 			variant = " (quick variant: the sizes below, not the name's, apply)"
 		}
 		p("## %s\n\n%s%s. %d partitions; backlog %s records of %s (%s of payload), %s, %s",
-			sc.Name, sc.What, variant, sc.Partitions, fmtInt(sc.Records), sizeLabel(int64(sc.RecordSize)), sizeLabel(sc.PayloadBytes()), sc.Codec, sc.Batching())
+			sc.Name, sc.What, variant, sc.Partitions, fmtInt(sc.Records), scenario.SizeLabel(int64(sc.RecordSize)), scenario.SizeLabel(sc.PayloadBytes()), sc.Codec, sc.Batching())
 		if sc.RoundRobin {
 			p(", records spread round-robin over the partitions")
 		}
 		p(".")
 		if s.SourceBatches > 0 {
-			p(" Source batches average %s as stored (a sample of %s batches of partition 0); loading took %s.", sizeLabel(s.SourceBytes/s.SourceBatches), fmtInt(s.SourceBatches), fmtDur(s.Load))
+			p(" Source batches average %s as stored (a sample of %s batches of partition 0); loading took %s.", scenario.SizeLabel(s.SourceBytes/s.SourceBatches), fmtInt(s.SourceBatches), fmtDur(s.Load))
 		}
 		p("\n\n")
 		if s.Err != "" {
@@ -311,8 +307,8 @@ func (r Report) WriteMarkdown(w io.Writer) error {
 		}
 		p("| contender | total time | total MB/s | total records/s | steady MB/s | steady records/s | ÷ mm2 (steady) | ÷ raw (steady) | CPU s | CPU s/GB | ÷ mm2 (CPU/GB) | peak RSS | source broker CPU s | destination broker CPU s | destination |\n")
 		p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
-		m, _ := s.result(contMM2)
-		x, _ := s.result(contRaw)
+		m, _ := s.result(MM2)
+		x, _ := s.result(Raw)
 		for _, res := range s.Results {
 			p("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 				res.Contender, fmtDur(res.Total), fmtFloat(res.TotalMBps(), 1), fmtFloat(res.TotalRecordsPerSec(), 0),

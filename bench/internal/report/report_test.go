@@ -1,4 +1,4 @@
-package main
+package report
 
 import (
 	"bytes"
@@ -7,23 +7,26 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kmirror/kmirror/bench/internal/proc"
+	"github.com/kmirror/kmirror/bench/internal/scenario"
 )
 
 func sampleReport() Report {
-	sc := Scenario{Name: "1k-none-16k", What: "test", Partitions: 4, Records: 1_000_000, RecordSize: kib, Codec: "none", BatchSize: defaultBatch, Linger: defaultLinge, LatencyRate: 1000, LatencyFor: time.Second}
+	sc := scenario.Scenario{Name: "1k-none-16k", What: "test", Partitions: 4, Records: 1_000_000, RecordSize: scenario.KiB, Codec: "none", BatchSize: scenario.DefaultBatch, Linger: scenario.DefaultLinger, LatencyRate: 1000, LatencyFor: time.Second}
 	mk := func(name string, steady time.Duration, cpu time.Duration) Result {
-		return Result{Contender: name, Records: sc.Records, Bytes: sc.PayloadBytes(), Total: steady + 2*time.Second, Steady: steady, SteadyRecords: sc.Records, CPU: cpu, PeakRSS: 100 * mib}
+		return Result{Contender: name, Records: sc.Records, Bytes: sc.PayloadBytes(), Total: steady + 2*time.Second, Steady: steady, SteadyRecords: sc.Records, CPU: cpu, PeakRSS: 100 * scenario.MiB}
 	}
-	k := mk(contKmirror, 8*time.Second, 4*time.Second)
+	k := mk(Kmirror, 8*time.Second, 4*time.Second)
 	k.Latency = &Latency{Rate: 1000, Sent: 1000, Received: 1000, P50: 3 * time.Millisecond, P99: 12 * time.Millisecond, P999: 20 * time.Millisecond, Max: 25 * time.Millisecond}
-	m := mk(contMM2, 16*time.Second, 40*time.Second)
+	m := mk(MM2, 16*time.Second, 40*time.Second)
 	m.Lost, m.LostPartitions = 10, 1
-	x := mk(contRaw, 8*time.Second/2*2*5/5, 2*time.Second) // same as kmirror: 100%
+	x := mk(Raw, 8*time.Second/2*2*5/5, 2*time.Second) // same as kmirror: 100%
 	return Report{
-		Title: "t", Command: "make bench", Contenders: []string{contKmirror, contMM2, contRaw},
-		Settings:  map[string]string{contKmirror: "defaults", contMM2: "tuned", contRaw: "raw"},
-		Scenarios: []ScenarioResult{{Scenario: sc, Results: []Result{k, m, x}, SourceBatches: 10, SourceBytes: 160 * kib}, {Scenario: Scenario{Name: "broken"}, Err: "load failed"}},
-		Machine:   Machine{CPUs: 2, CPUModel: "AMD EPYC", MemBytes: 24 << 30},
+		Title: "t", Command: "make bench", Contenders: []string{Kmirror, MM2, Raw},
+		Settings:  map[string]string{Kmirror: "defaults", MM2: "tuned", Raw: "raw"},
+		Scenarios: []ScenarioResult{{Scenario: sc, Results: []Result{k, m, x}, SourceBatches: 10, SourceBytes: 160 * scenario.KiB}, {Scenario: scenario.Scenario{Name: "broken"}, Err: "load failed"}},
+		Machine:   proc.Machine{CPUs: 2, CPUModel: "AMD EPYC", MemBytes: 24 << 30},
 	}
 }
 
@@ -31,8 +34,8 @@ func sampleReport() Report {
 // 2's and over the raw limit's.
 func TestResultFiguresAndRatios(t *testing.T) {
 	r := sampleReport()
-	k, _ := r.Scenarios[0].result(contKmirror)
-	m, _ := r.Scenarios[0].result(contMM2)
+	k, _ := r.Scenarios[0].result(Kmirror)
+	m, _ := r.Scenarios[0].result(MM2)
 	if got := k.SteadyMBps(); math.Abs(got-128) > 1e-9 { // 1,024,000,000 bytes in 8 s
 		t.Errorf("kmirror steady %v MB/s, want 128", got)
 	}
@@ -164,42 +167,6 @@ func TestChartsArePNGsWithBarsInTheSeriesColours(t *testing.T) {
 	}
 }
 
-func TestSelectScenarios(t *testing.T) {
-	all, err := selectScenarios("all", false)
-	if err != nil || len(all) != len(scenarios) {
-		t.Fatalf("all: %d scenarios, %v", len(all), err)
-	}
-	quick, err := selectScenarios("", true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range quick {
-		if !s.InQuick {
-			t.Errorf("%s in the default quick set", s.Name)
-		}
-		if s.Records >= 1_000_000 {
-			t.Errorf("%s quick variant has %d records", s.Name, s.Records)
-		}
-	}
-	two, err := selectScenarios("p500, 1k-lz4-16k", true)
-	if err != nil || len(two) != 2 || two[0].Name != "p500" || two[0].Records != 100_000 {
-		t.Errorf("named quick selection = %+v, %v", two, err)
-	}
-	if _, err := selectScenarios("nope", false); err == nil || !strings.Contains(err.Error(), "p2000-little") {
-		t.Errorf("unknown scenario: %v, want an error listing the scenarios", err)
-	}
-	names := map[string]bool{}
-	for _, s := range scenarios {
-		if names[s.Name] {
-			t.Errorf("scenario %s twice", s.Name)
-		}
-		names[s.Name] = true
-		if s.Quick.Records == 0 || s.Records == 0 || s.Partitions == 0 || s.RecordSize < 8 {
-			t.Errorf("scenario %s is incomplete: %+v", s.Name, s)
-		}
-	}
-}
-
 // Targets are judged only on complete runs: below the bar is "not met",
 // with the figures; a scenario that did not run is "not measured".
 func TestTargetsJudgeCompleteRunsOnly(t *testing.T) {
@@ -237,11 +204,11 @@ func TestTargetsJudgeCompleteRunsOnly(t *testing.T) {
 
 // The failover target is judged only on the full-size scenario.
 func TestFailoverTargetNeedsTenThousandPartitions(t *testing.T) {
-	quick, err := selectScenarios("failover-10000", true)
+	quick, err := scenario.Select("failover-10000", true)
 	if err != nil || quick[0].Partitions != 1000 {
 		t.Fatalf("quick failover-10000 = %+v, %v; want 1000 partitions", quick, err)
 	}
-	full, _ := selectScenarios("failover-10000", false)
+	full, _ := scenario.Select("failover-10000", false)
 	find := func(ts []Target) Target {
 		for _, tg := range ts {
 			if strings.Contains(tg.What, "failover-10000") {
@@ -251,7 +218,7 @@ func TestFailoverTargetNeedsTenThousandPartitions(t *testing.T) {
 		t.Fatal("no failover target")
 		return Target{}
 	}
-	res := Result{Contender: contKmirror, Total: time.Minute, Failover: 12 * time.Second}
+	res := Result{Contender: Kmirror, Total: time.Minute, Failover: 12 * time.Second}
 	if got := find(judgeTargets([]ScenarioResult{{Scenario: quick[0], Results: []Result{res}}})); got.Verdict != "not measured" {
 		t.Errorf("quick variant: %+v, want not measured", got)
 	}
@@ -261,13 +228,5 @@ func TestFailoverTargetNeedsTenThousandPartitions(t *testing.T) {
 	res.Failover = 45 * time.Second
 	if got := find(judgeTargets([]ScenarioResult{{Scenario: full[0], Results: []Result{res}}})); got.Verdict != "not met" || !strings.Contains(got.Why, "45.0 s") {
 		t.Errorf("45 s: %+v, want not met with the figure", got)
-	}
-}
-
-func TestShellJoinQuotesWhatTheShellWouldSplit(t *testing.T) {
-	got := shellJoin([]string{"-quick", "-out", "docs/x", "-conditions", "a b's", "-label", ""})
-	want := `-quick -out docs/x -conditions 'a b'\''s' -label ''`
-	if got != want {
-		t.Errorf("shellJoin = %s, want %s", got, want)
 	}
 }

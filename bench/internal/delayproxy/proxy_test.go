@@ -1,4 +1,4 @@
-package main
+package delayproxy
 
 import (
 	"bytes"
@@ -26,7 +26,7 @@ func TestDelayProxyDelaysButKeepsEveryByte(t *testing.T) {
 			go func() { defer c.Close(); _, _ = io.Copy(c, c) }()
 		}
 	}()
-	p, err := startDelayProxy(echo.Addr().String())
+	p, err := Start(echo.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}

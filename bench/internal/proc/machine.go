@@ -1,4 +1,4 @@
-package main
+package proc
 
 import (
 	"bytes"
@@ -8,8 +8,19 @@ import (
 	"strings"
 )
 
-// describeMachine reads the machine's description from /proc.
-func describeMachine(java string) Machine {
+// Machine describes where the bench ran.
+type Machine struct {
+	CPUs     int
+	CPUModel string
+	MemBytes int64
+	Kernel   string
+	GoVer    string
+	Java     string
+	LoadAvg  [2]string // at start and at end
+}
+
+// DescribeMachine reads the machine's description from /proc.
+func DescribeMachine(java string) Machine {
 	m := Machine{CPUs: runtime.NumCPU(), GoVer: runtime.Version(), CPUModel: "unknown", Kernel: "unknown"}
 	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		m.CPUModel = cpuModel(b)
@@ -39,8 +50,8 @@ func cpuModel(cpuinfo []byte) string {
 	return "unknown"
 }
 
-// loadAverage returns the 1-minute load average from /proc/loadavg.
-func loadAverage() string {
+// LoadAverage returns the 1-minute load average from /proc/loadavg.
+func LoadAverage() string {
 	b, err := os.ReadFile("/proc/loadavg")
 	if err != nil {
 		return "?"

@@ -1,9 +1,12 @@
-package main
+package report
 
 import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/kmirror/kmirror/bench/internal/scenario"
+	"github.com/kmirror/kmirror/bench/internal/stats"
 )
 
 // Target is one acceptance target of issue #11, judged on a report's
@@ -25,12 +28,12 @@ func judgeTargets(scs []ScenarioResult) []Target {
 		t := Target{What: "kmirror ≥ 95% of the raw limit's steady throughput in every scenario"}
 		var below, ok []string
 		for _, s := range scs {
-			k, kok := s.result(contKmirror)
-			x, xok := s.result(contRaw)
+			k, kok := s.result(Kmirror)
+			x, xok := s.result(Raw)
 			if !kok || !xok || !k.OK() || !x.OK() {
 				continue
 			}
-			r, defined := ratio(k.SteadyMBps(), x.SteadyMBps())
+			r, defined := stats.Ratio(k.SteadyMBps(), x.SteadyMBps())
 			if !defined {
 				continue
 			}
@@ -49,13 +52,13 @@ func judgeTargets(scs []ScenarioResult) []Target {
 		t := Target{What: "kmirror ≥ 3× MirrorMaker 2's steady throughput and ≤ 1/10 of its CPU per GB, in every scenario"}
 		var below, ok []string
 		for _, s := range scs {
-			k, kok := s.result(contKmirror)
-			m, mok := s.result(contMM2)
+			k, kok := s.result(Kmirror)
+			m, mok := s.result(MM2)
 			if !kok || !mok || !k.OK() || !m.OK() {
 				continue
 			}
-			speed, d1 := ratio(k.SteadyMBps(), m.SteadyMBps())
-			cpu, d2 := ratio(k.CPUPerGB(), m.CPUPerGB())
+			speed, d1 := stats.Ratio(k.SteadyMBps(), m.SteadyMBps())
+			cpu, d2 := stats.Ratio(k.CPUPerGB(), m.CPUPerGB())
 			if !d1 || !d2 {
 				continue
 			}
@@ -76,7 +79,7 @@ func judgeTargets(scs []ScenarioResult) []Target {
 		measured, met := 0, true
 		for _, name := range []string{"p500", "p10000-idle"} {
 			s, found := scenarioNamed(scs, name)
-			k, kok := s.result(contKmirror)
+			k, kok := s.result(Kmirror)
 			switch {
 			case !found || !kok || k.Err != "":
 				figures = append(figures, name+" not measured")
@@ -84,7 +87,7 @@ func judgeTargets(scs []ScenarioResult) []Target {
 				figures = append(figures, fmt.Sprintf("%s not measured (this variant has %d partitions: %s)", name, s.Scenario.Partitions, fmtMiB(k.PeakRSS)))
 			default:
 				measured++
-				met = met && k.PeakRSS <= 256*mib
+				met = met && k.PeakRSS <= 256*scenario.MiB
 				figures = append(figures, fmt.Sprintf("%s %s", name, fmtMiB(k.PeakRSS)))
 			}
 		}
@@ -103,8 +106,8 @@ func judgeTargets(scs []ScenarioResult) []Target {
 	{
 		t := Target{What: "kmirror catches up 2,000 small partitions (p2000-little) faster than MirrorMaker 2 (total time from start)"}
 		s, found := scenarioNamed(scs, "p2000-little")
-		k, kok := s.result(contKmirror)
-		m, mok := s.result(contMM2)
+		k, kok := s.result(Kmirror)
+		m, mok := s.result(MM2)
 		if found && kok && mok && k.OK() && m.OK() {
 			label := fmt.Sprintf("kmirror %s, MirrorMaker 2 %s", fmtDur(k.Total), fmtDur(m.Total))
 			judge(&t, true, k.Total < m.Total, []string{label}, []string{label})
@@ -120,13 +123,13 @@ func judgeTargets(scs []ScenarioResult) []Target {
 		var bad, good []string
 		for _, name := range []string{"wan-dst-16k", "wan-src-16k", "wan-dst-256k"} {
 			base, bok := scenarioNamed(scs, "1k-none-"+name[strings.LastIndex(name, "-")+1:])
-			kb, kbok := base.result(contKmirror)
+			kb, kbok := base.result(Kmirror)
 			s, found := scenarioNamed(scs, name)
-			k, kok := s.result(contKmirror)
+			k, kok := s.result(Kmirror)
 			if !bok || !kbok || !kb.OK() || !found || !kok || !k.OK() {
 				continue
 			}
-			r, defined := ratio(k.SteadyMBps(), kb.SteadyMBps())
+			r, defined := stats.Ratio(k.SteadyMBps(), kb.SteadyMBps())
 			if !defined {
 				continue
 			}
@@ -147,7 +150,7 @@ func judgeTargets(scs []ScenarioResult) []Target {
 	{
 		t := Target{What: "kmirror fails 10,000 partitions over in under 30 s (failover-10000)"}
 		s, found := scenarioNamed(scs, "failover-10000")
-		k, kok := s.result(contKmirror)
+		k, kok := s.result(Kmirror)
 		switch {
 		case !found || !kok || !k.OK() || k.Failover == 0:
 			t.Verdict, t.Why = "not measured", "failover-10000 did not run, or kmirror failed"

@@ -1,4 +1,12 @@
-package main
+// Package raw is the raw limit: `kmirror-bench raw` fetches a topic's
+// batches from the source as a replica fetcher does and produces them to the
+// destination as they are (only the producer fields cleared, so the
+// destination takes them as non-idempotent batches), with several
+// ProduceRequests in flight per destination broker and so per partition. No
+// state, no offset checks, no transactions: the fastest a batch-forwarding
+// mirror can be on these clusters, with the same fetch sizes as kmirror's
+// defaults.
+package raw
 
 import (
 	"context"
@@ -18,17 +26,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmirror/kmirror/bench/internal/topics"
 	"github.com/kmirror/kmirror/core/batch"
 )
 
-// The raw limit: `kmirror-bench raw` fetches a topic's batches from the
-// source as a replica fetcher does and produces them to the destination as
-// they are (only the producer fields cleared, so the destination takes them
-// as non-idempotent batches), with several ProduceRequests in flight per
-// destination broker and so per partition. No state, no offset checks, no
-// transactions: the fastest a batch-forwarding mirror can be on these
-// clusters, with the same fetch sizes as kmirror's defaults.
-type rawOptions struct {
+// Options says what one forwarder copies, between which clusters, and how
+// much it keeps in flight and buffered.
+type Options struct {
 	Source, Destination string
 	Topic               string
 	InFlight            int
@@ -38,9 +42,11 @@ type rawOptions struct {
 	TotalQueue          int   // bytes buffered in all
 }
 
-func rawMain(args []string) error {
+// Main runs `kmirror-bench raw` with its command-line arguments: one
+// forwarder per topic, until the first fails or a signal stops them all.
+func Main(args []string) error {
 	fs := flag.NewFlagSet("raw", flag.ContinueOnError)
-	var o rawOptions
+	var o Options
 	fs.StringVar(&o.Source, "source", "", "source bootstrap servers")
 	fs.StringVar(&o.Destination, "destination", "", "destination bootstrap servers")
 	topics := fs.String("topics", "", "comma-separated topics to forward")
@@ -67,7 +73,7 @@ func rawMain(args []string) error {
 	for _, t := range list {
 		o := o
 		o.Topic = t
-		go func() { errs <- runRaw(ctx, o) }()
+		go func() { errs <- Run(ctx, o) }()
 	}
 	var err error
 	for range list {
@@ -92,7 +98,7 @@ type rawPartition struct {
 }
 
 type rawForwarder struct {
-	o       rawOptions
+	o       Options
 	topicID [16]byte
 	mu      sync.Mutex
 	cond    *sync.Cond
@@ -101,7 +107,9 @@ type rawForwarder struct {
 	failed  error
 }
 
-func runRaw(ctx context.Context, o rawOptions) error {
+// Run forwards o.Topic, creating it on the destination with the source's
+// partition count, until ctx ends or a fetch or produce fails.
+func Run(ctx context.Context, o Options) error {
 	// The destination topic is new: look it up again at once rather than
 	// after kgo's default 5 s.
 	fresh := kgo.MetadataMinAge(50 * time.Millisecond)
@@ -128,7 +136,7 @@ func runRaw(ctx context.Context, o rawOptions) error {
 	n := len(st.Partitions)
 	// In steps, as the bench creates the source topic: a KRaft controller
 	// refuses one CreateTopics of more than 10,000 partitions.
-	if err := createTopic(ctx, dadm, o.Topic, n); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+	if err := topics.Create(ctx, dadm, o.Topic, n); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 		return fmt.Errorf("raw: create destination topic: %w", err)
 	}
 	f := &rawForwarder{o: o, topicID: st.ID}

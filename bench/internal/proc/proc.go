@@ -1,4 +1,8 @@
-package main
+// Package proc reads what the bench measures of processes from /proc: the CPU
+// time and peak resident set of a process tree (TreeSampler), one process's
+// CPU time, the quiet gate that waits for the brokers to idle (WaitQuiet), and
+// the description of the machine (DescribeMachine).
+package proc
 
 import (
 	"bytes"
@@ -126,10 +130,10 @@ func descendants(root string, pid int) []int {
 	return out
 }
 
-// treeSampler follows the CPU time and peak RSS of a process and all its
+// TreeSampler follows the CPU time and peak RSS of a process and all its
 // descendants (kmirror runs its built-in plugins as child processes). A
 // descendant that exits keeps the last figures sampled for it.
-type treeSampler struct {
+type TreeSampler struct {
 	root string // "/proc"
 	pid  int
 
@@ -142,12 +146,14 @@ type treeSample struct {
 	hwm int64
 }
 
-func newTreeSampler(pid int) *treeSampler {
-	return &treeSampler{root: "/proc", pid: pid, seen: map[int]treeSample{}}
+// NewTreeSampler returns a sampler of pid's process tree; nothing is read
+// before the first Sample.
+func NewTreeSampler(pid int) *TreeSampler {
+	return &TreeSampler{root: "/proc", pid: pid, seen: map[int]treeSample{}}
 }
 
 // Sample reads every process of the tree once.
-func (s *treeSampler) Sample() {
+func (s *TreeSampler) Sample() {
 	for _, p := range descendants(s.root, s.pid) {
 		st, err := readStat(s.root, p)
 		if err != nil {
@@ -164,7 +170,7 @@ func (s *treeSampler) Sample() {
 
 // Totals returns the tree's CPU time and the sum of its processes' peak RSS
 // (an upper bound of the tree's peak: the peaks need not coincide).
-func (s *treeSampler) Totals() (cpu time.Duration, peakRSS int64) {
+func (s *TreeSampler) Totals() (cpu time.Duration, peakRSS int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, v := range s.seen {
@@ -174,8 +180,8 @@ func (s *treeSampler) Totals() (cpu time.Duration, peakRSS int64) {
 	return cpu, peakRSS
 }
 
-// processCPU returns the CPU time of one process (0 when it is gone).
-func processCPU(pid int) time.Duration {
+// ProcessCPU returns the CPU time of one process (0 when it is gone).
+func ProcessCPU(pid int) time.Duration {
 	if pid <= 0 {
 		return 0
 	}
@@ -186,9 +192,9 @@ func processCPU(pid int) time.Duration {
 	return st.CPU
 }
 
-// treeRSS returns the current resident set (VmRSS) of a process and its
+// TreeRSS returns the current resident set (VmRSS) of a process and its
 // descendants, in bytes.
-func treeRSS(pid int) int64 {
+func TreeRSS(pid int) int64 {
 	var total int64
 	for _, p := range descendants("/proc", pid) {
 		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p), "status"))
@@ -202,12 +208,12 @@ func treeRSS(pid int) int64 {
 	return total
 }
 
-// The quiet gate before each contender: every broker below quietCPU of one
-// core for quietFor in a row, waiting at most quietMax.
+// The quiet gate before each contender: every broker below QuietCPU of one
+// core for QuietFor in a row, waiting at most QuietMax.
 const (
-	quietCPU = 0.15
-	quietFor = 2 * time.Second
-	quietMax = 5 * time.Minute
+	QuietCPU = 0.15
+	QuietFor = 2 * time.Second
+	QuietMax = 5 * time.Minute
 )
 
 // drained says whether pid holds at most a quarter of the open files it may
@@ -245,16 +251,16 @@ func openFilesLimit(pid int) int {
 	return 0
 }
 
-// waitQuiet waits until every process in pids has used less than share of
+// WaitQuiet waits until every process in pids has used less than share of
 // one core over each second of a span of d, and every process in drain has
 // released its files (drained), or until max has passed or ctx ends. It
 // returns how long it waited and whether the processes were quiet.
-func waitQuiet(ctx context.Context, pids, drain []int, share float64, d, max time.Duration) (time.Duration, bool) {
+func WaitQuiet(ctx context.Context, pids, drain []int, share float64, d, max time.Duration) (time.Duration, bool) {
 	start := time.Now()
 	calm := time.Duration(0)
 	last := make([]time.Duration, len(pids))
 	for i, pid := range pids {
-		last[i] = processCPU(pid)
+		last[i] = ProcessCPU(pid)
 	}
 	for calm < d {
 		if time.Since(start) >= max {
@@ -269,7 +275,7 @@ func waitQuiet(ctx context.Context, pids, drain []int, share float64, d, max tim
 		span := time.Since(t0)
 		busy := false
 		for i, pid := range pids {
-			now := processCPU(pid)
+			now := ProcessCPU(pid)
 			if float64(now-last[i]) > share*float64(span) {
 				busy = true
 			}

@@ -1,15 +1,18 @@
-package main
+package contender
 
 import (
 	"strings"
 	"testing"
+
+	"github.com/kmirror/kmirror/bench/internal/report"
+	"github.com/kmirror/kmirror/bench/internal/scenario"
 )
 
-func mm2Spec() runSpec {
-	return runSpec{
+func mm2Spec() RunSpec {
+	return RunSpec{
 		Topics: []string{"bench-p100-1", "bench-p100-1-lat2"}, Seq: 7,
 		Source: "127.0.0.1:1", Destination: "127.0.0.1:2",
-		Scenario: Scenario{Partitions: 100, BatchSize: defaultBatch, Linger: defaultLinge, Codec: "lz4"},
+		Scenario: scenario.Scenario{Partitions: 100, BatchSize: scenario.DefaultBatch, Linger: scenario.DefaultLinger, Codec: "lz4"},
 	}
 }
 
@@ -17,7 +20,7 @@ func mm2Spec() runSpec {
 // up to the cap, the destination producer batching as the source producer,
 // both topics, and offset syncs off unless it is mm2-sync.
 func TestMM2PropertiesCarryTheTuningAndTheOffsetSyncSwitch(t *testing.T) {
-	props := mm2Contender{maxTasks: 32}.mm2Properties(mm2Spec())
+	props := MM2{MaxTasks: 32}.mm2Properties(mm2Spec())
 	for _, want := range []string{
 		"clusters = src7, dst7\n",
 		"src7->dst7.enabled = true\n",
@@ -38,13 +41,13 @@ func TestMM2PropertiesCarryTheTuningAndTheOffsetSyncSwitch(t *testing.T) {
 	if strings.Contains(props, "offset-syncs.topic") {
 		t.Error("offset-syncs.topic.* is set with offset syncs off (MirrorSourceConnector refuses that)")
 	}
-	if got := (mm2Contender{}).mm2Properties(mm2Spec()); !strings.Contains(got, "tasks.max = 100\n") {
+	if got := (MM2{}).mm2Properties(mm2Spec()); !strings.Contains(got, "tasks.max = 100\n") {
 		t.Error("without a cap tasks.max is not the partition count")
 	}
 
-	sync := mm2Contender{maxTasks: 32, offsetSync: true}
-	if sync.Name() != contMM2Sync {
-		t.Errorf("name %q, want %q", sync.Name(), contMM2Sync)
+	sync := MM2{MaxTasks: 32, OffsetSync: true}
+	if sync.Name() != report.MM2Sync {
+		t.Errorf("name %q, want %q", sync.Name(), report.MM2Sync)
 	}
 	props = sync.mm2Properties(mm2Spec())
 	for _, want := range []string{"emit.offset-syncs.enabled = true\n", "emit.checkpoints.enabled = true\n", "sync.group.offsets.enabled = true\n"} {
@@ -58,10 +61,10 @@ func TestQuotedListEscapesEachTopic(t *testing.T) {
 	if got := quotedList([]string{"a.b", "c+d"}); got != `a\.b, c\+d` {
 		t.Errorf("quotedList = %q", got)
 	}
-	if _, err := parseContenders("kmirror,mm2-sync"); err != nil {
+	if _, err := ParseNames("kmirror,mm2-sync"); err != nil {
 		t.Error(err)
 	}
-	if _, err := parseContenders("kmirror,mm3"); err == nil {
+	if _, err := ParseNames("kmirror,mm3"); err == nil {
 		t.Error("an unknown contender was accepted")
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package load
 
 import (
 	"context"
@@ -9,20 +9,24 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmirror/kmirror/bench/internal/report"
+	"github.com/kmirror/kmirror/bench/internal/scenario"
+	"github.com/kmirror/kmirror/bench/internal/stats"
 )
 
-// latencyPhase produces rate records/s of size bytes to topic on the source
+// LatencyPhase produces rate records/s of size bytes to topic on the source
 // for d, each value starting with its send time (Unix nanoseconds), and reads
 // them on the destination from the offsets in from, timing each record from
 // its send to its arrival. It waits up to grace after the last send for the
 // stragglers.
-func latencyPhase(ctx context.Context, srcOpts, dstOpts []kgo.Opt, topic string, from map[int32]int64, sc Scenario, grace time.Duration) (*Latency, error) {
+func LatencyPhase(ctx context.Context, srcOpts, dstOpts []kgo.Opt, topic string, from map[int32]int64, sc scenario.Scenario, grace time.Duration) (*report.Latency, error) {
 	codec := map[string]kgo.CompressionCodec{"none": kgo.NoCompression(), "lz4": kgo.Lz4Compression(), "zstd": kgo.ZstdCompression()}[sc.Codec]
 	prod, err := kgo.NewClient(append(srcOpts,
 		kgo.DefaultProduceTopic(topic),
 		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
-		kgo.ProducerLinger(defaultLinge),
-		kgo.ProducerBatchMaxBytes(defaultBatch),
+		kgo.ProducerLinger(scenario.DefaultLinger),
+		kgo.ProducerBatchMaxBytes(scenario.DefaultBatch),
 		kgo.ProducerBatchCompression(codec),
 	)...)
 	if err != nil {
@@ -113,8 +117,8 @@ func latencyPhase(ctx context.Context, srcOpts, dstOpts []kgo.Opt, topic string,
 	if v := produceErr.Load(); v != nil {
 		return nil, fmt.Errorf("latency producer: %w", v.(error))
 	}
-	q := quantiles(samples, 0.5, 0.99, 0.999, 1)
-	return &Latency{
+	q := stats.Quantiles(samples, 0.5, 0.99, 0.999, 1)
+	return &report.Latency{
 		Rate: sc.LatencyRate, Sent: sent.Load(), Received: received.Load(),
 		P50: q[0], P99: q[1], P999: q[2], Max: q[3], Duration: sc.LatencyFor,
 		ProducerSettings: fmt.Sprintf("franz-go producer, linger 5 ms, batches up to 16 KiB, %s", sc.Codec),

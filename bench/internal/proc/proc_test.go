@@ -1,4 +1,4 @@
-package main
+package proc
 
 import (
 	"os"
@@ -85,7 +85,7 @@ func TestTreeSamplerSumsTheProcessTreeAndRemembersExitedChildren(t *testing.T) {
 		102: {101, 50, 100},  // a grandchild: 0.5 s
 		200: {1, 9999, 9999}, // someone else
 	})
-	s := newTreeSampler(100)
+	s := NewTreeSampler(100)
 	s.root = root
 	s.Sample()
 	cpu, rss := s.Totals()
@@ -127,32 +127,6 @@ func TestReadProcOfThisProcess(t *testing.T) {
 	}
 }
 
-// A failed contender's log tail keeps its ERROR lines and the exceptions
-// under them, not MirrorMaker 2's expected checkpoint-connector refusal.
-func TestLogTailKeepsErrorsAndExceptions(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "mm2.log")
-	log := "[t] INFO config dump\n" +
-		"[t] ERROR Failed to configure MirrorCheckpointConnector connector for a->b (x)\n" +
-		"[t] ERROR WorkerSourceTask{id=MirrorSourceConnector-8} Task threw an uncaught and unrecoverable exception\n" +
-		"java.lang.OutOfMemoryError: Java heap space\n" +
-		"\tat java.base/java.nio.HeapByteBuffer.<init>(HeapByteBuffer.java:64)\n" +
-		"[t] INFO more\n"
-	if err := os.WriteFile(path, []byte(log), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	got := (&process{logPath: path}).logTail(10)
-	want := "[t] ERROR WorkerSourceTask{id=MirrorSourceConnector-8} Task threw an uncaught and unrecoverable exception\njava.lang.OutOfMemoryError: Java heap space"
-	if got != want {
-		t.Errorf("logTail =\n%s\nwant\n%s", got, want)
-	}
-	if err := os.WriteFile(path, []byte("line 1\nline 2\nline 3\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if got := (&process{logPath: path}).logTail(2); got != "line 2\nline 3" {
-		t.Errorf("logTail without errors = %q, want the last two lines", got)
-	}
-}
-
 func TestWaitQuietWaitsWhileAProcessIsBusy(t *testing.T) {
 	ctx := t.Context()
 	// Two spinners and a low threshold: on a machine loaded by other
@@ -165,7 +139,7 @@ func TestWaitQuietWaitsWhileAProcessIsBusy(t *testing.T) {
 			}
 		})
 	}
-	waited, quiet := waitQuiet(ctx, []int{os.Getpid()}, []int{os.Getpid()}, 0.05, time.Second, 2500*time.Millisecond)
+	waited, quiet := WaitQuiet(ctx, []int{os.Getpid()}, []int{os.Getpid()}, 0.05, time.Second, 2500*time.Millisecond)
 	stop.Store(true)
 	spinners.Wait()
 	if quiet {
@@ -174,7 +148,7 @@ func TestWaitQuietWaitsWhileAProcessIsBusy(t *testing.T) {
 	if waited < 2500*time.Millisecond {
 		t.Fatalf("gave up after %s, before the 2.5 s bound", waited)
 	}
-	waited, quiet = waitQuiet(ctx, []int{os.Getpid()}, []int{os.Getpid()}, 0.05, time.Second, 30*time.Second)
+	waited, quiet = WaitQuiet(ctx, []int{os.Getpid()}, []int{os.Getpid()}, 0.05, time.Second, 30*time.Second)
 	if !quiet {
 		t.Fatalf("an idle process was not judged quiet within %s", waited)
 	}

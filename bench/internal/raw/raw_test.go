@@ -1,4 +1,4 @@
-package main
+package raw
 
 import (
 	"bytes"
@@ -38,7 +38,7 @@ func TestRawForwarderCopiesEveryPartitionInOrder(t *testing.T) {
 	fctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
-		done <- runRaw(fctx, rawOptions{
+		done <- Run(fctx, Options{
 			Source: strings.Join(src.ListenAddrs(), ","), Destination: strings.Join(dst.ListenAddrs(), ","), Topic: topic,
 			InFlight: 5, FetchMaxBytes: 8 << 10, ResponseMaxBytes: 64 << 10, PartitionQueue: 32 << 10, TotalQueue: 64 << 10,
 		})

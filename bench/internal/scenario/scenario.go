@@ -1,4 +1,8 @@
-package main
+// Package scenario lists what the bench measures: each scenario's topic
+// shape, backlog, source batching and extra phases (latency, WAN round trip,
+// failover, idle), its quick variant, and the selection that the -scenarios
+// and -quick flags make.
+package scenario
 
 import (
 	"fmt"
@@ -84,74 +88,76 @@ func (s Scenario) quick() Scenario {
 
 // Batching describes the source batches.
 func (s Scenario) Batching() string {
-	return fmt.Sprintf("batch.size %s, linger.ms %d", sizeLabel(int64(s.BatchSize)), s.Linger.Milliseconds())
+	return fmt.Sprintf("batch.size %s, linger.ms %d", SizeLabel(int64(s.BatchSize)), s.Linger.Milliseconds())
 }
 
+// Binary byte units, as the report writes sizes.
 const (
-	kib = 1 << 10
-	mib = 1 << 20
+	KiB = 1 << 10
+	MiB = 1 << 20
 )
 
 // Source batching: large batches, and the Java producer's defaults (what
 // most clusters hold).
 const (
-	largeBatch   = 256 * kib
-	largeLinger  = 50 * time.Millisecond
-	defaultBatch = 16 * kib
-	defaultLinge = 5 * time.Millisecond
+	LargeBatch    = 256 * KiB
+	LargeLinger   = 50 * time.Millisecond
+	DefaultBatch  = 16 * KiB
+	DefaultLinger = 5 * time.Millisecond
 )
 
 // scenarios is the full list, in report order. Records are 1 KiB unless
 // said otherwise; 1,000,000 of them is about 1 GB.
 var scenarios = []Scenario{
-	{Name: "1k-none-256k", What: "1 KiB records, uncompressed, large source batches", Partitions: 4, Records: 1_000_000, RecordSize: kib, Codec: "none", BatchSize: largeBatch, Linger: largeLinger,
+	{Name: "1k-none-256k", What: "1 KiB records, uncompressed, large source batches", Partitions: 4, Records: 1_000_000, RecordSize: KiB, Codec: "none", BatchSize: LargeBatch, Linger: LargeLinger,
 		Quick: Variant{Records: 100_000}, InQuick: true},
-	{Name: "1k-lz4-256k", What: "1 KiB records, lz4, large source batches", Partitions: 4, Records: 1_000_000, RecordSize: kib, Codec: "lz4", BatchSize: largeBatch, Linger: largeLinger,
+	{Name: "1k-lz4-256k", What: "1 KiB records, lz4, large source batches", Partitions: 4, Records: 1_000_000, RecordSize: KiB, Codec: "lz4", BatchSize: LargeBatch, Linger: LargeLinger,
 		Quick: Variant{Records: 100_000}},
-	{Name: "1k-zstd-256k", What: "1 KiB records, zstd, large source batches", Partitions: 4, Records: 1_000_000, RecordSize: kib, Codec: "zstd", BatchSize: largeBatch, Linger: largeLinger,
+	{Name: "1k-zstd-256k", What: "1 KiB records, zstd, large source batches", Partitions: 4, Records: 1_000_000, RecordSize: KiB, Codec: "zstd", BatchSize: LargeBatch, Linger: LargeLinger,
 		Quick: Variant{Records: 100_000}},
-	{Name: "1k-none-16k", What: "1 KiB records, uncompressed, producer-default source batches", Partitions: 4, Records: 1_000_000, RecordSize: kib, Codec: "none", BatchSize: defaultBatch, Linger: defaultLinge,
+	{Name: "1k-none-16k", What: "1 KiB records, uncompressed, producer-default source batches", Partitions: 4, Records: 1_000_000, RecordSize: KiB, Codec: "none", BatchSize: DefaultBatch, Linger: DefaultLinger,
 		LatencyRate: 5000, LatencyFor: time.Minute, Quick: Variant{Records: 100_000, LatencyFor: 5 * time.Second}, InQuick: true},
-	{Name: "1k-lz4-16k", What: "1 KiB records, lz4, producer-default source batches", Partitions: 4, Records: 1_000_000, RecordSize: kib, Codec: "lz4", BatchSize: defaultBatch, Linger: defaultLinge,
+	{Name: "1k-lz4-16k", What: "1 KiB records, lz4, producer-default source batches", Partitions: 4, Records: 1_000_000, RecordSize: KiB, Codec: "lz4", BatchSize: DefaultBatch, Linger: DefaultLinger,
 		Quick: Variant{Records: 100_000}},
-	{Name: "1k-zstd-16k", What: "1 KiB records, zstd, producer-default source batches", Partitions: 4, Records: 1_000_000, RecordSize: kib, Codec: "zstd", BatchSize: defaultBatch, Linger: defaultLinge,
+	{Name: "1k-zstd-16k", What: "1 KiB records, zstd, producer-default source batches", Partitions: 4, Records: 1_000_000, RecordSize: KiB, Codec: "zstd", BatchSize: DefaultBatch, Linger: DefaultLinger,
 		Quick: Variant{Records: 100_000}},
-	{Name: "100b-none-16k", What: "100-byte records, uncompressed, producer-default source batches", Partitions: 4, Records: 5_000_000, RecordSize: 100, Codec: "none", BatchSize: defaultBatch, Linger: defaultLinge,
+	{Name: "100b-none-16k", What: "100-byte records, uncompressed, producer-default source batches", Partitions: 4, Records: 5_000_000, RecordSize: 100, Codec: "none", BatchSize: DefaultBatch, Linger: DefaultLinger,
 		Quick: Variant{Records: 500_000}},
 	// At 50 ms the backlogs are smaller: a mirror that keeps offsets moves
-	// at most 5 batches per partition per round trip (see Target), so a
-	// 1 GB backlog of 16 KiB batches would take minutes per contender.
-	{Name: "wan-dst-16k", What: "50 ms round trip between the mirror and the destination, 1 KiB records, producer-default source batches", Partitions: 4, Records: 300_000, RecordSize: kib, Codec: "none", BatchSize: defaultBatch, Linger: defaultLinge,
+	// at most 5 batches per partition per round trip (see the WAN target in
+	// report.judgeTargets), so a 1 GB backlog of 16 KiB batches would take
+	// minutes per contender.
+	{Name: "wan-dst-16k", What: "50 ms round trip between the mirror and the destination, 1 KiB records, producer-default source batches", Partitions: 4, Records: 300_000, RecordSize: KiB, Codec: "none", BatchSize: DefaultBatch, Linger: DefaultLinger,
 		DestinationRTT: 50 * time.Millisecond, Quick: Variant{Records: 100_000}},
-	{Name: "wan-src-16k", What: "50 ms round trip between the mirror and the source, 1 KiB records, producer-default source batches", Partitions: 4, Records: 300_000, RecordSize: kib, Codec: "none", BatchSize: defaultBatch, Linger: defaultLinge,
+	{Name: "wan-src-16k", What: "50 ms round trip between the mirror and the source, 1 KiB records, producer-default source batches", Partitions: 4, Records: 300_000, RecordSize: KiB, Codec: "none", BatchSize: DefaultBatch, Linger: DefaultLinger,
 		SourceRTT: 50 * time.Millisecond, Quick: Variant{Records: 100_000}},
-	{Name: "wan-dst-256k", What: "50 ms round trip between the mirror and the destination, 1 KiB records, large source batches", Partitions: 4, Records: 1_000_000, RecordSize: kib, Codec: "none", BatchSize: largeBatch, Linger: largeLinger,
+	{Name: "wan-dst-256k", What: "50 ms round trip between the mirror and the destination, 1 KiB records, large source batches", Partitions: 4, Records: 1_000_000, RecordSize: KiB, Codec: "none", BatchSize: LargeBatch, Linger: LargeLinger,
 		DestinationRTT: 50 * time.Millisecond, Quick: Variant{Records: 200_000}},
-	{Name: "p100", What: "100 partitions with a backlog", Partitions: 100, Records: 1_000_000, RecordSize: kib, Codec: "none", BatchSize: defaultBatch, Linger: defaultLinge,
+	{Name: "p100", What: "100 partitions with a backlog", Partitions: 100, Records: 1_000_000, RecordSize: KiB, Codec: "none", BatchSize: DefaultBatch, Linger: DefaultLinger,
 		LatencyRate: 5000, LatencyFor: time.Minute, Quick: Variant{Records: 100_000, LatencyFor: 5 * time.Second}, InQuick: true},
-	{Name: "p500", What: "500 partitions with a backlog", Partitions: 500, Records: 1_000_000, RecordSize: kib, Codec: "none", BatchSize: defaultBatch, Linger: defaultLinge,
+	{Name: "p500", What: "500 partitions with a backlog", Partitions: 500, Records: 1_000_000, RecordSize: KiB, Codec: "none", BatchSize: DefaultBatch, Linger: DefaultLinger,
 		Quick: Variant{Records: 100_000}},
-	{Name: "p2000", What: "2,000 partitions with a backlog", Partitions: 2000, Records: 1_000_000, RecordSize: kib, Codec: "none", BatchSize: defaultBatch, Linger: defaultLinge,
+	{Name: "p2000", What: "2,000 partitions with a backlog", Partitions: 2000, Records: 1_000_000, RecordSize: KiB, Codec: "none", BatchSize: DefaultBatch, Linger: DefaultLinger,
 		Quick: Variant{Records: 200_000}},
-	{Name: "p2000-little", What: "2,000 partitions with 10 records each", Partitions: 2000, Records: 20_000, RecordSize: kib, Codec: "none", BatchSize: defaultBatch, Linger: defaultLinge, RoundRobin: true,
+	{Name: "p2000-little", What: "2,000 partitions with 10 records each", Partitions: 2000, Records: 20_000, RecordSize: KiB, Codec: "none", BatchSize: DefaultBatch, Linger: DefaultLinger, RoundRobin: true,
 		Quick: Variant{Records: 20_000}},
-	{Name: "p10000-idle", What: "10,000 partitions with one record each, then a minute with nothing to copy", Partitions: 10_000, Records: 10_000, RecordSize: kib, Codec: "none", BatchSize: defaultBatch, Linger: defaultLinge, RoundRobin: true,
+	{Name: "p10000-idle", What: "10,000 partitions with one record each, then a minute with nothing to copy", Partitions: 10_000, Records: 10_000, RecordSize: KiB, Codec: "none", BatchSize: DefaultBatch, Linger: DefaultLinger, RoundRobin: true,
 		IdleFor: time.Minute, Quick: Variant{Records: 1000, Partitions: 1000}},
-	{Name: "failover-1000", What: "failover of 1,000 partitions (10 records each) after the catch-up", Partitions: 1000, Records: 10_000, RecordSize: kib, Codec: "none", BatchSize: defaultBatch, Linger: defaultLinge, RoundRobin: true,
+	{Name: "failover-1000", What: "failover of 1,000 partitions (10 records each) after the catch-up", Partitions: 1000, Records: 10_000, RecordSize: KiB, Codec: "none", BatchSize: DefaultBatch, Linger: DefaultLinger, RoundRobin: true,
 		Failover: true, Quick: Variant{Records: 2_000, Partitions: 200}},
-	{Name: "failover-10000", What: "failover of 10,000 partitions (10 records each) after the catch-up", Partitions: 10_000, Records: 100_000, RecordSize: kib, Codec: "none", BatchSize: defaultBatch, Linger: defaultLinge, RoundRobin: true,
+	{Name: "failover-10000", What: "failover of 10,000 partitions (10 records each) after the catch-up", Partitions: 10_000, Records: 100_000, RecordSize: KiB, Codec: "none", BatchSize: DefaultBatch, Linger: DefaultLinger, RoundRobin: true,
 		Failover: true, Quick: Variant{Records: 10_000, Partitions: 1000}},
 }
 
-// notYetMeasured lists the scenarios of issue #11 the bench does not run yet.
-var notYetMeasured = []string{
+// NotYetMeasured lists the scenarios of issue #11 the bench does not run yet.
+var NotYetMeasured = []string{
 	"MirrorMaker 2 with offset sync on is a contender (mm2-sync) that no default run includes: `-contenders kmirror,mm2,mm2-sync,raw`",
 }
 
-// selectScenarios returns the scenarios named in list (comma-separated;
+// Select returns the scenarios named in list (comma-separated;
 // "all" for every one; "" for the default set: all, or the InQuick ones when
 // quick), each in its quick variant when quick.
-func selectScenarios(list string, quick bool) ([]Scenario, error) {
+func Select(list string, quick bool) ([]Scenario, error) {
 	var out []Scenario
 	switch list {
 	case "", "all":
@@ -186,17 +192,17 @@ func selectScenarios(list string, quick bool) ([]Scenario, error) {
 	return out, nil
 }
 
-// sizeLabel writes a byte count the way the report does: 16 KiB, 1.0 MiB.
-func sizeLabel(n int64) string {
+// SizeLabel writes a byte count the way the report does: 16 KiB, 1.0 MiB.
+func SizeLabel(n int64) string {
 	switch {
-	case n >= mib && n%mib == 0:
-		return fmt.Sprintf("%d MiB", n/mib)
-	case n >= mib:
-		return fmt.Sprintf("%.1f MiB", float64(n)/mib)
-	case n >= kib && n%kib == 0:
-		return fmt.Sprintf("%d KiB", n/kib)
-	case n >= kib:
-		return fmt.Sprintf("%.1f KiB", float64(n)/kib)
+	case n >= MiB && n%MiB == 0:
+		return fmt.Sprintf("%d MiB", n/MiB)
+	case n >= MiB:
+		return fmt.Sprintf("%.1f MiB", float64(n)/MiB)
+	case n >= KiB && n%KiB == 0:
+		return fmt.Sprintf("%d KiB", n/KiB)
+	case n >= KiB:
+		return fmt.Sprintf("%.1f KiB", float64(n)/KiB)
 	default:
 		return fmt.Sprintf("%d B", n)
 	}

@@ -1,4 +1,4 @@
-package main
+package report
 
 import (
 	"fmt"
@@ -12,6 +12,8 @@ import (
 	"golang.org/x/image/font"
 	"golang.org/x/image/font/basicfont"
 	"golang.org/x/image/math/fixed"
+
+	"github.com/kmirror/kmirror/bench/internal/scenario"
 )
 
 // barChart is a horizontal grouped bar chart: one group of bars per
@@ -164,7 +166,7 @@ func reportCharts(r Report) map[string]barChart {
 		"cpu-per-gb.png": {Title: "Mirror CPU-seconds per GB of payload (lower is better)", Unit: "s/GB", Groups: groups, Series: r.Contenders, Digits: 1,
 			Values: values(Result.CPUPerGB)},
 		"peak-rss.png": {Title: "Mirror peak RSS in MiB (lower is better)", Unit: "MiB", Groups: groups, Series: r.Contenders, Digits: 0,
-			Values: values(func(res Result) float64 { return float64(res.PeakRSS) / mib })},
+			Values: values(func(res Result) float64 { return float64(res.PeakRSS) / scenario.MiB })},
 	}
 	var latGroups []string
 	var latValues [][]float64
