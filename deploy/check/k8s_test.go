@@ -122,7 +122,9 @@ func checkDeployment(t *testing.T, where string, o objects) (config []byte, secr
 		t.Fatalf("%s: %d Deployments, want 1", where, len(o.deployments))
 	}
 	d := o.deployments[0]
-	errorf := func(format string, args ...any) { t.Errorf("%s: Deployment %s: "+format, append([]any{where, d.Name}, args...)...) }
+	errorf := func(format string, args ...any) {
+		t.Errorf("%s: Deployment %s: "+format, append([]any{where, d.Name}, args...)...)
+	}
 	if d.Spec.Replicas == nil || *d.Spec.Replicas != 1 {
 		errorf("replicas must be 1 (the file state store belongs to one process)")
 	}
