@@ -94,11 +94,11 @@ func queryProblems(q string, metrics map[string]string) []string {
 		selectors++
 		name := vs.Name
 		for _, m := range vs.LabelMatchers {
-			if m.Name == labels.MetricName && m.Type != labels.MatchEqual {
+			if m.Name == model.MetricNameLabel && m.Type != labels.MatchEqual {
 				problems = append(problems, fmt.Sprintf("selector %s matches metric names by %s; name the metric so the check can see it", vs, m.Type))
 				return nil
 			}
-			if m.Name == labels.MetricName {
+			if m.Name == model.MetricNameLabel {
 				name = m.Value
 			}
 		}
