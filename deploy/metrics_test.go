@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -230,13 +231,16 @@ mirrors:
 	var samples string
 	kfaketest.WaitFor(t, "a scrape showing records mirrored, a group synced and ACLs synced", func() (bool, string) {
 		families, samples = scrape(t, "http://"+addr+"/metrics")
-		done := strings.Contains(samples, `kmirror_mirrored_offsets_total{mirror="m1"} 50`) &&
-			strings.Contains(samples, `kmirror_group_offset_sync_groups{kind="consumer",mirror="m1"} 1`) &&
-			families["kmirror_acls_synced"] != ""
+		done := mirroredAll.MatchString(samples) && groupSynced.MatchString(samples) && families["kmirror_acls_synced"] != ""
 		return done, samples
 	})
 	return families
 }
+
+var (
+	mirroredAll = regexp.MustCompile(`(?m)^kmirror_mirrored_offsets_total\{[^}]*mirror="m1"[^}]*\} 50$`)
+	groupSynced = regexp.MustCompile(`(?m)^kmirror_group_offset_sync_groups\{[^}]*kind="consumer"[^}]*\} 1$`)
+)
 
 // scrape returns the families (name → type) and the text of one scrape.
 func scrape(t *testing.T, url string) (map[string]string, string) {

@@ -24,7 +24,9 @@ echo "deploy-check: building kmirror"
 go build -o "$tmp/kmirror" ./cmd/kmirror
 
 echo "deploy-check: deploy/check (dashboard, rules, Kubernetes, Helm, Dockerfile)"
-(cd deploy/check && GOWORK=off KMIRROR_BIN="$tmp/kmirror" go test -count=1 ./...)
+staticcheck=$(go tool -n staticcheck) # pinned in the daemon's go.mod
+(cd deploy/check && GOWORK=off go vet ./... && GOWORK=off "$staticcheck" ./... &&
+  GOWORK=off KMIRROR_BIN="$tmp/kmirror" go test -count=1 ./...)
 
 if ! command -v systemd-analyze >/dev/null 2>&1; then
   echo "deploy-check: installing Debian's systemd package for systemd-analyze"
