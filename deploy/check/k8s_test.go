@@ -374,31 +374,94 @@ func TestChartRendersStrictlyAndDeploys(t *testing.T) {
 			t.Errorf("helm lint: %v", m)
 		}
 	}
-	ch, err := loader.Load(dir)
-	if err != nil {
-		t.Fatalf("loading the chart: %v", err)
-	}
-	vals, err := chartutil.ToRenderValues(ch, nil, chartutil.ReleaseOptions{Name: "kmirror", Namespace: "kmirror", IsInstall: true, Revision: 1}, chartutil.DefaultCapabilities)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rendered, err := engine.Render(ch, vals)
-	if err != nil {
-		t.Fatalf("rendering the chart: %v", err)
-	}
-	var objs []runtime.Object
-	for name, text := range rendered {
-		if !strings.HasSuffix(name, ".yaml") {
-			continue
-		}
-		objs = append(objs, decodeAll(t, name, []byte(text))...)
-	}
-	o := sortObjects(objs)
+	o := renderChart(t, nil)
 	config, secretDir, secret := checkDeployment(t, "chart", o)
 	if secret != nil {
 		validateConfig(t, "chart", config, secretDir, secret)
 	}
 	if n := len(o.others); n != 1 {
 		t.Errorf("chart: %d objects besides the Deployment, ConfigMap, Secret and PVC, want 1 (the Service)", n)
+	}
+}
+
+// renderChart renders the chart with vals over its defaults and decodes
+// every rendered object strictly.
+func renderChart(t *testing.T, vals map[string]any) objects {
+	t.Helper()
+	ch, err := loader.Load(filepath.Join(deployDir, chartDir))
+	if err != nil {
+		t.Fatalf("loading the chart: %v", err)
+	}
+	rv, err := chartutil.ToRenderValues(ch, vals, chartutil.ReleaseOptions{Name: "kmirror", Namespace: "kmirror", IsInstall: true, Revision: 1}, chartutil.DefaultCapabilities)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rendered, err := engine.Render(ch, rv)
+	if err != nil {
+		t.Fatalf("rendering the chart: %v", err)
+	}
+	var objs []runtime.Object
+	for name, text := range rendered {
+		if strings.HasSuffix(name, ".yaml") {
+			objs = append(objs, decodeAll(t, name, []byte(text))...)
+		}
+	}
+	return sortObjects(objs)
+}
+
+// TestChartValuesChangeWhatTheyShould renders the chart with the values an
+// operator changes first and checks each takes effect, every object still
+// decoding strictly.
+func TestChartValuesChangeWhatTheyShould(t *testing.T) {
+	t.Parallel()
+	o := renderChart(t, map[string]any{
+		"image":          map[string]any{"repository": "registry.internal/kmirror", "tag": "1.2.3"},
+		"existingSecret": "kafka-credentials",
+		"persistence":    map[string]any{"existingClaim": "kmirror-data"},
+		"resources":      map[string]any{"limits": map[string]any{"memory": "4Gi"}},
+		"podAnnotations": map[string]any{"team": "streaming"},
+	})
+	if len(o.deployments) != 1 {
+		t.Fatalf("%d Deployments", len(o.deployments))
+	}
+	d := o.deployments[0]
+	c := d.Spec.Template.Spec.Containers[0]
+	if c.Image != "registry.internal/kmirror:1.2.3" {
+		t.Errorf("image %s", c.Image)
+	}
+	if len(o.secrets) != 0 || len(o.pvcs) != 0 {
+		t.Errorf("with existingSecret and existingClaim the chart still renders %d Secrets and %d claims", len(o.secrets), len(o.pvcs))
+	}
+	for _, v := range d.Spec.Template.Spec.Volumes {
+		if v.Secret != nil && v.Secret.SecretName != "kafka-credentials" {
+			t.Errorf("credentials from Secret %s, want existingSecret", v.Secret.SecretName)
+		}
+		if v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName != "kmirror-data" {
+			t.Errorf("state on claim %s, want existingClaim", v.PersistentVolumeClaim.ClaimName)
+		}
+	}
+	if got := c.Resources.Limits.Memory().String(); got != "4Gi" {
+		t.Errorf("memory limit %s", got)
+	}
+	if a := d.Spec.Template.Annotations; a["team"] != "streaming" || a["prometheus.io/scrape"] != "true" || a["checksum/config"] == "" {
+		t.Errorf("pod annotations %v", a)
+	}
+
+	// Without persistence (only for a state store plugin) state.dir is an emptyDir.
+	o = renderChart(t, map[string]any{"persistence": map[string]any{"enabled": false}})
+	for _, v := range o.deployments[0].Spec.Template.Spec.Volumes {
+		if v.Name == "state" && v.EmptyDir == nil {
+			t.Errorf("persistence.enabled=false: the state volume is %+v", v.VolumeSource)
+		}
+	}
+	if len(o.pvcs) != 0 {
+		t.Errorf("persistence.enabled=false still renders a claim")
+	}
+
+	// A changed config changes the checksum, so the pod restarts with it.
+	before := renderChart(t, nil).deployments[0].Spec.Template.Annotations["checksum/config"]
+	after := renderChart(t, map[string]any{"config": map[string]any{"log.level": "debug"}}).deployments[0].Spec.Template.Annotations["checksum/config"]
+	if before == after {
+		t.Error("checksum/config does not change with the config")
 	}
 }

@@ -160,9 +160,21 @@ func dashboardQueries(t *testing.T) map[string]string {
 		t.Fatalf("%s: %v", dashboardFile, err)
 	}
 	out := map[string]string{}
+	ids := map[int]string{}
 	var walk func([]panel)
 	walk = func(ps []panel) {
 		for _, p := range ps {
+			// What Grafana needs to lay out and query the panel.
+			if other, dup := ids[p.ID]; dup || p.ID == 0 {
+				t.Errorf("%s: panel %q has id %d (also %q); ids must be unique and non-zero", dashboardFile, p.Title, p.ID, other)
+			}
+			ids[p.ID] = p.Title
+			if g := p.GridPos; g.W <= 0 || g.H <= 0 || g.X < 0 || g.X+g.W > 24 {
+				t.Errorf("%s: panel %q: gridPos %+v outside Grafana's 24 columns", dashboardFile, p.Title, g)
+			}
+			if p.Type != "row" && (p.Datasource == nil || p.Datasource.Type != "prometheus" || p.Datasource.UID != "${datasource}") {
+				t.Errorf("%s: panel %q does not query the dashboard's Prometheus data source variable", dashboardFile, p.Title)
+			}
 			for _, tg := range p.Targets {
 				if tg.Expr == "" {
 					t.Errorf("%s: panel %q target %s has no expr", dashboardFile, p.Title, tg.RefID)
@@ -200,8 +212,19 @@ func dashboardQueries(t *testing.T) map[string]string {
 }
 
 type panel struct {
+	ID      int    `json:"id"`
 	Title   string `json:"title"`
 	Type    string `json:"type"`
+	GridPos struct {
+		X int `json:"x"`
+		Y int `json:"y"`
+		W int `json:"w"`
+		H int `json:"h"`
+	} `json:"gridPos"`
+	Datasource *struct {
+		Type string `json:"type"`
+		UID  string `json:"uid"`
+	} `json:"datasource"`
 	Targets []struct {
 		RefID string `json:"refId"`
 		Expr  string `json:"expr"`
