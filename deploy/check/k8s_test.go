@@ -465,3 +465,22 @@ func TestChartValuesChangeWhatTheyShould(t *testing.T) {
 		t.Error("checksum/config does not change with the config")
 	}
 }
+
+// TestChartRefusesMisspeltValues: values.schema.json makes Helm refuse a
+// value the chart does not know, as kmirror refuses an unknown key.
+func TestChartRefusesMisspeltValues(t *testing.T) {
+	t.Parallel()
+	ch, err := loader.Load(filepath.Join(deployDir, chartDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, vals := range map[string]map[string]any{
+		"unknown top-level value": {"existingSecrets": "x"},
+		"unknown image value":     {"image": map[string]any{"repo": "x"}},
+		"port out of range":       {"service": map[string]any{"port": 70000}},
+	} {
+		if _, err := chartutil.ToRenderValues(ch, vals, chartutil.ReleaseOptions{Name: "kmirror", Namespace: "kmirror", IsInstall: true}, chartutil.DefaultCapabilities); err == nil {
+			t.Errorf("%s: the chart accepts %v", name, vals)
+		}
+	}
+}
