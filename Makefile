@@ -9,7 +9,7 @@ PKGS := ./... github.com/kmirror/kmirror/sdk/...
 UNIT_PKGS = $(shell $(GO) list $(PKGS) | grep -v '/e2e')
 E2E_TIMEOUT ?= 20m
 
-.PHONY: all build deps generate pyfilter tidy modules-check tutorial-check test unit e2e lint bench bench-quick bench-go bench-e2e demo docs clean
+.PHONY: all build deps generate pyfilter tidy modules-check tutorial-check deploy-check test unit e2e lint bench bench-quick bench-go bench-e2e demo docs clean
 
 all: build
 
@@ -31,7 +31,7 @@ pyfilter:
 
 ## test: unit tests, then the e2e suite against real Apache Kafka brokers,
 ## then `go install` of this commit from a clean module cache.
-test: deps lint unit tutorial-check e2e modules-check
+test: deps lint unit tutorial-check deploy-check e2e modules-check
 
 ## tidy: go mod tidy of the daemon's module (the sdk comes from a local proxy).
 tidy:
@@ -48,6 +48,12 @@ modules-check:
 ## run through the plugin host (scripts/tutorial.sh).
 tutorial-check:
 	scripts/tutorial.sh check
+
+## deploy-check: the deployment files in deploy/ (dashboard, alert rules,
+## Kubernetes manifests, Helm chart, systemd unit, Dockerfile), checked by
+## their own Go module deploy/check and systemd-analyze (scripts/deploy-check.sh).
+deploy-check:
+	scripts/deploy-check.sh
 
 ## unit: Go unit tests, and the Python filter plugin's own tests.
 unit:
