@@ -28,8 +28,8 @@ func FuzzDecodeRecord(f *testing.F) {
 			Mode: ModeMap, LastMirroredOffset: 41, SourceTopicID: "e0a923c6-cd57-19d7-ae43-62c7646896da", SourceEpoch: &epoch,
 			TxnWriters: []TxnWriter{{SourceProducerID: 7, TransactionalID: "kmirror-dc1:orders.v2:3:7", ProducerID: 9, Epoch: 1}},
 			Alignment:  &Alignment{FillTo: 10, DeleteTo: 4}, Recopy: &Recopy{SourceFrom: 3, DestFrom: 2, Why: "differs"},
-			Diverged:   &Diverged{From: 40, To: 50, SideTopic: "orders.v2.diverged", SideStart: 0, Records: 9},
-			Recreated:  true, Verified: &Checkpoint{Dest: 40},
+			Diverged:  &Diverged{From: 40, To: 50, SideTopic: "orders.v2.diverged", SideStart: 0, Records: 9},
+			Recreated: true, Verified: &Checkpoint{Dest: 40},
 			Extensions: map[string]json.RawMessage{"open_txns": json.RawMessage(`{"a": [1, 2]}`)},
 		},
 	}
