@@ -9,7 +9,7 @@ PKGS := ./... github.com/kmirror/kmirror/sdk/...
 UNIT_PKGS = $(shell $(GO) list $(PKGS) | grep -v '/e2e')
 E2E_TIMEOUT ?= 20m
 
-.PHONY: all build deps generate pyfilter tidy modules-check tutorial-check deploy-check test unit e2e lint bench bench-quick bench-go bench-e2e demo docs clean
+.PHONY: all build deps generate pyfilter tidy modules-check tutorial-check deploy-check test unit fuzz fuzz-quick e2e lint bench bench-quick bench-go bench-e2e demo docs clean
 
 all: build
 
@@ -29,9 +29,11 @@ generate:
 pyfilter:
 	@scripts/pyfilter.sh venv
 
-## test: unit tests, then the e2e suite against real Apache Kafka brokers,
-## then `go install` of this commit from a clean module cache.
-test: deps lint unit tutorial-check deploy-check e2e modules-check
+## test: unit tests, every fuzz target for 5 s (fuzz-quick), the plugin
+## tutorial and the deployment files' checks, then the e2e suite against real
+## Apache Kafka brokers, then `go install` of this commit from a clean module
+## cache.
+test: deps lint unit fuzz-quick tutorial-check deploy-check e2e modules-check
 
 ## tidy: go mod tidy of the daemon's module (the sdk comes from a local proxy).
 tidy:
@@ -59,6 +61,17 @@ deploy-check:
 unit:
 	scripts/pyfilter.sh test
 	$(GO) test -count=1 -race -timeout 10m $(UNIT_PKGS)
+
+## fuzz: every Go fuzz target of both modules for FUZZTIME each
+## (scripts/fuzz.sh; docs/testing.md, "Fuzzing"). FUZZ=REGEX picks targets.
+FUZZTIME ?= 10s
+FUZZ ?=
+fuzz:
+	FUZZTIME=$(FUZZTIME) scripts/fuzz.sh '$(FUZZ)'
+
+## fuzz-quick: every fuzz target for 5 s (what `make test` runs).
+fuzz-quick:
+	FUZZTIME=5s scripts/fuzz.sh
 
 e2e:
 	$(GO) test -count=1 -timeout $(E2E_TIMEOUT) -v ./e2e/...

@@ -360,8 +360,11 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
 	dec.DisallowUnknownFields()
 	err := dec.Decode(v)
-	if err == nil && dec.More() {
-		err = errors.New("more than one JSON value")
+	if err == nil {
+		// dec.More would miss a stray '}' or ']' after the value.
+		if _, tokErr := dec.Token(); !errors.Is(tokErr, io.EOF) {
+			err = errors.New("more than one JSON value")
+		}
 	}
 	if err != nil && !errors.Is(err, io.EOF) {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("request body is not valid: %v (see docs/operations.md for the fields)", err))

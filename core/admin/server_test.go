@@ -297,6 +297,7 @@ func TestBadRequestsAreRefusedBeforeTheController(t *testing.T) {
 		{"POST", "/v1/mirrors/dc1/pause", `{"topic":["orders"]}`, 400, `unknown field "topic"`},
 		{"POST", "/v1/mirrors/dc1/pause", `{"topics":"orders"}`, 400, "request body is not valid"},
 		{"POST", "/v1/mirrors/dc1/pause", `{} {}`, 400, "more than one JSON value"},
+		{"POST", "/v1/mirrors/dc1/start", `{"topics":["a"]}}`, 400, "more than one JSON value"}, // found by FuzzAdminBodies
 		{"POST", "/v1/mirrors/dc1/failover", `{"wait_for_catch_up_ms":-1}`, 400, "wait_for_catch_up_ms is -1"},
 		{"POST", "/v1/mirrors/dc1/failback", `{"side_topic_suffix":"/x"}`, 400, "side_topic_suffix"},
 		{"POST", "/v1/mirrors", `{"name":"dc9"}`, 400, "name and config are required"},

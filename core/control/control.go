@@ -174,7 +174,12 @@ func (c *Holder) load(ctx context.Context) error {
 			return fmt.Errorf("mirror %s: the operator record in the state store is unreadable: %w", c.name, err)
 		}
 	}
-	return c.set(rec, ent.Version)
+	if err := c.set(rec, ent.Version); err != nil {
+		// Not the request's fault (no ErrInvalidRequest): the stored
+		// record was altered outside kmirror.
+		return fmt.Errorf("mirror %s: the operator record in the state store (key %s) holds a pattern that does not compile: %v", c.name, statestore.ControlKey(c.name), err)
+	}
+	return nil
 }
 
 func (c *Holder) set(rec Record, version int64) error {

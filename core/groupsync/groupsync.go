@@ -488,6 +488,12 @@ func (s *Syncer) loadHistory(ctx context.Context) {
 		}
 	}
 	for _, e := range h.Groups {
+		if y := e.LastCommit.UTC().Year(); y < 0 || y > 9999 {
+			// saveHistory stores times in UTC, and JSON cannot hold this
+			// one there: keeping it would stop every later save. The
+			// group counts as first seen, as in format 1.
+			continue
+		}
 		k := statusKey{e.Kind, e.Group}
 		// What this process saw wins, unless it saw the same offsets: then
 		// the stored time, older, is when they last changed.

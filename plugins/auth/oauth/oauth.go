@@ -468,7 +468,8 @@ func (p *Provider) errorResponse(re *oauth2.RetrieveError) error {
 	}
 	detail := ""
 	if errorCodeRE.MatchString(re.ErrorCode) {
-		detail = " (" + re.ErrorCode
+		// Scrubbed too: an endpoint may echo the secret in any field.
+		detail = " (" + p.scrub(re.ErrorCode)
 		if d := p.scrub(re.ErrorDescription); d != "" {
 			detail += ": " + d
 		}

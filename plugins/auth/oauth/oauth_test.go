@@ -405,6 +405,8 @@ func TestErrorResponses(t *testing.T) {
 	}{
 		{401, echo, auth.ErrRejected, []string{"401 Unauthorized", "invalid_client: bad secret [redacted] for client", "check the client id"}},
 		{400, `{"error":"invalid_scope"}`, auth.ErrRejected, []string{"400 Bad Request (invalid_scope)"}},
+		// An error code echoing the secret (found by FuzzTokenResponse).
+		{401, `{"error":"` + clientSecret + `"}`, auth.ErrRejected, []string{"401 Unauthorized ([redacted])"}},
 		{400, `{"error":"invalid_grant","error_description":"line\nbreak"}`, auth.ErrRejected, []string{"(invalid_grant: line break)"}},
 		{403, `<html>forbidden</html>`, auth.ErrRejected, []string{"403 Forbidden: auth: credentials rejected"}},
 		{404, `not found`, auth.ErrRejected, []string{"404 Not Found", "check the token endpoint URL"}},

@@ -604,8 +604,18 @@ func readEntryFile(path string) (statestore.Entry, error) {
 	if err != nil {
 		return statestore.Entry{}, err
 	}
+	e, err := decodeEntry(b)
+	if err != nil {
+		return statestore.Entry{}, fmt.Errorf("state file %s is damaged: %w", path, err)
+	}
+	return e, nil
+}
+
+// decodeEntry is the inverse of encodeEntry: it verifies and decodes the
+// content of one key file. The value of the entry does not alias b.
+func decodeEntry(b []byte) (statestore.Entry, error) {
 	bad := func(why string) (statestore.Entry, error) {
-		return statestore.Entry{}, fmt.Errorf("state file %s is damaged: %s", path, why)
+		return statestore.Entry{}, errors.New(why)
 	}
 	if len(b) < headerLen+8+4 {
 		return bad(fmt.Sprintf("only %d bytes", len(b)))
