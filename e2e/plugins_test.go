@@ -3,8 +3,10 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -308,10 +310,12 @@ func TestFilterPluginsDecideWhichGroupsSync(t *testing.T) {
 		"ops-" + suffix:     false, // kept by Python, dropped by the tutorial's filter
 		"other-" + suffix:   false, // dropped by Python
 	}
-	n := 5
-	for g := range groups {
-		consumeAndCommit(t, ctx, g, topic, n)
-		n++
+	// Each group commits a different offset: 5, 6, ... in name order.
+	names := slices.Sorted(maps.Keys(groups))
+	offsets := map[string]int64{}
+	for i, g := range names {
+		offsets[g] = int64(5 + i)
+		consumeAndCommit(t, ctx, g, topic, 5+i)
 	}
 	plugins := fmt.Sprintf(`plugins:
   py:
@@ -328,12 +332,6 @@ func TestFilterPluginsDecideWhichGroupsSync(t *testing.T) {
       group_prefixes: [billing-, search-]`, py.Path, py.SHA256, teams, teamsSum)
 	d := startKmirrorWith(t, topic, []string{plugins}, "mirror.filter.plugins: py,teams")
 	d.waitMirrored(ctx, topic, 1)
-	n = 5
-	offsets := map[string]int64{}
-	for g := range groups {
-		offsets[g] = int64(n)
-		n++
-	}
 	for g, synced := range groups {
 		if synced {
 			waitCommitted(t, ctx, g, topic, 0, offsets[g])
