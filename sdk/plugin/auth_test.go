@@ -62,19 +62,21 @@ func (p *authRef) Credentials(ctx context.Context, req auth.Request) (auth.Crede
 
 func (p *authRef) Close() error { return nil }
 
-// authChildEnv makes TestAuthPluginProcess serve the reference provider; it
+// authChildEnv makes this test binary (TestMain) serve the reference provider; it
 // is set only in the child processes TestAuthOutOfProcess starts.
 const authChildEnv = "KMIRROR_SDK_TEST_AUTH_PLUGIN"
 
-// TestAuthPluginProcess is the plugin binary of TestAuthOutOfProcess: this
-// test binary, re-executed, serving the reference provider with Serve.
-func TestAuthPluginProcess(t *testing.T) {
-	if os.Getenv(authChildEnv) != "1" {
-		t.Skip("runs only as the plugin process of TestAuthOutOfProcess")
+// TestMain makes this test binary, re-executed with authChildEnv set, the
+// plugin binary of TestAuthOutOfProcess: it serves the reference provider
+// with Serve instead of running tests.
+func TestMain(m *testing.M) {
+	if os.Getenv(authChildEnv) == "1" {
+		ref := newAuthRef()
+		ref.errs = map[string]error{"rejected": fmt.Errorf("ref: mirror %q: %w", "rejected", auth.ErrRejected)}
+		Serve(ServeConfig{Auth: ref, Logger: hclog.NewNullLogger()})
+		os.Exit(0)
 	}
-	ref := newAuthRef()
-	ref.errs = map[string]error{"rejected": fmt.Errorf("ref: mirror %q: %w", "rejected", auth.ErrRejected)}
-	Serve(ServeConfig{Auth: ref, Logger: hclog.NewNullLogger()})
+	os.Exit(m.Run())
 }
 
 // TestAuthOutOfProcess runs the auth protocol between processes as a host
@@ -94,7 +96,7 @@ func TestAuthOutOfProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(exe, "-test.run=^TestAuthPluginProcess$", "-test.count=1")
+	cmd := exec.Command(exe, "-test.run=^$", "-test.count=1")
 	cmd.Env = append(os.Environ(), authChildEnv+"=1")
 	client := goplugin.NewClient(&goplugin.ClientConfig{
 		HandshakeConfig:  goplugin.HandshakeConfig{MagicCookieKey: hs.MagicCookieKey, MagicCookieValue: hs.MagicCookieValue},
