@@ -51,7 +51,7 @@ require (
 	github.com/hashicorp/go-hclog v1.6.3
 	github.com/hashicorp/go-plugin v1.8.0
 	github.com/klauspost/compress v1.20.3
-	github.com/kmirror/kmirror/sdk v0.0.0-20261201202133-7e6424fa9c8a
+	github.com/kmirror/kmirror/sdk v0.0.0-20261201204402-b8318bdc8219
 	github.com/knadh/koanf/parsers/toml/v2 v2.1.0
 	github.com/knadh/koanf/parsers/yaml v1.1.1
 	github.com/knadh/koanf/providers/rawbytes v1.0.0
