@@ -33,7 +33,7 @@ func New(w io.Writer, level, format string) (hclog.InterceptLogger, error) {
 	default:
 		return nil, fmt.Errorf("log format %q is not one of text, json", format)
 	}
-	return hclog.NewInterceptLogger(&hclog.LoggerOptions{
+	il := hclog.NewInterceptLogger(&hclog.LoggerOptions{
 		Name:              "kmirror",
 		Level:             lvl,
 		Output:            w,
@@ -42,7 +42,8 @@ func New(w io.Writer, level, format string) (hclog.InterceptLogger, error) {
 		DisableTime:       false,
 		Color:             hclog.ColorOff,
 		IndependentLevels: false,
-	}), nil
+	})
+	return wrapIntercept(il), nil
 }
 
 // ParseLevel maps a log.level value to an hclog level.
