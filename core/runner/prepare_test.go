@@ -146,6 +146,13 @@ func newTestRunner(t *testing.T, src, dst side, budget int64) *Runner {
 // newTestRunnerOn is newTestRunner with the destination cluster given.
 func newTestRunnerOn(t *testing.T, src, dst side, budget int64, dc *kfake.Cluster) *Runner {
 	t.Helper()
+	return newTestRunnerLogging(t, src, dst, budget, dc, hclog.NewNullLogger())
+}
+
+// newTestRunnerLogging is newTestRunnerOn with the runner and its writer
+// logging to log.
+func newTestRunnerLogging(t *testing.T, src, dst side, budget int64, dc *kfake.Cluster, log hclog.Logger) *Runner {
+	t.Helper()
 	srcCl := src.build(t, kfaketest.NewCluster(t))
 	dstCl := dst.build(t, dc)
 	store := memstore.New()
@@ -157,13 +164,13 @@ func newTestRunnerOn(t *testing.T, src, dst side, budget int64, dc *kfake.Cluste
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := writer.New(dstCl, writer.MirrorName("m"))
+	w, err := writer.New(dstCl, writer.MirrorName("m"), writer.Logger(log))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(w.Close)
 	return New(Deps{
-		Mirror: "m", Topic: "t", Partition: part, Store: store, Log: hclog.NewNullLogger(),
+		Mirror: "m", Topic: "t", Partition: part, Store: store, Log: log,
 		Source: srcCl, Dest: dstCl, DestAdmin: kadm.NewClient(dstCl),
 		Path: writerPath{w}, Control: noControl{}, Events: noEvents{},
 		Settings: Settings{AlignmentBudget: budget, MaxAttempts: 10},

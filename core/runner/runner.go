@@ -92,7 +92,7 @@ type Runner struct {
 func New(d Deps) *Runner {
 	p := d.Partition.Record().Partition
 	r := &Runner{d: d, topic: d.Topic, topicID: d.TopicID, partition: p, state: d.Partition, next: -1, srcHW: -1, srcLS: -1, dstEnd: -1,
-		log: d.Log.With("topic", d.Topic, "partition", p), stopReq: make(chan struct{}), recreateReq: make(chan struct{}), ctl: make(chan struct{}, 1), epoch: -1,
+		log: d.Log.With("mirror", d.Mirror, "topic", d.Topic, "partition", p), stopReq: make(chan struct{}), recreateReq: make(chan struct{}), ctl: make(chan struct{}, 1), epoch: -1,
 		sendNext: -1}
 	r.landedFn = r.landed
 	r.maps = mapstore.New(d.Store, d.Mirror, d.Topic, p, d.DestAdmin, r.log)

@@ -29,15 +29,47 @@ func (s *Buffer) String() string {
 	return s.b.String()
 }
 
-// Messages returns the JSON log lines (hclog's JSON format) whose
-// "@message" is msg, decoded.
-func (s *Buffer) Messages(msg string) []map[string]any {
+// Lines returns every JSON log line (hclog's JSON format) decoded; lines
+// that are not JSON are left out.
+func (s *Buffer) Lines() []map[string]any {
 	var out []map[string]any
 	for _, l := range strings.Split(s.String(), "\n") {
 		var m map[string]any
-		if json.Unmarshal([]byte(l), &m) == nil && m["@message"] == msg {
+		if json.Unmarshal([]byte(l), &m) == nil {
 			out = append(out, m)
 		}
 	}
 	return out
+}
+
+// Messages returns the JSON log lines (hclog's JSON format) whose
+// "@message" is msg, decoded.
+func (s *Buffer) Messages(msg string) []map[string]any {
+	var out []map[string]any
+	for _, m := range s.Lines() {
+		if m["@message"] == msg {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// AboutPartition returns the JSON log lines about a partition (lines with a
+// topic or partition field, or whose message mentions a partition) and,
+// of those, the lines whose mirror, topic and partition fields are not
+// mirror, topic and partition.
+func (s *Buffer) AboutPartition(mirror, topic string, partition int32) (about, wrong []map[string]any) {
+	for _, l := range s.Lines() {
+		msg, _ := l["@message"].(string)
+		_, hasTopic := l["topic"]
+		_, hasPart := l["partition"]
+		if !hasTopic && !hasPart && !strings.Contains(msg, "partition") {
+			continue
+		}
+		about = append(about, l)
+		if l["mirror"] != mirror || l["topic"] != topic || l["partition"] != float64(partition) {
+			wrong = append(wrong, l)
+		}
+	}
+	return about, wrong
 }

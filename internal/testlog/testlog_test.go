@@ -32,4 +32,22 @@ func TestMessagesDecodesTheJSONLinesOfOneMessage(t *testing.T) {
 	if len(got) != 2 || got[0]["pid"] != 7.0 || got[1]["pid"] != 8.0 {
 		t.Fatalf("Messages(started) = %v", got)
 	}
+	if all := b.Lines(); len(all) != 3 || all[1]["@message"] != "stopped" {
+		t.Fatalf("Lines() = %v, want the 3 JSON lines", all)
+	}
+}
+
+func TestAboutPartitionFindsTheLinesMissingAField(t *testing.T) {
+	t.Parallel()
+	var b Buffer
+	_, _ = b.Write([]byte(`{"@message":"started"}
+{"@message":"appended","mirror":"m","topic":"t","partition":3}
+{"@message":"partition failed","mirror":"m"}
+{"@message":"fetched","topic":"t","partition":3}
+{"@message":"other","mirror":"m","topic":"t","partition":4}
+`))
+	about, wrong := b.AboutPartition("m", "t", 3)
+	if len(about) != 4 || len(wrong) != 3 {
+		t.Fatalf("about %v, wrong %v; want 4 lines about a partition, 3 wrong", about, wrong)
+	}
 }
