@@ -540,5 +540,5 @@ func (m *Manager) assign(ctx context.Context, p *session.Cursor, leader, epoch i
 	} else {
 		s.Signal()
 	}
-	m.sh.Log.Debug("partition placed", "partition", p.Key.String(), "leader", leader, "leader_epoch", epoch, "fetcher", key.Fetcher, "offset", p.Offset)
+	p.Logger(m.sh.Log).Debug("partition placed", "leader", leader, "leader_epoch", epoch, "fetcher", key.Fetcher, "offset", p.Offset)
 }

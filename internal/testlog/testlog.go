@@ -5,6 +5,7 @@ package testlog
 import (
 	"bytes"
 	"encoding/json"
+	"regexp"
 	"strings"
 	"sync"
 )
@@ -54,8 +55,12 @@ func (s *Buffer) Messages(msg string) []map[string]any {
 	return out
 }
 
-// AboutPartition returns the JSON log lines about a partition (lines with a
-// topic or partition field, or whose message mentions a partition) and,
+// aPartition matches a message about one partition ("partitions" is about
+// several).
+var aPartition = regexp.MustCompile(`\bpartition\b`)
+
+// AboutPartition returns the JSON log lines about one partition (lines with
+// a topic or partition field, or whose message says "partition") and,
 // of those, the lines whose mirror, topic and partition fields are not
 // mirror, topic and partition.
 func (s *Buffer) AboutPartition(mirror, topic string, partition int32) (about, wrong []map[string]any) {
@@ -63,7 +68,7 @@ func (s *Buffer) AboutPartition(mirror, topic string, partition int32) (about, w
 		msg, _ := l["@message"].(string)
 		_, hasTopic := l["topic"]
 		_, hasPart := l["partition"]
-		if !hasTopic && !hasPart && !strings.Contains(msg, "partition") {
+		if !hasTopic && !hasPart && !aPartition.MatchString(msg) {
 			continue
 		}
 		about = append(about, l)

@@ -45,6 +45,7 @@ func TestAboutPartitionFindsTheLinesMissingAField(t *testing.T) {
 {"@message":"partition failed","mirror":"m"}
 {"@message":"fetched","topic":"t","partition":3}
 {"@message":"other","mirror":"m","topic":"t","partition":4}
+{"@message":"partitions wait for metadata","mirror":"m"}
 `))
 	about, wrong := b.AboutPartition("m", "t", 3)
 	if len(about) != 4 || len(wrong) != 3 {

@@ -73,6 +73,18 @@ type Cursor struct {
 
 	HW, LSO, LogStart int64
 	Err               error
+
+	log hclog.Logger // see Logger
+}
+
+// Logger returns base (the Manager's logger) with the partition's topic and
+// partition fields, derived on first use and kept: every line about the
+// partition carries them. Called with Shared.Mu held.
+func (p *Cursor) Logger(base hclog.Logger) hclog.Logger {
+	if p.log == nil {
+		p.log = base.With("topic", p.Key.Topic, "partition", p.Key.Partition)
+	}
+	return p.log
 }
 
 // Config is what the sessions need of the Manager's options.
@@ -201,7 +213,7 @@ func (m *Shared) RetryLater(p *Cursor, now time.Time, err error) {
 	p.NotBefore = now.Add(max(m.Config.Backoff, minRetry))
 	p.Err = err
 	m.Pending[p.Key] = p
-	m.Log.Debug("partition waits for a leader", "partition", p.Key.String(), "retry_in", m.Config.Backoff, "reason", err)
+	p.Logger(m.Log).Debug("partition waits for a leader", "retry_in", m.Config.Backoff, "reason", err)
 }
 
 // Fail stops fetching p and delivers err. Called with m.Mu held.
@@ -210,7 +222,7 @@ func (m *Shared) Fail(p *Cursor, err error) {
 	delete(m.Pending, p.Key)
 	p.Phase = Failed
 	p.Err = err
-	m.Log.Warn("partition fetch failed", "partition", p.Key.String(), "offset", p.Offset, "error", err)
+	p.Logger(m.Log).Warn("partition fetch failed", "offset", p.Offset, "error", err)
 	p.Sink.Deliver(delivery.Fetched{
 		Topic:            p.Key.Topic,
 		Partition:        p.Key.Partition,
