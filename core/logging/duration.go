@@ -66,12 +66,18 @@ func wrapIntercept(il hclog.InterceptLogger) hclog.InterceptLogger {
 
 func (l interceptLogger) RegisterSink(sink hclog.SinkAdapter)   { l.il.RegisterSink(sink) }
 func (l interceptLogger) DeregisterSink(sink hclog.SinkAdapter) { l.il.DeregisterSink(sink) }
+
+// StandardLoggerIntercept is StandardLogger, as in hclog (the interface still
+// has the deprecated name).
 func (l interceptLogger) StandardLoggerIntercept(opts *hclog.StandardLoggerOptions) *log.Logger {
-	return l.il.StandardLoggerIntercept(opts)
+	return l.il.StandardLogger(opts)
 }
+
+// StandardWriterIntercept is StandardWriter, as in hclog.
 func (l interceptLogger) StandardWriterIntercept(opts *hclog.StandardLoggerOptions) io.Writer {
-	return l.il.StandardWriterIntercept(opts)
+	return l.il.StandardWriter(opts)
 }
+
 func (l interceptLogger) NamedIntercept(name string) hclog.InterceptLogger {
 	return wrapIntercept(l.il.NamedIntercept(name))
 }
