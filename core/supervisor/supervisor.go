@@ -66,6 +66,11 @@ type Mirror struct {
 	dstAdm *kadm.Client
 	dstCfg *config.Cluster
 	dstID  string
+	// srcHealth and dstHealth track whether the mirror can talk to its
+	// source and destination clusters (dstHealth is the engine's for the
+	// daemon's destination). They outlive the clients, so that a
+	// reconnect keeps the history.
+	srcHealth, dstHealth *kclient.Health
 	// runtime is set for a mirror created at run time (a failback
 	// mirror): it is not in the configuration, and a reload keeps it.
 	runtime bool
@@ -108,6 +113,8 @@ type Deps struct {
 	// mirror writes unless it is a failback mirror (Reverse).
 	Dest      *kgo.Client
 	DestAdmin *kadm.Client
+	// DestHealth tracks the daemon's destination (a hook of Dest).
+	DestHealth *kclient.Health
 	// Rules returns the mirror's operator rules.
 	Rules func() *control.Holder
 	// Claims are the engine's topic claims: which mirror writes each
@@ -141,8 +148,9 @@ type Claims interface {
 func New(d Deps, dcfg *config.Config, mc config.Mirror) *Mirror {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Mirror{d: d, name: mc.Name, cfg: mc, dcfg: dcfg, log: d.Log.With("mirror", mc.Name), ctx: ctx, cancel: cancel,
-		dst: d.Dest, dstAdm: d.DestAdmin,
-		runners: map[topicPartition]*runner.Runner{}, errs: map[string]string{}, warned: map[string]bool{}}
+		dst: d.Dest, dstAdm: d.DestAdmin, dstHealth: d.DestHealth,
+		srcHealth: kclient.NewHealth(d.Log.With("mirror", mc.Name, "cluster", "source"), 0),
+		runners:   map[topicPartition]*runner.Runner{}, errs: map[string]string{}, warned: map[string]bool{}}
 }
 
 // MarkRuntime marks a mirror created at run time: it is not in the
@@ -155,6 +163,7 @@ func (m *Mirror) MarkRuntime() { m.runtime = true }
 func (m *Mirror) Reverse(of config.Mirror) {
 	dst := of.Source
 	m.dst, m.dstAdm, m.dstCfg, m.dstID, m.runtime, m.reverseOf = nil, nil, &dst, "mirror-source:"+of.Name, true, of.Name
+	m.dstHealth = kclient.NewHealth(m.log.With("cluster", "destination"), 0)
 }
 
 // Name is the mirror's name.
@@ -336,7 +345,7 @@ func (m *Mirror) connect(cfg *config.Config) error {
 		if err != nil {
 			return fmt.Errorf("mirror %s: %w", m.name, err)
 		}
-		dst, err := kgo.NewClient(append(opts, kgo.ClientID(kclient.ClientID(m.dstCfg.ClientID, "destination-"+m.name)))...)
+		dst, err := kgo.NewClient(append(opts, kgo.ClientID(kclient.ClientID(m.dstCfg.ClientID, "destination-"+m.name)), m.dstHealth.Hook())...)
 		if err != nil {
 			return fmt.Errorf("mirror %s: destination cluster: %w", m.name, err)
 		}
@@ -348,7 +357,7 @@ func (m *Mirror) connect(cfg *config.Config) error {
 	if err != nil {
 		return fmt.Errorf("mirror %s: %w", m.name, err)
 	}
-	src, err := kgo.NewClient(append(opts, kgo.ClientID(kclient.ClientID(m.cfg.Source.ClientID, "source-"+m.name)))...)
+	src, err := kgo.NewClient(append(opts, kgo.ClientID(kclient.ClientID(m.cfg.Source.ClientID, "source-"+m.name)), m.srcHealth.Hook())...)
 	if err != nil {
 		return fmt.Errorf("mirror %s: source cluster: %w", m.name, err)
 	}
@@ -442,6 +451,7 @@ func (m *Mirror) Status() admin.MirrorStatus {
 	}
 	lease := m.lease
 	m.mu.Unlock()
+	ms.Clusters = m.Clusters()
 	if lease != nil {
 		ms.SyncLeaseHeld, ms.SyncLeaseHolder = lease.Status()
 		if !ms.SyncLeaseHeld {
@@ -463,4 +473,20 @@ func (m *Mirror) Status() admin.MirrorStatus {
 		ms.Partitions = append(ms.Partitions, r.Status())
 	}
 	return ms
+}
+
+// Clusters says whether the mirror can talk to its source and destination
+// clusters now; the destination is left out while no tracker watches it
+// (a mirror built without one, in tests).
+func (m *Mirror) Clusters() []admin.ClusterStatus {
+	out := []admin.ClusterStatus{clusterStatus("source", m.srcHealth)}
+	if m.dstHealth != nil {
+		out = append(out, clusterStatus("destination", m.dstHealth))
+	}
+	return out
+}
+
+func clusterStatus(name string, h *kclient.Health) admin.ClusterStatus {
+	s := h.Snapshot()
+	return admin.ClusterStatus{Cluster: name, Reachable: s.Reachable, Since: s.Since, LastError: s.LastError}
 }
