@@ -92,6 +92,10 @@ type Mirror struct {
 	// cfgErrs are the topic configs the destination rejected in the last
 	// config sync round.
 	cfgErrs []admin.TopicConfigError
+	// fails counts each failing sync loop's failures for the log (setErr).
+	fails map[string]*loopFailures
+	// now is the clock of setErr's log (time.Now; a test's).
+	now func() time.Time
 }
 
 // Deps are what a mirror takes from the engine that runs it: what every
@@ -150,7 +154,7 @@ func New(d Deps, dcfg *config.Config, mc config.Mirror) *Mirror {
 	return &Mirror{d: d, name: mc.Name, cfg: mc, dcfg: dcfg, log: d.Log.With("mirror", mc.Name), ctx: ctx, cancel: cancel,
 		dst: d.Dest, dstAdm: d.DestAdmin, dstHealth: d.DestHealth,
 		srcHealth: kclient.NewHealth(d.Log.With("mirror", mc.Name, "cluster", "source"), 0),
-		runners:   map[topicPartition]*runner.Runner{}, errs: map[string]string{}, warned: map[string]bool{}}
+		runners:   map[topicPartition]*runner.Runner{}, errs: map[string]string{}, fails: map[string]*loopFailures{}, now: time.Now, warned: map[string]bool{}}
 }
 
 // MarkRuntime marks a mirror created at run time: it is not in the
@@ -235,17 +239,47 @@ func (m *Mirror) Stop(ctx context.Context) {
 	}
 }
 
+// loopFailures counts a failing sync loop's failures for the log.
+type loopFailures struct {
+	total    int       // since the loop last succeeded
+	repeats  int       // since the last line logged
+	loggedAt time.Time // when the last line was logged
+}
+
 // setErr records the outcome of a sync loop's round: err nil clears the
 // loop's error. The mirror's status shows every loop's error.
+//
+// The log gets a failure at once when its message is new, then, while the
+// same failure repeats, at most one line per kclient.DefaultRepeatInterval
+// with how many times it repeated, and a line when the loop recovers.
 func (m *Mirror) setErr(loop string, err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	f := m.fails[loop]
 	if err == nil {
+		if f != nil {
+			m.log.Info("sync loop recovered", "loop", loop, "failures", f.total)
+		}
 		delete(m.errs, loop)
+		delete(m.fails, loop)
 		return
 	}
-	if m.errs[loop] != err.Error() {
+	now := m.now()
+	if f == nil {
+		f = &loopFailures{}
+		m.fails[loop] = f
+	}
+	f.total++
+	switch {
+	case m.errs[loop] != err.Error():
 		m.log.Error("sync loop failed; retrying", "loop", loop, "error", err)
+		f.repeats, f.loggedAt = 0, now
+	default:
+		f.repeats++
+		if now.Sub(f.loggedAt) >= kclient.DefaultRepeatInterval {
+			m.log.Error("sync loop still failing; retrying", "loop", loop, "error", err, "repeated", f.repeats)
+			f.repeats, f.loggedAt = 0, now
+		}
 	}
 	m.errs[loop] = err.Error()
 }
