@@ -122,3 +122,27 @@ func TestEngineReadinessCountsFailedPartitions(t *testing.T) {
 		}
 	}
 }
+
+// TestEngineTracksAnUnreachableDestination: when the destination goes
+// away, kmirror_cluster_up{cluster=destination} drops to 0 and describe
+// shows it unreachable with a reason, found by the requests the mirror
+// makes anyway (its sync rounds and appends).
+func TestEngineTracksAnUnreachableDestination(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.createTopic(t, "orders", 1)
+	f.produce(t, "orders", 20, "tx-a")
+	e := startEngine(t, f.config(t, "orders"), memstore.New())
+	f.waitMirrored(t, e, "orders", 1)
+	destination := map[string]string{"cluster": "destination", "mirror": "test"}
+	if up := metricValue(t, e, "kmirror_cluster_up", destination); up != 1 {
+		t.Fatalf("kmirror_cluster_up{destination} = %v while mirroring, want 1", up)
+	}
+	f.dst.Close()
+	kfaketest.WaitFor(t, "kmirror_cluster_up{destination} to drop to 0", func() (bool, string) {
+		return metricValue(t, e, "kmirror_cluster_up", destination) == 0, ""
+	})
+	if c, ok := clusterOf(e, "destination"); !ok || c.Reachable || c.LastError == "" {
+		t.Fatalf("describe's destination: %+v (found %v), want unreachable with a reason", c, ok)
+	}
+}
