@@ -27,7 +27,7 @@
 //   - groupsync:        the consumer-group and share-group offset sync loop of one mirror
 //   - internal/coalesce: concurrent requests of one topic gathered into one call, never answered from an older one
 //   - kafkalog:         a partition's log read raw: bounds, leader, batches in bounded memory, entries
-//   - kclient:          a cluster's configuration turned into franz-go client options (TLS, SASL from an auth provider, sockets, dialer, per-role timeouts and retries), and the built-in credential provider its sasl.* keys describe
+//   - kclient:          a cluster's configuration turned into franz-go client options (TLS, SASL from an auth provider, sockets, dialer, per-role timeouts and retries), the built-in credential provider its sasl.* keys describe, and Health (a cluster's reachability from its client's hooks)
 //   - kclient/kclienttest: a kclient.Credentials for tests: credentials straight from a cluster's sasl.* keys, no plugin host
 //   - logging:          hclog construction from configuration
 //   - metrics:          the OpenTelemetry meter provider exported to Prometheus, and the engine's and data path's instruments

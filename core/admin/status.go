@@ -58,8 +58,26 @@ type MirrorStatus struct {
 	SyncLeaseHolder string `json:"sync_lease_holder,omitempty"`
 	// Notes are facts about the mirror an operator should know (for
 	// example that the destination has no authorizer).
-	Notes      []string          `json:"notes,omitempty"`
+	Notes []string `json:"notes,omitempty"`
+	// Clusters are the mirror's source and the destination it writes,
+	// and whether kmirror can talk to each now.
+	Clusters   []ClusterStatus   `json:"clusters,omitempty"`
 	Partitions []PartitionStatus `json:"partitions"`
+}
+
+// ClusterStatus is whether kmirror can talk to one cluster of a mirror, as
+// its client's connections tell (core/kclient's Health).
+type ClusterStatus struct {
+	// Cluster is "source" or "destination".
+	Cluster string `json:"cluster"`
+	// Reachable is false while kmirror cannot talk to any broker of the
+	// cluster.
+	Reachable bool `json:"reachable"`
+	// Since is when Reachable took its value.
+	Since time.Time `json:"since"`
+	// LastError is the last connection or request failure (it names a
+	// broker address, never a credential); empty before any.
+	LastError string `json:"last_error,omitempty"`
 }
 
 // TopicConfigError is a source topic config the destination rejected, or a

@@ -67,6 +67,8 @@ type Config struct {
 	LogFormat                 string        // log.format
 	HTTPAddress               string        // http.address; "" = no HTTP listener
 	HTTPPprofEnable           bool          // http.pprof.enable: /debug/pprof/ on http.address
+	ReadyzClusterUnreachable  time.Duration // http.readyz.cluster.unreachable.ms; 0 = off
+	ReadyzFailedPartitionsMax int           // http.readyz.failed.partitions.max; -1 = off
 	ShutdownTimeout           time.Duration // shutdown.timeout.ms
 	PluginDir                 string        // plugin.dir; "" = <state.dir>/plugins (see PluginDirectory)
 	PluginBuiltinInProcess    bool          // plugin.builtin.in.process

@@ -20,6 +20,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -55,6 +56,14 @@ type Component interface {
 // JSON and must hold no secret.
 type Describer interface {
 	Describe() any
+}
+
+// Readiness is implemented by components whose state can make the daemon
+// not ready (http.readyz.* keys): NotReady returns why, one reason a line,
+// under the configuration in force; none while ready. It must be cheap and
+// safe to call concurrently (every /readyz and scrape calls it).
+type Readiness interface {
+	NotReady(cfg *config.Config, now time.Time) []string
 }
 
 // Options configure a Daemon. Load is required: it is called once at start and
@@ -110,9 +119,9 @@ func New(opts Options) (*Daemon, error) {
 		return nil, err
 	}
 	_, err = m.Int64ObservableGauge("ready",
-		metric.WithDescription("1 while the daemon is started and not shutting down."),
+		metric.WithDescription("1 while /readyz answers 200: the daemon is started, not shutting down, and no http.readyz.* check fails."),
 		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
-			if d.ready.Load() {
+			if len(d.notReady()) == 0 {
 				o.Observe(1)
 			} else {
 				o.Observe(0)
@@ -267,9 +276,9 @@ func (d *Daemon) Handler() http.Handler {
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		if !d.ready.Load() {
+		if why := d.notReady(); len(why) > 0 {
 			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = w.Write([]byte("not ready\n"))
+			_, _ = w.Write([]byte("not ready: " + strings.Join(why, "\n") + "\n"))
 			return
 		}
 		_, _ = w.Write([]byte("ready\n"))
@@ -292,6 +301,26 @@ func (d *Daemon) Handler() http.Handler {
 		_ = enc.Encode(out)
 	})
 	return mux
+}
+
+// notReady says why the daemon is not ready; none while it is. /readyz
+// and kmirror_ready both follow it.
+func (d *Daemon) notReady() []string {
+	if !d.ready.Load() {
+		return []string{"the daemon is starting or shutting down"}
+	}
+	cfg := d.cfg.Load()
+	d.mu.Lock()
+	started := append([]Component(nil), d.started...)
+	d.mu.Unlock()
+	var why []string
+	now := time.Now()
+	for _, c := range started {
+		if r, ok := c.(Readiness); ok {
+			why = append(why, r.NotReady(cfg, now)...)
+		}
+	}
+	return why
 }
 
 // pprofHandler serves Go's profiles (net/http/pprof) under /debug/pprof/

@@ -256,7 +256,7 @@ func TestReadyzReportsNotReadyWhileShuttingDown(t *testing.T) {
 	t.Parallel()
 	h := startDaemon(t, twoComponents, 5000)
 	h.d.ready.Store(false)
-	if code, body := h.get(t, "/readyz"); code != http.StatusServiceUnavailable || body != "not ready\n" {
+	if code, body := h.get(t, "/readyz"); code != http.StatusServiceUnavailable || !strings.HasPrefix(body, "not ready") {
 		t.Fatalf("/readyz = %d %q, want 503", code, body)
 	}
 }
@@ -330,5 +330,53 @@ func TestPprofServedOnlyWhileSwitchedOn(t *testing.T) {
 	}
 	if code, _ := h.get(t, "/metrics"); code != 200 {
 		t.Fatalf("/metrics = %d", code)
+	}
+}
+
+// unready is a component whose readiness checks fail while why is set.
+type unready struct {
+	recorder
+	mu  sync.Mutex
+	why []string
+}
+
+func (u *unready) NotReady(*config.Config, time.Time) []string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.why
+}
+
+func (u *unready) set(why ...string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.why = why
+}
+
+// TestReadyzFollowsComponentChecks: /readyz answers 503 with the reasons
+// while a component's readiness check fails, and kmirror_ready follows it.
+func TestReadyzFollowsComponentChecks(t *testing.T) {
+	t.Parallel()
+	u := &unready{}
+	h := startDaemon(t, func(mu *sync.Mutex, calls *[]string) []Component {
+		u.recorder = recorder{name: "engine", mu: mu, calls: calls}
+		return []Component{u}
+	}, 5000)
+	if code, body := h.get(t, "/readyz"); code != http.StatusOK || body != "ready\n" {
+		t.Fatalf("/readyz = %d %q, want 200", code, body)
+	}
+	u.set("mirror m: the source cluster has been unreachable for 20s: connection refused")
+	code, body := h.get(t, "/readyz")
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "source cluster has been unreachable") {
+		t.Fatalf("/readyz = %d %q, want 503 naming the cluster", code, body)
+	}
+	if _, m := h.get(t, "/metrics"); !strings.Contains(m, "kmirror_ready 0") {
+		t.Fatalf("kmirror_ready is not 0 while /readyz fails:\n%s", m)
+	}
+	u.set()
+	if code, _ := h.get(t, "/readyz"); code != http.StatusOK {
+		t.Fatalf("/readyz = %d after the check passed, want 200", code)
+	}
+	if _, m := h.get(t, "/metrics"); !strings.Contains(m, "kmirror_ready 1") {
+		t.Fatalf("kmirror_ready is not 1 again:\n%s", m)
 	}
 }

@@ -9,7 +9,9 @@
 // daemon-wide keys: the read timeout, the retry backoff and the metadata age.
 // ImplicitAuth describes the built-in credential provider (an auth plugin
 // kmirror runs itself) that serves a cluster's sasl.* keys when
-// sasl.credentials.plugin is not set.
+// sasl.credentials.plugin is not set. Health, a kgo hook, tracks whether a
+// client can talk to its cluster now (kmirror_cluster_up, describe's
+// clusters, the /readyz checks) and logs its failures at a bounded rate.
 //
 // core/config declares, loads and validates the keys, and
 // core/config/security resolves what they name (files, JAAS, inline PEM)

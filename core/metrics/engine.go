@@ -32,6 +32,15 @@ type EngineSource struct {
 type MirrorSample struct {
 	Mirror     string
 	Partitions []PartitionSample
+	// Clusters are whether the mirror can talk to its clusters now.
+	Clusters []ClusterSample
+}
+
+// ClusterSample is whether a mirror can talk to one of its clusters
+// ("source" or "destination") when metrics are collected.
+type ClusterSample struct {
+	Cluster string
+	Up      bool
 }
 
 // PartitionSample is one partition's state and lag when metrics are
@@ -194,6 +203,23 @@ func NewEngine(p *Provider, src EngineSource) (*Engine, error) {
 		metric.WithDescription("Bytes of the daemon-wide budget reserved by fetch requests in flight (the most their responses may bring)."),
 		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
 			o.Observe(src.BudgetReserved())
+			return nil
+		}))
+	if err != nil {
+		return nil, err
+	}
+	_, err = m.Int64ObservableGauge("cluster.up",
+		metric.WithDescription("1 while kmirror can talk to the cluster (any broker answers on the mirror's client), 0 while it cannot, by cluster (source or destination) and mirror."),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			for _, ms := range src.Mirrors() {
+				for _, c := range ms.Clusters {
+					v := int64(0)
+					if c.Up {
+						v = 1
+					}
+					o.Observe(v, metric.WithAttributes(attribute.String("cluster", c.Cluster), attribute.String("mirror", ms.Mirror)))
+				}
+			}
 			return nil
 		}))
 	if err != nil {

@@ -64,7 +64,9 @@ type Engine struct {
 	machine *partition.Machine
 	dst     *kgo.Client
 	dstAdm  *kadm.Client
-	mirrors map[string]*supervisor.Mirror
+	// dstHealth tracks the destination's reachability (a hook of dst).
+	dstHealth *kclient.Health
+	mirrors   map[string]*supervisor.Mirror
 
 	claimMu sync.Mutex
 	claims  map[string]string // destination cluster id + NUL + topic → the mirror that writes it
@@ -106,7 +108,8 @@ func (e *Engine) Start(ctx context.Context, cfg *config.Config) error {
 	if err != nil {
 		return err
 	}
-	dst, err := kgo.NewClient(append(opts, kgo.ClientID(kclient.ClientID(cfg.Destination.ClientID, "destination")))...)
+	e.dstHealth = kclient.NewHealth(e.log.With("cluster", "destination"), 0)
+	dst, err := kgo.NewClient(append(opts, kgo.ClientID(kclient.ClientID(cfg.Destination.ClientID, "destination")), e.dstHealth.Hook())...)
 	if err != nil {
 		return fmt.Errorf("destination cluster: %w", err)
 	}
@@ -126,7 +129,7 @@ func (e *Engine) newMirror(mc config.Mirror) *supervisor.Mirror {
 	name := mc.Name
 	return supervisor.New(supervisor.Deps{
 		Store: e.opts.Store, Metrics: e.opts.Metrics, Instruments: e.inst, Machine: e.machine,
-		Budget: e.budget, Throttle: e.limiter.Wait, Log: e.log, Dest: e.dst, DestAdmin: e.dstAdm,
+		Budget: e.budget, Throttle: e.limiter.Wait, Log: e.log, Dest: e.dst, DestAdmin: e.dstAdm, DestHealth: e.dstHealth,
 		Rules:       func() *control.Holder { return e.controlOf(name) },
 		Claims:      claims{e},
 		NoReverse:   e.checkNoReverse,

@@ -27,6 +27,9 @@ func (e *Engine) metricSamples() []metrics.MirrorSample {
 		for _, p := range ms.Partitions {
 			s.Partitions = append(s.Partitions, metrics.PartitionSample{Topic: p.Topic, Partition: p.Partition, State: p.State, Lag: p.Lag})
 		}
+		for _, c := range ms.Clusters {
+			s.Clusters = append(s.Clusters, metrics.ClusterSample{Cluster: c.Cluster, Up: c.Reachable})
+		}
 		out = append(out, s)
 	}
 	return out

@@ -66,6 +66,11 @@ type Mirror struct {
 	dstAdm *kadm.Client
 	dstCfg *config.Cluster
 	dstID  string
+	// srcHealth and dstHealth track whether the mirror can talk to its
+	// source and destination clusters (dstHealth is the engine's for the
+	// daemon's destination). They outlive the clients, so that a
+	// reconnect keeps the history.
+	srcHealth, dstHealth *kclient.Health
 	// runtime is set for a mirror created at run time (a failback
 	// mirror): it is not in the configuration, and a reload keeps it.
 	runtime bool
@@ -87,6 +92,10 @@ type Mirror struct {
 	// cfgErrs are the topic configs the destination rejected in the last
 	// config sync round.
 	cfgErrs []admin.TopicConfigError
+	// fails counts each failing sync loop's failures for the log (setErr).
+	fails map[string]*loopFailures
+	// now is the clock of setErr's log (time.Now; a test's).
+	now func() time.Time
 }
 
 // Deps are what a mirror takes from the engine that runs it: what every
@@ -108,6 +117,8 @@ type Deps struct {
 	// mirror writes unless it is a failback mirror (Reverse).
 	Dest      *kgo.Client
 	DestAdmin *kadm.Client
+	// DestHealth tracks the daemon's destination (a hook of Dest).
+	DestHealth *kclient.Health
 	// Rules returns the mirror's operator rules.
 	Rules func() *control.Holder
 	// Claims are the engine's topic claims: which mirror writes each
@@ -141,8 +152,9 @@ type Claims interface {
 func New(d Deps, dcfg *config.Config, mc config.Mirror) *Mirror {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Mirror{d: d, name: mc.Name, cfg: mc, dcfg: dcfg, log: d.Log.With("mirror", mc.Name), ctx: ctx, cancel: cancel,
-		dst: d.Dest, dstAdm: d.DestAdmin,
-		runners: map[topicPartition]*runner.Runner{}, errs: map[string]string{}, warned: map[string]bool{}}
+		dst: d.Dest, dstAdm: d.DestAdmin, dstHealth: d.DestHealth,
+		srcHealth: kclient.NewHealth(d.Log.With("mirror", mc.Name, "cluster", "source"), 0),
+		runners:   map[topicPartition]*runner.Runner{}, errs: map[string]string{}, fails: map[string]*loopFailures{}, now: time.Now, warned: map[string]bool{}}
 }
 
 // MarkRuntime marks a mirror created at run time: it is not in the
@@ -155,6 +167,7 @@ func (m *Mirror) MarkRuntime() { m.runtime = true }
 func (m *Mirror) Reverse(of config.Mirror) {
 	dst := of.Source
 	m.dst, m.dstAdm, m.dstCfg, m.dstID, m.runtime, m.reverseOf = nil, nil, &dst, "mirror-source:"+of.Name, true, of.Name
+	m.dstHealth = kclient.NewHealth(m.log.With("cluster", "destination"), 0)
 }
 
 // Name is the mirror's name.
@@ -226,17 +239,47 @@ func (m *Mirror) Stop(ctx context.Context) {
 	}
 }
 
+// loopFailures counts a failing sync loop's failures for the log.
+type loopFailures struct {
+	total    int       // since the loop last succeeded
+	repeats  int       // since the last line logged
+	loggedAt time.Time // when the last line was logged
+}
+
 // setErr records the outcome of a sync loop's round: err nil clears the
 // loop's error. The mirror's status shows every loop's error.
+//
+// The log gets a failure at once when its message is new, then, while the
+// same failure repeats, at most one line per kclient.DefaultRepeatInterval
+// with how many times it repeated, and a line when the loop recovers.
 func (m *Mirror) setErr(loop string, err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	f := m.fails[loop]
 	if err == nil {
+		if f != nil {
+			m.log.Info("sync loop recovered", "loop", loop, "failures", f.total)
+		}
 		delete(m.errs, loop)
+		delete(m.fails, loop)
 		return
 	}
-	if m.errs[loop] != err.Error() {
+	now := m.now()
+	if f == nil {
+		f = &loopFailures{}
+		m.fails[loop] = f
+	}
+	f.total++
+	switch {
+	case m.errs[loop] != err.Error():
 		m.log.Error("sync loop failed; retrying", "loop", loop, "error", err)
+		f.repeats, f.loggedAt = 0, now
+	default:
+		f.repeats++
+		if now.Sub(f.loggedAt) >= kclient.DefaultRepeatInterval {
+			m.log.Error("sync loop still failing; retrying", "loop", loop, "error", err, "repeated", f.repeats)
+			f.repeats, f.loggedAt = 0, now
+		}
 	}
 	m.errs[loop] = err.Error()
 }
@@ -336,7 +379,7 @@ func (m *Mirror) connect(cfg *config.Config) error {
 		if err != nil {
 			return fmt.Errorf("mirror %s: %w", m.name, err)
 		}
-		dst, err := kgo.NewClient(append(opts, kgo.ClientID(kclient.ClientID(m.dstCfg.ClientID, "destination-"+m.name)))...)
+		dst, err := kgo.NewClient(append(opts, kgo.ClientID(kclient.ClientID(m.dstCfg.ClientID, "destination-"+m.name)), m.dstHealth.Hook())...)
 		if err != nil {
 			return fmt.Errorf("mirror %s: destination cluster: %w", m.name, err)
 		}
@@ -348,7 +391,7 @@ func (m *Mirror) connect(cfg *config.Config) error {
 	if err != nil {
 		return fmt.Errorf("mirror %s: %w", m.name, err)
 	}
-	src, err := kgo.NewClient(append(opts, kgo.ClientID(kclient.ClientID(m.cfg.Source.ClientID, "source-"+m.name)))...)
+	src, err := kgo.NewClient(append(opts, kgo.ClientID(kclient.ClientID(m.cfg.Source.ClientID, "source-"+m.name)), m.srcHealth.Hook())...)
 	if err != nil {
 		return fmt.Errorf("mirror %s: source cluster: %w", m.name, err)
 	}
@@ -442,6 +485,7 @@ func (m *Mirror) Status() admin.MirrorStatus {
 	}
 	lease := m.lease
 	m.mu.Unlock()
+	ms.Clusters = m.Clusters()
 	if lease != nil {
 		ms.SyncLeaseHeld, ms.SyncLeaseHolder = lease.Status()
 		if !ms.SyncLeaseHeld {
@@ -463,4 +507,20 @@ func (m *Mirror) Status() admin.MirrorStatus {
 		ms.Partitions = append(ms.Partitions, r.Status())
 	}
 	return ms
+}
+
+// Clusters says whether the mirror can talk to its source and destination
+// clusters now; the destination is left out while no tracker watches it
+// (a mirror built without one, in tests).
+func (m *Mirror) Clusters() []admin.ClusterStatus {
+	out := []admin.ClusterStatus{clusterStatus("source", m.srcHealth)}
+	if m.dstHealth != nil {
+		out = append(out, clusterStatus("destination", m.dstHealth))
+	}
+	return out
+}
+
+func clusterStatus(name string, h *kclient.Health) admin.ClusterStatus {
+	s := h.Snapshot()
+	return admin.ClusterStatus{Cluster: name, Reachable: s.Reachable, Since: s.Since, LastError: s.LastError}
 }

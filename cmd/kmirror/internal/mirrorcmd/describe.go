@@ -73,6 +73,11 @@ func printDescribe(stdout io.Writer, mirrors []admin.MirrorStatus, failedOnly, a
 		if m.Error != "" {
 			fmt.Fprintf(stdout, "mirror %s: %s\n", m.Name, m.Error)
 		}
+		for _, c := range m.Clusters {
+			if !c.Reachable {
+				fmt.Fprintf(stdout, "mirror %s: the %s cluster is unreachable since %s: %s\n", m.Name, c.Cluster, c.Since.UTC().Format(time.RFC3339), c.LastError)
+			}
+		}
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	if failedOnly {
