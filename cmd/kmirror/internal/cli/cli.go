@@ -114,3 +114,52 @@ func Num(v int64) string {
 	}
 	return strconv.FormatInt(v, 10)
 }
+
+// Sub is one sub-command of a command family (`kmirror mirrors pause`).
+type Sub struct {
+	Name  string
+	Usage string // the line after "kmirror <family> " in the usage text
+	Run   func(args []string, stdout, stderr io.Writer) int
+}
+
+// Family is a command made of sub-commands.
+type Family struct {
+	Name   string // "mirrors"
+	Flags  string // common flags shown in the usage line, e.g. "--config FILE [flags]"
+	Footer string // a sentence after "Run `kmirror <family> <sub-command> -h` for every flag."
+	Subs   []Sub
+}
+
+// Run runs the sub-command args[0]: no argument prints the usage to stderr
+// (ExitUsage), -h/--help/help prints it to stdout (ExitOK), an unknown one
+// says so and prints it to stderr (ExitUsage).
+func (f Family) Run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		f.usage(stderr)
+		return ExitUsage
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		f.usage(stdout)
+		return ExitOK
+	}
+	for _, s := range f.Subs {
+		if s.Name == args[0] {
+			return s.Run(args[1:], stdout, stderr)
+		}
+	}
+	fmt.Fprintf(stderr, "kmirror %s: unknown sub-command %q\n", f.Name, args[0])
+	f.usage(stderr)
+	return ExitUsage
+}
+
+func (f Family) usage(w io.Writer) {
+	fmt.Fprintf(w, "usage: kmirror %s <sub-command> %s; sub-commands:\n", f.Name, f.Flags)
+	for _, s := range f.Subs {
+		fmt.Fprintf(w, "  kmirror %s %s\n", f.Name, s.Usage)
+	}
+	line := fmt.Sprintf("Run `kmirror %s <sub-command> -h` for every flag.", f.Name)
+	if f.Footer != "" {
+		line += " " + f.Footer
+	}
+	fmt.Fprintln(w, line)
+}

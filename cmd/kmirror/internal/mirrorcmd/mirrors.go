@@ -51,42 +51,16 @@ func (l *topicList) Set(v string) error {
 // Mirrors is `kmirror mirrors <sub-command>`: list, describe, pause,
 // resume, stop, start, create and delete, through the admin API.
 func Mirrors(args []string, stdout, stderr io.Writer) int {
-	subs := []struct {
-		name, usage string
-		run         func(args []string, stdout, stderr io.Writer) int
-	}{
-		{"list", "list [--json]", mirrorsList},
-		{"describe", "describe [--mirror M] [--json] [--failed]", mirrorsDescribe},
-		{"pause", "pause --mirror M [--topics R,..]", mirrorsOp("pause")},
-		{"resume", "resume --mirror M [--topics R,..]", mirrorsOp("resume")},
-		{"stop", "stop --mirror M --topics R,..", mirrorsOp("stop")},
-		{"start", "start --mirror M --topics R,.. [--exclude R,..]", mirrorsOp("start")},
-		{"create", "create --mirror M --mirror-config FILE", mirrorsCreate},
-		{"delete", "delete --mirror M", mirrorsDelete},
-	}
-	usage := func(w io.Writer) {
-		fmt.Fprintln(w, "usage: kmirror mirrors <sub-command> --config FILE [flags]; sub-commands:")
-		for _, s := range subs {
-			fmt.Fprintf(w, "  kmirror mirrors %s\n", s.usage)
-		}
-		fmt.Fprintln(w, "Run `kmirror mirrors <sub-command> -h` for every flag.")
-	}
-	if len(args) == 0 {
-		usage(stderr)
-		return cli.ExitUsage
-	}
-	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		usage(stdout)
-		return cli.ExitOK
-	}
-	for _, s := range subs {
-		if s.name == args[0] {
-			return s.run(args[1:], stdout, stderr)
-		}
-	}
-	fmt.Fprintf(stderr, "kmirror mirrors: unknown sub-command %q\n", args[0])
-	usage(stderr)
-	return cli.ExitUsage
+	return cli.Family{Name: "mirrors", Flags: "--config FILE [flags]", Subs: []cli.Sub{
+		{Name: "list", Usage: "list [--json]", Run: mirrorsList},
+		{Name: "describe", Usage: "describe [--mirror M] [--json] [--failed]", Run: mirrorsDescribe},
+		{Name: "pause", Usage: "pause --mirror M [--topics R,..]", Run: mirrorsOp("pause")},
+		{Name: "resume", Usage: "resume --mirror M [--topics R,..]", Run: mirrorsOp("resume")},
+		{Name: "stop", Usage: "stop --mirror M --topics R,..", Run: mirrorsOp("stop")},
+		{Name: "start", Usage: "start --mirror M --topics R,.. [--exclude R,..]", Run: mirrorsOp("start")},
+		{Name: "create", Usage: "create --mirror M --mirror-config FILE", Run: mirrorsCreate},
+		{Name: "delete", Usage: "delete --mirror M", Run: mirrorsDelete},
+	}}.Run(args, stdout, stderr)
 }
 
 func mirrorsList(args []string, stdout, stderr io.Writer) int {

@@ -31,38 +31,12 @@ const (
 
 // Run is `kmirror plugins <sub-command>`: install, list, verify and remove.
 func Run(args []string, stdout, stderr io.Writer) int {
-	subs := []struct {
-		name, usage string
-		run         func(args []string, stdout, stderr io.Writer) int
-	}{
-		{"install", "install PATH --kind auth|statestore|filter [--name NAME] (--config FILE | --plugin-dir DIR) [--force] [--json]", pluginsInstall},
-		{"list", "list --config FILE [--json]", pluginsList},
-		{"verify", "verify --config FILE", pluginsVerify},
-		{"remove", "remove NAME|FILE --config FILE [--force]", pluginsRemove},
-	}
-	usage := func(w io.Writer) {
-		fmt.Fprintln(w, "usage: kmirror plugins <sub-command> [flags]; sub-commands:")
-		for _, s := range subs {
-			fmt.Fprintf(w, "  kmirror plugins %s\n", s.usage)
-		}
-		fmt.Fprintln(w, "Run `kmirror plugins <sub-command> -h` for every flag. kmirror never edits the configuration file: install prints the entry to add.")
-	}
-	if len(args) == 0 {
-		usage(stderr)
-		return cli.ExitUsage
-	}
-	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		usage(stdout)
-		return cli.ExitOK
-	}
-	for _, s := range subs {
-		if s.name == args[0] {
-			return s.run(args[1:], stdout, stderr)
-		}
-	}
-	fmt.Fprintf(stderr, "kmirror plugins: unknown sub-command %q\n", args[0])
-	usage(stderr)
-	return cli.ExitUsage
+	return cli.Family{Name: "plugins", Flags: "[flags]", Footer: "kmirror never edits the configuration file: install prints the entry to add.", Subs: []cli.Sub{
+		{Name: "install", Usage: "install PATH --kind auth|statestore|filter [--name NAME] (--config FILE | --plugin-dir DIR) [--force] [--json]", Run: pluginsInstall},
+		{Name: "list", Usage: "list --config FILE [--json]", Run: pluginsList},
+		{Name: "verify", Usage: "verify --config FILE", Run: pluginsVerify},
+		{Name: "remove", Usage: "remove NAME|FILE --config FILE [--force]", Run: pluginsRemove},
+	}}.Run(args, stdout, stderr)
 }
 
 // parseOperand parses args into fs, flags before and after the one
