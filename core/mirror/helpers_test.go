@@ -44,7 +44,7 @@ type fixture struct {
 // poll would see a new topic only seconds after it appeared.
 var freshMetadata = kgo.MetadataMinAge(10 * time.Millisecond)
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	f := &fixture{src: kfaketest.NewCluster(t, kfake.NumBrokers(3)), dst: kfaketest.NewCluster(t)}
 	f.srcCl, f.dstCl = kfaketest.NewClient(t, f.src, freshMetadata), kfaketest.NewClient(t, f.dst, freshMetadata)
@@ -54,7 +54,7 @@ func newFixture(t *testing.T) *fixture {
 // config is a configuration of one mirror, test, from the fixture's source
 // to its destination, of the topics include matches; extra lines follow
 // (indented by four spaces, they are keys of the mirror).
-func (f *fixture) config(t *testing.T, include string, extra ...string) *config.Config {
+func (f *fixture) config(t testing.TB, include string, extra ...string) *config.Config {
 	t.Helper()
 	cfg, err := config.Parse([]byte(fmt.Sprintf(`
 mirror.metadata.refresh.interval.ms: 500
@@ -78,7 +78,7 @@ mirrors:
 // startEngine starts an engine of cfg on store, stopped when the test ends
 // (with, in verbose mode, a dump of the goroutines first if the test
 // failed).
-func startEngine(t *testing.T, cfg *config.Config, store statestore.Store) *Engine {
+func startEngine(t testing.TB, cfg *config.Config, store statestore.Store) *Engine {
 	t.Helper()
 	mp, err := metrics.New()
 	if err != nil {
@@ -104,7 +104,7 @@ func startEngine(t *testing.T, cfg *config.Config, store statestore.Store) *Engi
 	return e
 }
 
-func stopEngine(t *testing.T, e *Engine) {
+func stopEngine(t testing.TB, e *Engine) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if err := e.Stop(ctx); err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/kmirror/kmirror/core/batch"
+	"github.com/kmirror/kmirror/core/logging"
 	"github.com/kmirror/kmirror/core/writer/internal/cluster"
 	"github.com/kmirror/kmirror/core/writer/internal/produce"
 	"github.com/kmirror/kmirror/core/writer/internal/txn"
@@ -79,7 +80,7 @@ type Partition struct {
 }
 
 func newPartition(w *Writer, topic string, partition int32, hook func(context.Context, TxnWriterInfo) error, idem *cluster.Idempotent) *Partition {
-	log := w.log.With("topic", topic, "partition", partition)
+	log := logging.WithFields(w.log, "topic", topic, "partition", partition)
 	where := cluster.Where{Mirror: w.cfg.mirror, Topic: topic, Partition: partition}
 	return &Partition{
 		w:         w,
