@@ -47,7 +47,10 @@ type bench struct {
 	// scenarioWarm copy each scenario's backlog once each before the
 	// measured contenders, their results discarded (-no-warm-up: none).
 	scenarioWarm []contender.Contender
-	seq          int
+	// repeat is how many rounds of the contenders each scenario runs
+	// (-repeat), the order rotated each round.
+	repeat int
+	seq    int
 }
 
 // brokerJVM are the JVM flags both clusters run with, on top of the
@@ -72,6 +75,7 @@ func benchMain(args []string) error {
 	tunedDaemon := fs.String("kmirror-tuned-daemon", "", `daemon-wide keys for the contender "kmirror-tuned", separated by ";" (e.g. "mirror.appends.in.flight.per.partition: 1")`)
 	profile := fs.Duration("profile", 0, "take a CPU profile of kmirror for this long from its first copied record, and a heap profile once caught up (pprof files in <out>/profiles; 0: none)")
 	noWarmUp := fs.Bool("no-warm-up", false, "skip the warm-ups: a small backlog copied by the raw forwarder and by kmirror before the first scenario, and each scenario's backlog copied once by each of them before its measured contenders, except with -quick (results discarded)")
+	repeat := fs.Int("repeat", 1, "run each scenario's contenders this many rounds, their order rotated each round (each runs first once in N rounds of N contenders); the report shows each contender's median run by steady MB/s and lists every run")
 	keep := fs.Bool("keep", false, "keep each run's directory (configs, logs, state; in a temporary directory named at the end)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -97,7 +101,10 @@ func benchMain(args []string) error {
 	if err != nil {
 		return err
 	}
-	b := &bench{root: root, out: *out, timeout: *timeout, profile: *profile}
+	if *repeat < 1 {
+		return fmt.Errorf("-repeat %d: want 1 or more rounds", *repeat)
+	}
+	b := &bench{root: root, out: *out, timeout: *timeout, profile: *profile, repeat: *repeat}
 	if !filepath.IsAbs(b.out) {
 		b.out = filepath.Join(root, b.out)
 	}
@@ -330,9 +337,9 @@ var warmUpScenario = scenario.Scenario{Name: "warm-up", What: "a small backlog c
 // warmUpBrokers runs the warm-up contenders over warmUpScenario; failures are
 // logged only.
 func (b *bench) warmUpBrokers(ctx context.Context) {
-	measured := b.contenders
-	b.contenders = b.warm
-	defer func() { b.contenders = measured }()
+	measured, repeat := b.contenders, b.repeat
+	b.contenders, b.repeat = b.warm, 1
+	defer func() { b.contenders, b.repeat = measured, repeat }()
 	log.Printf("bench: warming the brokers up: %s", warmUpScenario.What)
 	if r := b.runScenario(ctx, warmUpScenario); r.Err != "" {
 		log.Printf("bench: warm-up: %s", r.Err)
@@ -373,26 +380,38 @@ func (b *bench) runScenario(ctx context.Context, sc scenario.Scenario) report.Sc
 	for _, c := range b.scenarioWarm {
 		b.warmUpScenario(ctx, c, sc, topic, srcEnds)
 	}
+	// Round i runs the contenders in their order rotated by i, so that
+	// over the rounds each runs at each place (-repeat).
+	runs := map[string][]report.Result{}
+	for round := range b.repeat {
+		for i := range b.contenders {
+			c := b.contenders[(i+round)%len(b.contenders)]
+			if ctx.Err() != nil {
+				break
+			}
+			if _, ok := c.(contender.Failoverer); sc.Failover && !ok {
+				continue // the scenario measures an operation c does not have
+			}
+			r := b.runContender(ctx, c, sc, topic, srcEnds)
+			log.Printf("bench: %s / %s (round %d, place %d): total %s (%.1f MB/s), steady %.1f MB/s, CPU %.1f s, peak RSS %d MiB, %s",
+				sc.Name, c.Name(), round+1, i+1, r.Total.Round(time.Millisecond), r.TotalMBps(), r.SteadyMBps(), r.CPU.Seconds(), r.PeakRSS/scenario.MiB, r.Verdict())
+			r.Runs = report.RunOf(r, round+1, i+1)
+			runs[c.Name()] = append(runs[c.Name()], r)
+			// The next contender starts from an empty destination, and
+			// the source keeps only the scenario's topic (MirrorMaker 2
+			// may leave topics of its own there).
+			cctx := context.WithoutCancel(ctx)
+			if err := topics.DeleteAllBut(cctx, b.dstAdm, nil); err != nil {
+				log.Printf("bench: %v", err)
+			}
+			if err := topics.DeleteAllBut(cctx, b.srcAdm, []string{topic}); err != nil {
+				log.Printf("bench: %v", err)
+			}
+		}
+	}
 	for _, c := range b.contenders {
-		if ctx.Err() != nil {
-			break
-		}
-		if _, ok := c.(contender.Failoverer); sc.Failover && !ok {
-			continue // the scenario measures an operation c does not have
-		}
-		r := b.runContender(ctx, c, sc, topic, srcEnds)
-		log.Printf("bench: %s / %s: total %s (%.1f MB/s), steady %.1f MB/s, CPU %.1f s, peak RSS %d MiB, %s",
-			sc.Name, c.Name(), r.Total.Round(time.Millisecond), r.TotalMBps(), r.SteadyMBps(), r.CPU.Seconds(), r.PeakRSS/scenario.MiB, r.Verdict())
-		res.Results = append(res.Results, r)
-		// The next contender starts from an empty destination, and the
-		// source keeps only the scenario's topic (MirrorMaker 2 may leave
-		// topics of its own there).
-		cctx := context.WithoutCancel(ctx)
-		if err := topics.DeleteAllBut(cctx, b.dstAdm, nil); err != nil {
-			log.Printf("bench: %v", err)
-		}
-		if err := topics.DeleteAllBut(cctx, b.srcAdm, []string{topic}); err != nil {
-			log.Printf("bench: %v", err)
+		if rs := runs[c.Name()]; len(rs) > 0 {
+			res.Results = append(res.Results, report.Median(rs))
 		}
 	}
 	return res

@@ -59,6 +59,10 @@ type Result struct {
 	Lost, Duplicates int64
 	// LostPartitions counts partitions with fewer records than the source.
 	LostPartitions int
+	// Runs lists every run of the contender in this scenario when it ran
+	// several (-repeat); the figures above are those of the median run
+	// (Median).
+	Runs []Run
 }
 
 // Latency is the end-to-end latency phase's outcome.
@@ -317,7 +321,7 @@ func (r Report) WriteMarkdown(w io.Writer) error {
 				fmtFloat(res.CPU.Seconds(), 1), fmtFloat(res.CPUPerGB(), 1), fmtRatio(res.CPUPerGB(), m.CPUPerGB()),
 				fmtMiB(res.PeakRSS), fmtFloat(res.SourceCPU.Seconds(), 1), fmtFloat(res.DestinationCPU.Seconds(), 1), res.Verdict())
 		}
-		p("\n")
+		p("\n%s", repeats(s))
 		for _, res := range s.Results {
 			if res.Detail != "" {
 				p("%s failed: %s\n\n```\n%s\n```\n\n", res.Contender, res.Err, res.Detail)

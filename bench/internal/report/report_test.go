@@ -230,3 +230,53 @@ func TestFailoverTargetNeedsTenThousandPartitions(t *testing.T) {
 		t.Errorf("45 s: %+v, want not met with the figure", got)
 	}
 }
+
+// TestMedianKeepsTheMiddleCompleteRunAndListsEveryRun: of three kmirror
+// runs (one incomplete), the median of the complete ones is kept, every
+// run is listed under the scenario's table with its place in its round,
+// and a contender that ran once gets no such line.
+func TestMedianKeepsTheMiddleCompleteRunAndListsEveryRun(t *testing.T) {
+	t.Parallel()
+	rep := sampleReport()
+	k := rep.Scenarios[0].Results[0]
+	var rs []Result
+	for i, steady := range []time.Duration{8 * time.Second, 4 * time.Second, 2 * time.Second, 10 * time.Second} {
+		r := k
+		r.Steady = steady
+		r.PeakRSS = int64(100+i) * scenario.MiB
+		if i == 2 {
+			r.Lost, r.LostPartitions = 1, 1 // the fastest run lost a record: not a candidate
+		}
+		r.Runs = RunOf(r, i+1, (i%3)+1)
+		rs = append(rs, r)
+	}
+	m := Median(rs)
+	// Complete runs' steady throughputs, ascending: 10 s, 8 s, 4 s → the
+	// lower middle of three is the 8 s run.
+	if m.Steady != 8*time.Second || m.PeakRSS != 100*scenario.MiB {
+		t.Errorf("median run: steady %s, RSS %d; want the 8 s run (100 MiB)", m.Steady, m.PeakRSS/scenario.MiB)
+	}
+	if len(m.Runs) != 4 || m.Runs[2].OK || m.Runs[2].Round != 3 || m.Runs[1].Position != 2 {
+		t.Errorf("runs: %+v", m.Runs)
+	}
+	rep.Scenarios[0].Results[0] = m
+	var b bytes.Buffer
+	if err := rep.WriteMarkdown(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"Repeated runs, the order of the contenders rotated each round",
+		"| kmirror | 128.0 (1st), 256.0 (2nd), 512.0 (3rd) incomplete, 102.4 (1st) | 100 MiB, 101 MiB, 102 MiB, 103 MiB |",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the report lacks %q:\n%s", want, out)
+		}
+	}
+	if rows := strings.Count(repeats(rep.Scenarios[0]), "\n| "); rows != 2 { // the header and kmirror's row
+		t.Errorf("the repeated runs' table has %d rows; want the header and kmirror's (mm2 and raw ran once):\n%s", rows, repeats(rep.Scenarios[0]))
+	}
+	if one := Median(rs[:1]); one.Steady != rs[0].Steady || len(one.Runs) != 1 {
+		t.Errorf("one run: %+v", one)
+	}
+}
