@@ -29,7 +29,8 @@
 //   - kafkalog:         a partition's log read raw: bounds, leader, batches in bounded memory, entries
 //   - kclient:          a cluster's configuration turned into franz-go client options (TLS, SASL from an auth provider, sockets, dialer, per-role timeouts and retries), the built-in credential provider its sasl.* keys describe, and Health (a cluster's reachability from its client's hooks)
 //   - kclient/kclienttest: a kclient.Credentials for tests: credentials straight from a cluster's sasl.* keys, no plugin host
-//   - logging:          hclog construction from configuration
+//   - livestatus:       the status page (GET /, one self-contained HTML file) and its data: each mirror's recent throughput and lag, and the progress and estimate of the partitions catching up
+//   - logging:          hclog construction from configuration, and WithFields (a child logger that holds only its fields)
 //   - metrics:          the OpenTelemetry meter provider exported to Prometheus, and the engine's and data path's instruments
 //   - mirror:           the mirroring engine: wiring, reload, topic claims, the operator API's entry points, status
 //   - offsetmap:        the exact source→destination offset map of a partition in map mode

@@ -2,7 +2,8 @@
 # Installs what kmirror's build and tests need on a fresh Debian machine:
 # Go modules, etcd (for the etcd state store's tests), a Java 17+ runtime and
 # Maven (for the real Apache Kafka brokers of the e2e tests), the Kafka jars
-# themselves (through Maven Central), and the Python filter plugin's
+# themselves (through Maven Central), headless Chromium (the status page's
+# e2e test), and the Python filter plugin's
 # virtualenv with its pinned packages (from PyPI).
 # Idempotent: it only installs what is missing.
 set -euo pipefail
@@ -19,6 +20,8 @@ command -v etcd >/dev/null 2>&1 || need_apt+=(etcd-server)
 # python3 with venv, for the Python filter plugin (plugins/filters/python-groups).
 command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
 if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then need_apt+=(python3-venv); fi
+# headless Chromium, which the status page's e2e test loads the page in.
+command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 if [ "${#need_apt[@]}" -gt 0 ]; then
   echo "install-deps: installing Debian packages: ${need_apt[*]}"
   if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi

@@ -30,6 +30,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/kmirror/kmirror/core/config"
+	"github.com/kmirror/kmirror/core/livestatus"
 	"github.com/kmirror/kmirror/core/logging"
 	"github.com/kmirror/kmirror/core/metrics"
 	"github.com/kmirror/kmirror/core/version"
@@ -56,6 +57,12 @@ type Component interface {
 // JSON and must hold no secret.
 type Describer interface {
 	Describe() any
+}
+
+// StatusPage is implemented by the component whose status the page at GET /
+// shows: Live is the page's data, served at GET /v1/live (encoded as JSON).
+type StatusPage interface {
+	Live() any
 }
 
 // Readiness is implemented by components whose state can make the daemon
@@ -266,8 +273,9 @@ func (d *Daemon) startHTTP(cfg *config.Config) (*http.Server, <-chan error, erro
 	return srv, errCh, nil
 }
 
-// Handler serves /healthz, /readyz, /metrics and /v1/describe, and
-// /debug/pprof/ while http.pprof.enable is on.
+// Handler serves /healthz, /readyz, /metrics and /v1/describe, the status
+// page (GET / and its data, GET /v1/live), and /debug/pprof/ while
+// http.pprof.enable is on.
 func (d *Daemon) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -285,6 +293,21 @@ func (d *Daemon) Handler() http.Handler {
 	})
 	mux.Handle("GET /metrics", d.opts.Metrics.Handler())
 	mux.Handle("/debug/pprof/", d.pprofHandler())
+	mux.HandleFunc("GET /{$}", livestatus.ServePage)
+	mux.HandleFunc("GET /v1/live", func(w http.ResponseWriter, r *http.Request) {
+		d.mu.Lock()
+		started := append([]Component(nil), d.started...)
+		d.mu.Unlock()
+		for _, c := range started {
+			if sp, ok := c.(StatusPage); ok {
+				w.Header().Set("Content-Type", "application/json")
+				w.Header().Set("Cache-Control", "no-store")
+				_ = json.NewEncoder(w).Encode(sp.Live())
+				return
+			}
+		}
+		http.Error(w, "no mirror engine is running", http.StatusServiceUnavailable)
+	})
 	mux.HandleFunc("GET /v1/describe", func(w http.ResponseWriter, _ *http.Request) {
 		out := map[string]any{}
 		d.mu.Lock()

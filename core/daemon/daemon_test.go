@@ -380,3 +380,30 @@ func TestReadyzFollowsComponentChecks(t *testing.T) {
 		t.Fatalf("kmirror_ready is not 1 again:\n%s", m)
 	}
 }
+
+type live struct{ recorder }
+
+func (live) Live() any { return map[string]string{"mirrors": "shown"} }
+
+// TestStatusPageAndItsData: GET / is the status page (HTML), GET /v1/live
+// the data of the component that has a status page; without one, /v1/live
+// says so (503); other paths stay 404.
+func TestStatusPageAndItsData(t *testing.T) {
+	t.Parallel()
+	h := startDaemon(t, func(mu *sync.Mutex, calls *[]string) []Component {
+		return []Component{&recorder{name: "plain", mu: mu, calls: calls}, &live{recorder{name: "mirrors", mu: mu, calls: calls}}}
+	}, 5000)
+	if code, body := h.get(t, "/"); code != 200 || !strings.Contains(body, "<title>kmirror status</title>") {
+		t.Errorf("GET / = %d %.80q", code, body)
+	}
+	if code, body := h.get(t, "/v1/live"); code != 200 || strings.TrimSpace(body) != `{"mirrors":"shown"}` {
+		t.Errorf("GET /v1/live = %d %q", code, body)
+	}
+	if code, _ := h.get(t, "/nothing-here"); code != 404 {
+		t.Errorf("GET /nothing-here = %d, want 404", code)
+	}
+	bare := startDaemon(t, twoComponents, 5000)
+	if code, body := bare.get(t, "/v1/live"); code != 503 || !strings.Contains(body, "no mirror engine") {
+		t.Errorf("GET /v1/live without a status page = %d %q", code, body)
+	}
+}

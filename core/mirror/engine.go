@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -18,6 +19,7 @@ import (
 	"github.com/kmirror/kmirror/core/control"
 	"github.com/kmirror/kmirror/core/fetcher"
 	"github.com/kmirror/kmirror/core/kclient"
+	"github.com/kmirror/kmirror/core/livestatus"
 	"github.com/kmirror/kmirror/core/metrics"
 	"github.com/kmirror/kmirror/core/partition"
 	"github.com/kmirror/kmirror/core/supervisor"
@@ -46,10 +48,13 @@ type Options struct {
 	Credentials kclient.Credentials
 	// Filters returns the filter plugin of a name in mirror.filter.plugins.
 	Filters func(name string) (filter.Filter, error)
+	// LiveInterval is how often the status page's history is sampled
+	// (0: livestatus.DefaultInterval, 5 s).
+	LiveInterval time.Duration
 }
 
-// Engine runs every configured mirror. It implements the daemon's Component
-// and Describer interfaces.
+// Engine runs every configured mirror. It implements the daemon's
+// Component, Describer and StatusPage interfaces.
 type Engine struct {
 	opts    Options
 	log     hclog.Logger
@@ -73,6 +78,14 @@ type Engine struct {
 
 	ctlMu    sync.Mutex
 	controls map[string]*control.Holder // mirror → what operators asked of it
+
+	// live keeps the status page's history, sampled every liveEvery by
+	// a goroutine of the engine's (liveStop ends it, liveDone says it
+	// ended).
+	live      *livestatus.Tracker
+	liveEvery time.Duration
+	liveStop  context.CancelFunc
+	liveDone  chan struct{}
 }
 
 // New validates opts and returns an Engine; nothing runs until Start.
@@ -120,7 +133,52 @@ func (e *Engine) Start(ctx context.Context, cfg *config.Config) error {
 		e.startMirror(cfg.Mirrors[i])
 	}
 	e.startRecordedRuntime(ctx)
+	e.startLive()
 	return nil
+}
+
+// startLive starts sampling the status page's history; e.mu must be held.
+func (e *Engine) startLive() {
+	if e.liveStop != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	e.live, e.liveStop, e.liveDone = livestatus.New(livestatus.DefaultKeep), cancel, make(chan struct{})
+	if e.liveEvery = e.opts.LiveInterval; e.liveEvery <= 0 {
+		e.liveEvery = livestatus.DefaultInterval
+	}
+	live, every, done := e.live, e.liveEvery, e.liveDone
+	go func() { // owned by the engine: Stop cancels it and waits for done.
+		defer close(done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			live.Sample(time.Now(), e.Status(), e.mirrored)
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+}
+
+// mirrored is mirror's append counters, for the status page.
+func (e *Engine) mirrored(mirror string) livestatus.Counters {
+	b, o := e.inst.Mirrored(mirror)
+	return livestatus.Counters{Bytes: b, Offsets: o}
+}
+
+// Live is the status page's data (daemon.StatusPage): the status now,
+// with each mirror's recent history.
+func (e *Engine) Live() any {
+	e.mu.Lock()
+	live, every := e.live, e.liveEvery
+	e.mu.Unlock()
+	if live == nil {
+		live = livestatus.New(livestatus.DefaultKeep)
+	}
+	return live.Live(time.Now(), e.Status(), every)
 }
 
 // newMirror returns mirror mc of the running configuration; e.mu must be
@@ -288,6 +346,15 @@ func (e *Engine) topicOwner(dstID, topic string) string {
 // destination client. Partitions keep their persisted states; open
 // destination transactions stay open so that the next start resumes them.
 func (e *Engine) Stop(ctx context.Context) error {
+	// The sampler reads the status (e.mu): it ends before e.mu is held.
+	e.mu.Lock()
+	stopLive, liveDone := e.liveStop, e.liveDone
+	e.liveStop = nil
+	e.mu.Unlock()
+	if stopLive != nil {
+		stopLive()
+		<-liveDone
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var wg sync.WaitGroup

@@ -80,6 +80,13 @@ mirrors:
 // failed).
 func startEngine(t testing.TB, cfg *config.Config, store statestore.Store) *Engine {
 	t.Helper()
+	return startEngineWith(t, cfg, store, nil)
+}
+
+// startEngineWith is startEngine with the engine's options changed by opt
+// first (nil: none).
+func startEngineWith(t testing.TB, cfg *config.Config, store statestore.Store, opt func(*Options)) *Engine {
+	t.Helper()
 	mp, err := metrics.New()
 	if err != nil {
 		t.Fatal(err)
@@ -88,7 +95,11 @@ func startEngine(t testing.TB, cfg *config.Config, store statestore.Store) *Engi
 	if testing.Verbose() {
 		logger = hclog.New(&hclog.LoggerOptions{Level: hclog.Debug})
 	}
-	e, err := New(Options{Store: store, Logger: logger, Metrics: mp, Credentials: kclienttest.KeysCredentials})
+	opts := Options{Store: store, Logger: logger, Metrics: mp, Credentials: kclienttest.KeysCredentials}
+	if opt != nil {
+		opt(&opts)
+	}
+	e, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
