@@ -10,6 +10,7 @@ import (
 	"github.com/kmirror/kmirror/cmd/kmirror/internal/cli"
 	"github.com/kmirror/kmirror/cmd/kmirror/internal/mirrorcmd"
 	"github.com/kmirror/kmirror/cmd/kmirror/internal/plugincmd"
+	"github.com/kmirror/kmirror/cmd/kmirror/internal/statuscmd"
 )
 
 // command is one `kmirror ...` sub-command; run returns the exit code
@@ -26,6 +27,7 @@ func commands() []command {
 		{"run", "run the mirroring daemon", cmdRun},
 		{"demo", "run an embedded demo: two in-process clusters, a mirror, and a verification", cmdDemo},
 		{"describe", "show every mirrored partition: state, mode, offsets, lag, last error", mirrorcmd.Describe},
+		{"status", "live status per mirror: states, lag, throughput, FAILED partitions, catch-up progress (--watch)", statuscmd.Run},
 		{"mirrors", "list, describe, pause, resume, stop and start mirrors through the admin API", mirrorcmd.Mirrors},
 		{"failover", "fail a mirror's topics over to the destination (through the admin API)", mirrorcmd.Failover},
 		{"failback", "mirror a failed-over mirror's topics back to its old source (through the admin API)", mirrorcmd.Failback},
