@@ -28,7 +28,7 @@ func sample() livestatus.Live {
 		Name: "dc1", States: map[string]int{"MIRRORING": 6, "FAILED": 1, "PAUSED": 1}, Partitions: 8, LagTotal: 1_234_567, LagMax: 900_000,
 		BytesPerSecond: 52_400_000, RecordsPerSecond: 51_200,
 		Clusters: []admin.ClusterStatus{{Cluster: "source", Reachable: true, Since: at.Add(-time.Hour)}, {Cluster: "destination", Reachable: false, Since: at.Add(-30 * time.Second), LastError: "dial tcp 10.0.0.7:9092: connect: connection refused"}},
-		Failed: []livestatus.LivePartition{{Topic: "orders", Partition: 3, State: "FAILED", Retry: "NonRetryable", Reason: "mirror dc1: topic orders partition 3: batch appended at another offset: expected 12042, got 12043", Progress: -1, ETASeconds: -1}},
+		Failed:   []livestatus.LivePartition{{Topic: "orders", Partition: 3, State: "FAILED", Retry: "NonRetryable", Reason: "mirror dc1: topic orders partition 3: batch appended at another offset: expected 12042, got 12043", Progress: -1, ETASeconds: -1}},
 		CatchingUp: []livestatus.LivePartition{
 			{Topic: "orders", Partition: 0, State: "MIRRORING", Lag: 900_000, Progress: 0.25, RecordsPerSecond: 40_000, ETASeconds: 22.5},
 			{Topic: "payments-with-a-long-name", Partition: 11, State: "MIRRORING", Lag: 334_567, Progress: 0.9, RecordsPerSecond: 0, ETASeconds: -1},
@@ -143,7 +143,9 @@ func TestWatchPrintsSnapshotsUntilInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	var out, errOut bytes.Buffer
 	done := make(chan int)
-	go func() { done <- run(ctx, []string{"--http-address", addr, "--watch", "--interval", "100ms"}, &out, &errOut) }()
+	go func() {
+		done <- run(ctx, []string{"--http-address", addr, "--watch", "--interval", "100ms"}, &out, &errOut)
+	}()
 	for hits.Load() < 4 {
 		time.Sleep(10 * time.Millisecond) // polling a counter the server moves, not synchronising with sleep
 	}
