@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -71,6 +72,10 @@ type Settings struct {
 	MismatchAction string
 	// MaxAttempts is mirror.failed.retry.max.attempts (shown in status).
 	MaxAttempts int
+	// LagRefresh is how often a PAUSED partition reads the source's end
+	// again, so that its lag keeps rising while it does not fetch
+	// (mirror.metadata.refresh.interval.ms; 0: never).
+	LagRefresh time.Duration
 }
 
 // DataPath is the part of the mirror's data path a runner uses: the

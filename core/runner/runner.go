@@ -309,7 +309,9 @@ func (r *Runner) prepareStep(ctx context.Context) error {
 }
 
 // waitOperator waits in PAUSED or STOPPED for an operator's request (or,
-// when STOPPED, a recreated topic; when PAUSED, a stop request).
+// when STOPPED, a recreated topic; when PAUSED, a stop request). A PAUSED
+// partition reads the source's end every Settings.LagRefresh meanwhile:
+// it fetches nothing, and its lag must still show the source moving on.
 func (r *Runner) waitOperator(ctx context.Context, st partition.State) {
 	recreated, stop := r.pendingRecreate(), r.stopChan()
 	if st != partition.Stopped {
@@ -317,12 +319,33 @@ func (r *Runner) waitOperator(ctx context.Context, st partition.State) {
 	} else {
 		stop = nil
 	}
+	var refresh <-chan time.Time
+	if st == partition.Paused && r.d.Settings.LagRefresh > 0 {
+		r.refreshSourceEnd(ctx)
+		t := time.NewTimer(r.d.Settings.LagRefresh)
+		defer t.Stop()
+		refresh = t.C
+	}
 	select {
 	case <-ctx.Done():
 	case <-recreated:
 	case <-stop:
 	case <-r.ctl:
+	case <-refresh: // Run calls again: the source's end is read again
 	}
+}
+
+// refreshSourceEnd reads the source partition's log start and end for the
+// status (lag) of a partition that does not fetch; a failure leaves them
+// unknown.
+func (r *Runner) refreshSourceEnd(ctx context.Context) {
+	start, end, err := r.offsets(ctx, true)
+	if err != nil {
+		start, end = -1, -1
+	}
+	r.mu.Lock()
+	r.srcLS, r.srcHW = start, end
+	r.mu.Unlock()
 }
 
 func (r *Runner) fail(ctx context.Context, cause error) {

@@ -43,6 +43,7 @@ func runnerFor(m *Mirror, t sourceTopic, part *partition.Partition) *runner.Runn
 			AlignmentBudget: m.dcfg.OffsetAlignmentMaxRecords,
 			MismatchAction:  m.cfg.DestinationMismatchAction,
 			MaxAttempts:     m.d.Machine.Backoff().MaxAttempts,
+			LagRefresh:      m.dcfg.MetadataRefreshInterval,
 		},
 	})
 }
