@@ -29,6 +29,13 @@ var (
 	// ErrConflict: the request conflicts with the mirror's state (for
 	// example starting a topic that another stop pattern still stops).
 	ErrConflict = errors.New("conflicts with the mirror's state")
+	// ErrNoMatch: a topic pattern of the request matches no topic of the
+	// mirror; nothing was recorded.
+	ErrNoMatch = errors.New("no topic matches")
+	// ErrUnavailable: something the request needs (a cluster, the state
+	// store, a mirror still connecting) cannot be reached now; nothing
+	// was changed and the request can be repeated.
+	ErrUnavailable = errors.New("unavailable now")
 )
 
 // New returns the holder of mirror name's record in store; it reads the
