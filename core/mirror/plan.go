@@ -268,4 +268,3 @@ func (e *Engine) oldSourceClient(ctx context.Context, name string) (*kgo.Client,
 	}
 	return old, nil
 }
-
