@@ -529,7 +529,7 @@ const maxSummary = 240
 // Summarize makes one short line of a mirror's error message: without the
 // mirror's name and the package prefixes that wrapping repeats, and, when
 // it is still long, without its middle layers (what failed and the root
-// cause are kept, the ": "-separated first and last parts). The full
+// cause are kept, the ": "-separated first and last two parts). The full
 // message stays available as the cause.
 func Summarize(mirror, msg string) string {
 	for _, p := range []string{`mirror "` + mirror + `": `, "mirror " + mirror + ": ", "aclsync: ", "groupsync: ", "topicsync: "} {
@@ -543,8 +543,8 @@ func Summarize(mirror, msg string) string {
 		}
 	}
 	out := strings.Join(kept, ": ")
-	if len(out) > maxSummary && len(kept) > 2 {
-		out = kept[0] + ": …: " + kept[len(kept)-1]
+	if len(out) > maxSummary && len(kept) > 3 {
+		out = kept[0] + ": …: " + strings.Join(kept[len(kept)-2:], ": ")
 	}
 	return out
 }
