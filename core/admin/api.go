@@ -135,6 +135,7 @@ const (
 	CodeMethodNotAllowed = "method_not_allowed" // 405: see the Allow header
 	CodeConflict         = "conflict"           // 409: the mirror's state does not allow it now
 	CodeNoMatchingTopics = "no_matching_topics" // 422: a topic pattern matches no topic of the mirror
+	CodeKafkaRefused     = "kafka_refused"      // 502: a Kafka cluster refused a request (not retriable: an authorization failure, ...)
 	CodeUnavailable      = "unavailable"        // 503: a cluster or the state store cannot be reached now; retry
 	CodeTimeout          = "timeout"            // 504: did not finish in time; may have partly completed
 	CodeInternal         = "internal"           // 500: anything else; the daemon's log has details

@@ -8,13 +8,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"path"
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kmirror/kmirror/core/config"
 	"github.com/kmirror/kmirror/core/control"
@@ -542,10 +546,29 @@ func classify(ctx context.Context, name string, err error) (status int, code, hi
 		return http.StatusServiceUnavailable, CodeUnavailable, "repeat the command once the cause is fixed (operations are idempotent); " + describe + " shows whether the clusters are reachable"
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return http.StatusGatewayTimeout, CodeTimeout, "the operation did not finish in time and may have partly completed: check " + describe + " and repeat the command (operations are idempotent)"
+	case isUnreachable(err):
+		return http.StatusServiceUnavailable, CodeUnavailable, "a cluster could not be reached or answered that it is busy; repeat the command once it is reachable (operations are idempotent); " + describe + " shows the clusters' reachability"
+	case isKafkaRefusal(err):
+		return http.StatusBadGateway, CodeKafkaRefused, "a Kafka cluster refused a request the operation needs: the message names the error (an authorization error names the permission to grant); repeat the command once it is fixed (operations are idempotent)"
 	case errors.Is(err, context.Canceled):
 		return http.StatusServiceUnavailable, CodeUnavailable, "the daemon is shutting down or the call was cancelled; the operation may have partly completed: check " + describe + " once the daemon runs, and repeat the command (operations are idempotent)"
 	}
 	return http.StatusInternalServerError, CodeInternal, "the daemon's log (kmirror.admin and the mirror's lines) has details; operations are idempotent: repeat the command once the cause is fixed"
+}
+
+// isUnreachable reports whether err is a network failure or a retriable
+// Kafka error (a leader moving, a coordinator loading): worth repeating.
+func isUnreachable(err error) bool {
+	var ne net.Error
+	var ke *kerr.Error
+	return errors.As(err, &ne) || errors.Is(err, syscall.ECONNREFUSED) || (errors.As(err, &ke) && ke.Retriable)
+}
+
+// isKafkaRefusal reports whether err is an error a Kafka cluster answered
+// (not retriable: an authorization failure, an invalid request).
+func isKafkaRefusal(err error) bool {
+	var ke *kerr.Error
+	return errors.As(err, &ke) && !ke.Retriable
 }
 
 // decodeBody decodes a JSON body into v; an empty body leaves v zero.
@@ -623,6 +646,8 @@ func codeOf(status int) string {
 		return CodeNoMatchingTopics
 	case http.StatusServiceUnavailable:
 		return CodeUnavailable
+	case http.StatusBadGateway:
+		return CodeKafkaRefused
 	case http.StatusGatewayTimeout:
 		return CodeTimeout
 	}

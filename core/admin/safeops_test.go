@@ -3,10 +3,14 @@ package admin_test
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kmirror/kmirror/core/admin"
 	"github.com/kmirror/kmirror/core/admin/admintest"
@@ -74,6 +78,9 @@ func TestEveryFailureHasAStatusCodeAndHint(t *testing.T) {
 		{fmt.Errorf("mirror dc1: waiting for catch-up: %w within --wait-for-catch-up 1s; nothing was changed", admin.ErrNotCaughtUp), 504, admin.CodeTimeout, "/v1/mirrors/dc1/lag"},
 		{fmt.Errorf("%w: orders is STOPPED", admin.ErrConflict), 409, admin.CodeConflict, "kmirror mirrors describe --mirror dc1"},
 		{fmt.Errorf("%w: bad", admin.ErrInvalidRequest), 400, admin.CodeInvalidRequest, ""},
+		{fmt.Errorf("mirror dc1: reading the end offsets of orders on the old source: %w", &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}), 503, admin.CodeUnavailable, "once it is reachable"},
+		{fmt.Errorf("mirror dc1: listing groups: %w", kerr.CoordinatorLoadInProgress), 503, admin.CodeUnavailable, "once it is reachable"},
+		{fmt.Errorf("mirror dc1: recreating orders on the old source: %w", kerr.TopicAuthorizationFailed), 502, admin.CodeKafkaRefused, "permission to grant"},
 		{fmt.Errorf("disk on fire"), 500, admin.CodeInternal, "the daemon's log"},
 	}
 	for _, tc := range cases {
