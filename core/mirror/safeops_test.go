@@ -1,10 +1,17 @@
 package mirror
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/kmirror/kmirror/core/admin"
 	"github.com/kmirror/kmirror/internal/kfaketest"
@@ -275,5 +282,74 @@ func TestFailbackPlanOfADivergedTopicNamesWhatWouldBeCreatedAndDeleted(t *testin
 	}
 	if left, err := store.List(ctx, statestore.MirrorPrefix("test-failback")); err != nil || len(left) != 0 {
 		t.Fatalf("the plans recorded %d keys of the failback mirror (%v)", len(left), err)
+	}
+}
+
+// TestAdminAPIOnTheEngineAnswersRefusalsWithTheirCodes: through the admin
+// API on a running engine, a pattern matching nothing is 422 naming it, an
+// unknown mirror 404 naming it (delete included), a stop dry run answers
+// the plan and the partitions keep mirroring, and the lag route reports
+// the mirror caught up.
+func TestAdminAPIOnTheEngineAnswersRefusalsWithTheirCodes(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.createTopic(t, "orders", 2)
+	f.produce(t, "orders", 10, "tx-o")
+	cfg := f.config(t, "orders")
+	e := startEngine(t, cfg, memstore.New())
+	f.waitMirrored(t, e, "orders", 2)
+
+	dir := t.TempDir()
+	cfg.AdminAddress, cfg.AdminTokenFile = "127.0.0.1:0", filepath.Join(dir, "token")
+	if err := os.WriteFile(cfg.AdminTokenFile, []byte("tok\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := admin.New(admin.Options{Controller: e, Logger: hclog.NewNullLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Stop(context.Background()) })
+	call := func(method, path, body string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, "http://"+srv.Addr()+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer tok")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for _, tc := range []struct {
+		method, path, body string
+		status             int
+		code, names        string
+	}{
+		{"POST", "/v1/mirrors/test/pause", `{"topics":["ordres"]}`, 422, admin.CodeNoMatchingTopics, `\"ordres\"`},
+		{"POST", "/v1/mirrors/test/stop", `{"topics":["ordres"],"dry_run":true}`, 422, admin.CodeNoMatchingTopics, `\"ordres\"`},
+		{"POST", "/v1/mirrors/nope/pause", `{}`, 404, admin.CodeNoSuchMirror, `\"nope\"`},
+		{"POST", "/v1/mirrors/nope/failback", `{"dry_run":true}`, 404, admin.CodeNoSuchMirror, `\"nope\"`},
+		{"DELETE", "/v1/mirrors/nope", ``, 404, admin.CodeNoSuchMirror, `\"nope\"`},
+		{"POST", "/v1/mirrors/test/failback", `{}`, 409, admin.CodeConflict, "no failed-over topic"},
+	} {
+		status, body := call(tc.method, tc.path, tc.body)
+		if status != tc.status || !strings.Contains(body, `"code": "`+tc.code+`"`) || !strings.Contains(body, tc.names) || !strings.Contains(body, `"hint"`) {
+			t.Errorf("%s %s %s: %d %s; want %d %s naming %s", tc.method, tc.path, tc.body, status, body, tc.status, tc.code, tc.names)
+		}
+	}
+	status, body := call("POST", "/v1/mirrors/test/stop", `{"topics":["orders"],"dry_run":true}`)
+	if status != 200 || !strings.Contains(body, `"dry_run": true`) || strings.Count(body, `"action": "stop"`) != 2 {
+		t.Fatalf("stop dry run: %d %s", status, body)
+	}
+	kfaketest.WaitFor(t, "the lag route reports the mirror caught up", func() (bool, string) {
+		status, body := call("GET", "/v1/mirrors/test/lag", "")
+		return status == 200 && strings.Contains(body, `"caught_up": true`) && strings.Contains(body, `"total_lag": 0`), body
+	})
+	if s := states(e, "orders"); s != "0:MIRRORING 1:MIRRORING" {
+		t.Fatalf("states after the API calls: %s", s)
 	}
 }
