@@ -63,7 +63,7 @@ func (e *Engine) planStop(ctx context.Context, req admin.PlanOrder) (admin.Plan,
 	}
 	planned := req.Op == admin.OpFailover && req.WaitForCatchUp > 0
 	var totalLag int64
-	index := map[string]int{}
+	var byTopic topicPlans
 	for _, p := range parts {
 		rec := p.Record()
 		if !match(rec.Topic) {
@@ -88,14 +88,9 @@ func (e *Engine) planStop(ctx context.Context, req admin.PlanOrder) (admin.Plan,
 		if pp.Lag > 0 {
 			totalLag += pp.Lag
 		}
-		i, ok := index[rec.Topic]
-		if !ok {
-			i = len(out.Topics)
-			index[rec.Topic] = i
-			out.Topics = append(out.Topics, admin.TopicPlan{Topic: rec.Topic})
-		}
-		out.Topics[i].Partitions = append(out.Topics[i].Partitions, pp)
+		byTopic.add(rec.Topic, pp)
 	}
+	out.Topics = byTopic.topics
 
 	rule := fmt.Sprintf("record a stop rule for topics matching %s (topics that match later are not mirrored either)", strings.Join(pats, ", "))
 	stop := "stop the partitions marked \"stop\" and wait until each is STOPPED; their destination topics become writable (read-only ACLs removed)"
@@ -152,21 +147,36 @@ func (e *Engine) planDelete(ctx context.Context, name string) (admin.Plan, error
 	out.Steps = append(out.Steps,
 		fmt.Sprintf("delete its records in the state store: %d partition records, offset maps, the operator record, then its settings", len(parts)),
 		"keep its destination topics and their data")
-	index := map[string]int{}
+	var byTopic topicPlans
 	for _, p := range parts {
 		rec := p.Record()
-		i, ok := index[rec.Topic]
-		if !ok {
-			i = len(out.Topics)
-			index[rec.Topic] = i
-			out.Topics = append(out.Topics, admin.TopicPlan{Topic: rec.Topic})
-		}
-		out.Topics[i].Partitions = append(out.Topics[i].Partitions, admin.PartitionPlan{
+		byTopic.add(rec.Topic, admin.PartitionPlan{
 			Partition: rec.Partition, State: rec.State.String(), LastMirroredOffset: rec.LastMirroredOffset,
 			Action: admin.PlanDelete, Detail: "its record is deleted; the destination partition is kept",
 		})
 	}
+	out.Topics = byTopic.topics
 	return out, nil
+}
+
+// topicPlans gathers partition plans by topic, topics in the order they
+// come (partition records are sorted by topic and partition).
+type topicPlans struct {
+	topics []admin.TopicPlan
+	index  map[string]int
+}
+
+func (t *topicPlans) add(topic string, pp admin.PartitionPlan) {
+	i, ok := t.index[topic]
+	if !ok {
+		if t.index == nil {
+			t.index = map[string]int{}
+		}
+		i = len(t.topics)
+		t.index[topic] = i
+		t.topics = append(t.topics, admin.TopicPlan{Topic: topic})
+	}
+	t.topics[i].Partitions = append(t.topics[i].Partitions, pp)
 }
 
 // planFailback plans a failback: the decisions failback.Decide would take
