@@ -10,8 +10,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/core/admin"
 	"github.com/kmirror/kmirror/internal/kfaketest"
@@ -351,5 +355,32 @@ func TestAdminAPIOnTheEngineAnswersRefusalsWithTheirCodes(t *testing.T) {
 	})
 	if s := states(e, "orders"); s != "0:MIRRORING 1:MIRRORING" {
 		t.Fatalf("states after the API calls: %s", s)
+	}
+}
+
+// TestPlannedFailoverWhoseLastSyncFailsChangesNothingAndSaysWhy: the
+// source refuses the last group offset sync; the planned failover does not
+// start (ErrLastSyncFailed, the admin API's 503, with the cause and what to
+// do), records nothing, and the topic keeps mirroring.
+func TestPlannedFailoverWhoseLastSyncFailsChangesNothingAndSaysWhy(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.createTopic(t, "calm", 1)
+	f.produce(t, "calm", 5, "tx-c")
+	store := memstore.New()
+	e := startEngine(t, f.config(t, "calm", "    mirror.groups.include: \"app-.*\""), store)
+	f.waitMirrored(t, e, "calm", 1)
+	ctx := kfaketest.Context(t)
+	f.src.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.ListGroups}, TopLevel: true, Err: kerr.GroupAuthorizationFailed, Count: -1})
+
+	_, err := e.Failover(ctx, admin.FailoverOrder{Mirror: "test", WaitForCatchUp: 30 * time.Second})
+	if !errors.Is(err, admin.ErrLastSyncFailed) || !strings.Contains(err.Error(), "GROUP_AUTHORIZATION_FAILED") || !strings.Contains(err.Error(), "nothing was changed") {
+		t.Fatalf("planned failover with a failing group sync: %v; want ErrLastSyncFailed with the cause", err)
+	}
+	if _, err := store.Get(ctx, statestore.ControlKey("test")); !errors.Is(err, statestore.ErrNotFound) {
+		t.Fatalf("operator record after the refused failover: %v; want none", err)
+	}
+	if s := states(e, "calm"); s != "0:MIRRORING" {
+		t.Fatalf("calm after the refused failover: %s", s)
 	}
 }
