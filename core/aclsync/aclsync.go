@@ -159,12 +159,12 @@ func (s *Syncer) Sync(ctx context.Context) (Report, error) {
 	src, err := describeAll(ctx, s.opts.Source)
 	if err != nil {
 		s.inst.errors(ctx, 1)
-		return Report{}, fmt.Errorf("aclsync: mirror %q: describing the source ACLs failed (the mirror's source principal needs DESCRIBE on the cluster resource); nothing was changed: %w", s.opts.Mirror, err)
+		return Report{}, fmt.Errorf("aclsync: mirror %q: describing the source ACLs failed%s; nothing was changed: %w", s.opts.Mirror, describeHint("source", err), err)
 	}
 	dst, err := describeAll(ctx, s.opts.Destination)
 	if err != nil {
 		s.inst.errors(ctx, 1)
-		return Report{}, fmt.Errorf("aclsync: mirror %q: describing the destination ACLs failed (the mirror's destination principal needs DESCRIBE on the cluster resource); nothing was changed: %w", s.opts.Mirror, err)
+		return Report{}, fmt.Errorf("aclsync: mirror %q: describing the destination ACLs failed%s; nothing was changed: %w", s.opts.Mirror, describeHint("destination", err), err)
 	}
 
 	want, err := s.scope(ctx, "source", src)
@@ -359,6 +359,16 @@ func describeAll(ctx context.Context, cl *kgo.Client) ([]acl, error) {
 		}
 	}
 	return out, nil
+}
+
+// describeHint is the hint for a failed DescribeAcls on the cluster of
+// side: the missing permission only when the cluster said so; a
+// connection refused or a timeout is no matter of ACLs.
+func describeHint(side string, err error) string {
+	if errors.Is(err, kerr.ClusterAuthorizationFailed) {
+		return " (the mirror's " + side + " principal needs DESCRIBE on the cluster resource)"
+	}
+	return ""
 }
 
 // codeErr turns a Kafka error code and message into an error, nil for 0.

@@ -6,9 +6,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/core/aclrule"
@@ -339,4 +341,34 @@ func mustRules(t *testing.T, s string) aclrule.Rules {
 		t.Fatal(err)
 	}
 	return rs
+}
+
+// TestDescribeHintOnlyForAMissingPermission: a source that refuses
+// DescribeAcls as unauthorized gets the "needs DESCRIBE" hint; a source
+// that cannot be reached (connection refused) does not: that is no matter
+// of ACLs.
+func TestDescribeHintOnlyForAMissingPermission(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "TOPIC;orders.*", nil)
+	e.src.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.DescribeACLs}, TopLevel: true, Err: kerr.ClusterAuthorizationFailed, Count: -1})
+	_, err := e.syncer.Sync(kfaketest.Context(t))
+	if !errors.Is(err, kerr.ClusterAuthorizationFailed) || !strings.Contains(err.Error(), "needs DESCRIBE on the cluster resource") {
+		t.Fatalf("unauthorized: %v; want the DESCRIBE hint", err)
+	}
+
+	dead, err := kgo.NewClient(kgo.SeedBrokers("127.0.0.1:1"), kgo.RetryTimeout(time.Second), kgo.RequestRetries(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dead.Close()
+	s, err := New(Options{Mirror: "m1", Source: dead, Destination: e.dstCl, Filter: scope.New(&config.Mirror{ACLInclude: mustRules(t, "TOPIC;orders.*")})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(kfaketest.Context(t), 5*time.Second)
+	defer cancel()
+	_, err = s.Sync(ctx)
+	if err == nil || !strings.Contains(err.Error(), "dial") || strings.Contains(err.Error(), "needs DESCRIBE") {
+		t.Fatalf("unreachable source: %v; want an error without the DESCRIBE hint", err)
+	}
 }

@@ -1,6 +1,9 @@
 package admin
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Controller is what the admin API needs from the engine; *mirror.Engine
 // implements it. Topic lists are regexes matched against whole topic names;
@@ -17,6 +20,10 @@ type Controller interface {
 	Failback(ctx context.Context, req FailbackOrder) (FailbackResult, error)
 	CreateMirror(ctx context.Context, mirrorName string, settings []byte) (OpResult, error)
 	DeleteMirror(ctx context.Context, mirrorName string) (OpResult, error)
+	// Plan answers a dry run of stop, delete, failover or failback: what
+	// the operation would do, per topic and partition, changing nothing.
+	// It refuses what the operation would refuse, with the same error.
+	Plan(ctx context.Context, req PlanOrder) (Plan, error)
 }
 
 // Routes of the admin API, as ServeMux patterns.
@@ -31,6 +38,7 @@ const (
 	RouteFailback = "POST /v1/mirrors/{mirror}/failback"
 	RouteCreate   = "POST /v1/mirrors"
 	RouteDelete   = "DELETE /v1/mirrors/{mirror}"
+	RouteLag      = "GET /v1/mirrors/{mirror}/lag"
 )
 
 // CreateRequest is the body of create: the new mirror's name and its
@@ -45,9 +53,12 @@ type CreateRequest struct {
 
 // TopicsRequest is the body of pause, resume and stop: regexes of the topics
 // to act on. Empty means every topic of the mirror for pause and resume; stop
-// requires at least one (".*" for all).
+// requires at least one (".*" for all). Each given pattern must match a
+// topic of the mirror. DryRun (stop only) answers a Plan and changes
+// nothing.
 type TopicsRequest struct {
 	Topics []string `json:"topics"`
+	DryRun bool     `json:"dry_run,omitempty"`
 }
 
 // StartRequest is the body of start: the topics to (re)start, minus those
@@ -63,6 +74,8 @@ type StartRequest struct {
 type FailoverRequest struct {
 	Topics           []string `json:"topics"`
 	WaitForCatchUpMs int64    `json:"wait_for_catch_up_ms"`
+	// DryRun answers a Plan and changes nothing.
+	DryRun bool `json:"dry_run,omitempty"`
 }
 
 // FailbackRequest is the body of failback. AllowRecreate lets failback
@@ -72,6 +85,10 @@ type FailoverRequest struct {
 type FailbackRequest struct {
 	AllowRecreate   bool   `json:"allow_recreate"`
 	SideTopicSuffix string `json:"side_topic_suffix,omitempty"`
+	// DryRun answers a Plan (what would be decided per partition, which
+	// topics would be created or deleted on the old source) and changes
+	// nothing.
+	DryRun bool `json:"dry_run,omitempty"`
 }
 
 // MirrorSummary is one mirror in the answer of GET /v1/mirrors.
@@ -95,7 +112,60 @@ type MirrorList struct {
 	Mirrors []MirrorSummary `json:"mirrors"`
 }
 
-// ErrorResponse is the body of every answer that is not 2xx.
+// ErrorResponse is the body of every answer that is not 2xx (and the
+// only shape of one): what failed, a stable code to branch on, and, where
+// there is one, what to do about it.
 type ErrorResponse struct {
+	// Error says what failed, naming the mirror, topic and partition
+	// concerned.
 	Error string `json:"error"`
+	// Code is one of the Code* constants; stable.
+	Code string `json:"code"`
+	// Hint says what to do, when the message alone does not.
+	Hint string `json:"hint,omitempty"`
+}
+
+// Codes of ErrorResponse, one per kind of failure; each goes with one
+// HTTP status.
+const (
+	CodeInvalidRequest   = "invalid_request"    // 400: the request is wrong; fix it
+	CodeUnauthorized     = "unauthorized"       // 401: token or client certificate
+	CodeNoSuchMirror     = "no_such_mirror"     // 404: the mirror does not exist in this daemon
+	CodeNoSuchRoute      = "no_such_route"      // 404: no such admin API route
+	CodeMethodNotAllowed = "method_not_allowed" // 405: see the Allow header
+	CodeConflict         = "conflict"           // 409: the mirror's state does not allow it now
+	CodeNoMatchingTopics = "no_matching_topics" // 422: a topic pattern matches no topic of the mirror
+	CodeKafkaRefused     = "kafka_refused"      // 502: a Kafka cluster refused a request (not retriable: an authorization failure, ...)
+	CodeUnavailable      = "unavailable"        // 503: a cluster or the state store cannot be reached now; retry
+	CodeTimeout          = "timeout"            // 504: did not finish in time; may have partly completed
+	CodeInternal         = "internal"           // 500: anything else; the daemon's log has details
+)
+
+// LagReport is the answer of GET /v1/mirrors/{mirror}/lag: how far the
+// mirror's partitions are behind their source, per topic, as a client
+// polls it to show a planned failover's catch-up (lag falling, an ETA)
+// without holding a request open.
+type LagReport struct {
+	Mirror string    `json:"mirror"`
+	At     time.Time `json:"at"`
+	// CaughtUp holds when every selected partition is caught up: STOPPED
+	// (failed over already) or MIRRORING with no lag, as a planned
+	// failover's wait requires.
+	CaughtUp bool `json:"caught_up"`
+	// TotalLag sums the lag of every selected partition, in offsets.
+	TotalLag int64      `json:"total_lag"`
+	Topics   []TopicLag `json:"topics"`
+}
+
+// TopicLag is one topic of a LagReport.
+type TopicLag struct {
+	Topic      string `json:"topic"`
+	Partitions int    `json:"partitions"`
+	// Lag sums the partitions' lag; MaxLag is the largest.
+	Lag    int64 `json:"lag"`
+	MaxLag int64 `json:"max_lag"`
+	// CaughtUp counts the partitions caught up (see LagReport.CaughtUp).
+	CaughtUp int `json:"caught_up"`
+	// States counts the partitions per state.
+	States map[string]int `json:"states"`
 }

@@ -25,4 +25,12 @@
 // failover and failback orders and results, the errors callers branch on)
 // live here, so that the admin API never imports the engine. Routes and JSON shapes are documented in
 // docs/operations.md and docs/cli.md; field names are stable.
+//
+// Every answer that is not 2xx is an ErrorResponse: what failed, a stable
+// code (one per kind of failure, each with its HTTP status: classify maps
+// the Controller's errors) and a hint saying what to do. Stop, failover,
+// failback and delete take dry_run, answered by Controller.Plan with what
+// they would do per topic and partition; GET /v1/mirrors/{mirror}/lag
+// reads the lag per topic from Status, for clients following a planned
+// failover's catch-up.
 package admin

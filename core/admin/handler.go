@@ -8,13 +8,22 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
+	"syscall"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+
 	"github.com/kmirror/kmirror/core/config"
+	"github.com/kmirror/kmirror/core/control"
+	"github.com/kmirror/kmirror/core/failover"
+	"github.com/kmirror/kmirror/sdk/statestore"
 )
 
 // maxBody bounds request bodies; a topic list never comes near it.
@@ -35,6 +44,7 @@ func (s *Server) Handler() http.Handler {
 	handle(RouteFailback, s.handleFailback)
 	handle(RouteCreate, s.handleCreate)
 	handle(RouteDelete, s.handleDelete)
+	handle(RouteLag, s.handleLag)
 	handle(RoutePlugins, s.handlePlugins)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -43,7 +53,7 @@ func (s *Server) Handler() http.Handler {
 		switch {
 		case err != nil:
 			rec.Header().Set("WWW-Authenticate", `Bearer realm="kmirror"`)
-			writeError(rec, http.StatusUnauthorized, err.Error())
+			writeProblem(rec, http.StatusUnauthorized, CodeUnauthorized, err.Error(), "")
 		case !canonicalPath(r.URL.Path):
 			// ServeMux would redirect to the cleaned path: an API call
 			// with '.', '..' or empty segments (escaped or not) is a
@@ -165,7 +175,7 @@ func notRouted(api *http.ServeMux, w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("%s %s is not supported; use %s", r.Method, r.URL.Path, strings.Join(allow, " or ")))
 		return
 	}
-	writeError(w, http.StatusNotFound, fmt.Sprintf("no admin API route %s %s; the routes are listed in docs/operations.md", r.Method, r.URL.Path))
+	writeProblem(w, http.StatusNotFound, CodeNoSuchRoute, fmt.Sprintf("no admin API route %s %s", r.Method, r.URL.Path), "the routes are listed in docs/operations.md")
 }
 
 func (s *Server) handleList(w http.ResponseWriter, _ *http.Request) {
@@ -213,7 +223,12 @@ func (s *Server) handleMirror(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	writeError(w, http.StatusNotFound, fmt.Sprintf("%s: %q; `kmirror mirrors list` shows the mirrors this daemon runs", ErrNoMirror, name))
+	writeNoMirror(w, fmt.Sprintf("%s: %q in this daemon", ErrNoMirror, name))
+}
+
+// writeNoMirror answers 404 for a mirror that does not exist.
+func writeNoMirror(w http.ResponseWriter, msg string) {
+	writeProblem(w, http.StatusNotFound, CodeNoSuchMirror, msg, "`kmirror mirrors list` shows the mirrors this daemon runs")
 }
 
 // handleTopicsOp serves pause, resume and stop.
@@ -227,12 +242,20 @@ func (s *Server) handleTopicsOp(op string, do func(context.Context, string, []st
 			writeError(w, http.StatusBadRequest, `topics is required for stop: give the regexes of the topics to stop (".*" for all)`)
 			return
 		}
+		if req.DryRun && op != OpStop {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("dry_run is not supported by %s (only by stop, delete, failover and failback); %s changes nothing that resume or pause cannot undo", op, op))
+			return
+		}
 		if !checkRegexes(w, "topics", req.Topics) {
 			return
 		}
 		name := r.PathValue("mirror")
 		ctx, cancel := context.WithTimeout(r.Context(), s.opTimeout)
 		defer cancel()
+		if req.DryRun {
+			s.plan(w, ctx, PlanOrder{Op: OpStop, Mirror: name, Topics: req.Topics})
+			return
+		}
 		res, err := do(ctx, name, req.Topics)
 		s.answer(w, ctx, name, res, err)
 	}
@@ -275,6 +298,12 @@ func (s *Server) handleFailover(w http.ResponseWriter, r *http.Request) {
 	}
 	name := r.PathValue("mirror")
 	wait := time.Duration(req.WaitForCatchUpMs) * time.Millisecond
+	if req.DryRun {
+		ctx, cancel := context.WithTimeout(r.Context(), s.opTimeout)
+		defer cancel()
+		s.plan(w, ctx, PlanOrder{Op: OpFailover, Mirror: name, Topics: req.Topics, WaitForCatchUp: wait})
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.opTimeout+wait)
 	defer cancel()
 	res, err := s.ctl.Failover(ctx, FailoverOrder{Mirror: name, Topics: req.Topics, WaitForCatchUp: wait})
@@ -293,6 +322,10 @@ func (s *Server) handleFailback(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("mirror")
 	ctx, cancel := context.WithTimeout(r.Context(), s.opTimeout)
 	defer cancel()
+	if req.DryRun {
+		s.plan(w, ctx, PlanOrder{Op: OpFailback, Mirror: name, AllowRecreate: req.AllowRecreate, SideTopicSuffix: req.SideTopicSuffix})
+		return
+	}
 	res, err := s.ctl.Failback(ctx, FailbackOrder{Mirror: name, AllowRecreate: req.AllowRecreate, SideTopicSuffix: req.SideTopicSuffix})
 	s.answer(w, ctx, name, res, err)
 }
@@ -317,11 +350,151 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
+	q, ok := query(w, r, "dry_run")
+	if !ok {
+		return
+	}
+	dryRun, ok := boolParam(w, q, "dry_run")
+	if !ok {
+		return
+	}
 	name := r.PathValue("mirror")
 	ctx, cancel := context.WithTimeout(r.Context(), s.opTimeout)
 	defer cancel()
+	if dryRun {
+		s.plan(w, ctx, PlanOrder{Op: OpDelete, Mirror: name})
+		return
+	}
 	res, err := s.ctl.DeleteMirror(ctx, name)
 	s.answer(w, ctx, name, res, err)
+}
+
+// plan answers a dry run.
+func (s *Server) plan(w http.ResponseWriter, ctx context.Context, order PlanOrder) {
+	p, err := s.ctl.Plan(ctx, order)
+	if err == nil {
+		p.DryRun, p.Op, p.Mirror = true, order.Op, order.Mirror
+		if p.Steps == nil {
+			p.Steps = []string{}
+		}
+		if p.Topics == nil {
+			p.Topics = []TopicPlan{}
+		}
+	}
+	s.answer(w, ctx, order.Mirror, p, err)
+}
+
+// handleLag answers the lag of a mirror's partitions per topic, from its
+// status: GET /v1/mirrors/{mirror}/lag[?topic=REGEX...]. It only reads,
+// so a client may poll it as often as it likes (the CLI's catch-up
+// progress).
+func (s *Server) handleLag(w http.ResponseWriter, r *http.Request) {
+	q, ok := query(w, r, "topic")
+	if !ok {
+		return
+	}
+	pats := q["topic"]
+	if !checkRegexes(w, "topic", pats) {
+		return
+	}
+	_, res, err := control.Patterns(pats)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	name := r.PathValue("mirror")
+	for _, m := range s.ctl.Status().Mirrors {
+		if m.Name != name {
+			continue
+		}
+		out := LagReport{Mirror: name, At: time.Now().UTC(), CaughtUp: true, Topics: []TopicLag{}}
+		index := map[string]int{}
+		matched := make([]bool, len(res))
+		for _, p := range m.Partitions {
+			hit := false
+			for i, re := range res {
+				if re.MatchString(p.Topic) {
+					hit, matched[i] = true, true
+				}
+			}
+			if !hit {
+				continue
+			}
+			i, ok := index[p.Topic]
+			if !ok {
+				i = len(out.Topics)
+				index[p.Topic] = i
+				out.Topics = append(out.Topics, TopicLag{Topic: p.Topic, States: map[string]int{}})
+			}
+			t := &out.Topics[i]
+			t.Partitions++
+			t.States[p.State]++
+			if p.Lag > 0 {
+				t.Lag += p.Lag
+				t.MaxLag = max(t.MaxLag, p.Lag)
+				out.TotalLag += p.Lag
+			}
+			if failover.CaughtUp(p) {
+				t.CaughtUp++
+			} else {
+				out.CaughtUp = false
+			}
+		}
+		if len(pats) > 0 {
+			var none []string
+			for i, ok := range matched {
+				if !ok {
+					none = append(none, fmt.Sprintf("%q", pats[i]))
+				}
+			}
+			if len(none) > 0 {
+				writeProblem(w, http.StatusUnprocessableEntity, CodeNoMatchingTopics,
+					fmt.Sprintf("mirror %s: topic pattern %s matches no partition of the mirror", name, strings.Join(none, ", ")),
+					"patterns are regexes matched against whole topic names; `kmirror mirrors describe --mirror "+name+"` lists the mirror's partitions")
+				return
+			}
+		}
+		writeJSON(w, http.StatusOK, out)
+		return
+	}
+	writeNoMirror(w, fmt.Sprintf("%s: %q in this daemon", ErrNoMirror, name))
+}
+
+// query returns the request's query parameters, refusing (400) any not in
+// allowed: a misspelt parameter is not silently ignored.
+func query(w http.ResponseWriter, r *http.Request, allowed ...string) (url.Values, bool) {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("query %q is not valid: %v", r.URL.RawQuery, err))
+		return nil, false
+	}
+	for k := range q {
+		if !slices.Contains(allowed, k) {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("unknown query parameter %q (this route takes: %s)", k, strings.Join(allowed, ", ")))
+			return nil, false
+		}
+	}
+	return q, true
+}
+
+// boolParam reads an optional boolean query parameter.
+func boolParam(w http.ResponseWriter, q url.Values, name string) (bool, bool) {
+	vs := q[name]
+	if len(vs) == 0 {
+		return false, true
+	}
+	if len(vs) > 1 {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("query parameter %s is given %d times; give it once", name, len(vs)))
+		return false, false
+	}
+	switch vs[0] {
+	case "true", "1", "":
+		return true, true
+	case "false", "0":
+		return false, true
+	}
+	writeError(w, http.StatusBadRequest, fmt.Sprintf("query parameter %s=%q: use true or false", name, vs[0]))
+	return false, false
 }
 
 // maxWaitForCatchUp bounds a planned failover's wait for zero lag: longer
@@ -332,26 +505,70 @@ const maxWaitForCatchUp = 24 * time.Hour
 // characters.
 var validSuffix = regexp.MustCompile(`^[A-Za-z0-9._-]{1,100}$`)
 
-// answer writes an operation's result, or its error with the status that
-// tells the caller what kind of failure it is.
+// answer writes an operation's result, or its error with the status and
+// code that tell the caller what kind of failure it is, and a hint saying
+// what to do.
 func (s *Server) answer(w http.ResponseWriter, ctx context.Context, name string, res any, err error) {
 	if err == nil {
 		writeJSON(w, http.StatusOK, res)
 		return
 	}
+	status, code, hint := classify(ctx, name, err)
 	msg := err.Error()
 	switch {
-	case errors.Is(err, ErrNoMirror):
-		writeError(w, http.StatusNotFound, msg+"; `kmirror mirrors list` shows the mirrors this daemon runs")
-	case errors.Is(err, ErrInvalidRequest):
-		writeError(w, http.StatusBadRequest, msg)
-	case errors.Is(err, ErrConflict):
-		writeError(w, http.StatusConflict, msg+"; `kmirror mirrors describe --mirror "+name+"` shows the partitions' states")
-	case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
-		writeError(w, http.StatusGatewayTimeout, msg+"; the operation did not finish in time and may have partly completed: check `kmirror mirrors describe --mirror "+name+"` and repeat the command (operations are idempotent)")
-	default:
-		writeError(w, http.StatusInternalServerError, msg+"; the daemon's log has details")
+	case status == http.StatusServiceUnavailable:
+		w.Header().Set("Retry-After", "5")
+	case code == CodeTimeout && !errors.Is(err, ErrNotCaughtUp):
+		msg = "mirror " + name + ": the operation did not finish in time: " + msg
 	}
+	writeProblem(w, status, code, msg, hint)
+}
+
+// classify maps an operation's error to its HTTP status, code and hint.
+func classify(ctx context.Context, name string, err error) (status int, code, hint string) {
+	describe := "`kmirror mirrors describe --mirror " + name + "`"
+	switch {
+	case errors.Is(err, ErrNoMirror):
+		return http.StatusNotFound, CodeNoSuchMirror, "`kmirror mirrors list` shows the mirrors this daemon runs"
+	case errors.Is(err, ErrNoMatch):
+		return http.StatusUnprocessableEntity, CodeNoMatchingTopics, describe + " lists the mirror's topics; fix the pattern and repeat the command"
+	case errors.Is(err, ErrInvalidRequest):
+		return http.StatusBadRequest, CodeInvalidRequest, ""
+	case errors.Is(err, ErrConflict):
+		return http.StatusConflict, CodeConflict, describe + " shows the partitions' states"
+	case errors.Is(err, statestore.ErrVersionMismatch):
+		return http.StatusConflict, CodeConflict, "another request changed the same record at the same time; repeat the command (operations are idempotent)"
+	case errors.Is(err, ErrNotCaughtUp):
+		return http.StatusGatewayTimeout, CodeTimeout, "nothing was changed and the topics keep mirroring; watch the lag (GET /v1/mirrors/" + name + "/lag, or " + describe + ") and repeat the failover with a longer wait, or without a wait for an unplanned failover"
+	case errors.Is(err, ErrLastSyncFailed):
+		return http.StatusServiceUnavailable, CodeUnavailable, "nothing was changed and the topics keep mirroring; repeat the failover once the clusters are reachable (" + describe + " shows them), or fail over without a wait (an unplanned failover goes on without the last sync and reports it in warnings)"
+	case errors.Is(err, ErrUnavailable), errors.Is(err, statestore.ErrClosed):
+		return http.StatusServiceUnavailable, CodeUnavailable, "repeat the command once the cause is fixed (operations are idempotent); " + describe + " shows whether the clusters are reachable"
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return http.StatusGatewayTimeout, CodeTimeout, "the operation did not finish in time and may have partly completed: check " + describe + " and repeat the command (operations are idempotent)"
+	case isUnreachable(err):
+		return http.StatusServiceUnavailable, CodeUnavailable, "a cluster could not be reached or answered that it is busy; repeat the command once it is reachable (operations are idempotent); " + describe + " shows the clusters' reachability"
+	case isKafkaRefusal(err):
+		return http.StatusBadGateway, CodeKafkaRefused, "a Kafka cluster refused a request the operation needs: the message names the error (an authorization error names the permission to grant); repeat the command once it is fixed (operations are idempotent)"
+	case errors.Is(err, context.Canceled):
+		return http.StatusServiceUnavailable, CodeUnavailable, "the daemon is shutting down or the call was cancelled; the operation may have partly completed: check " + describe + " once the daemon runs, and repeat the command (operations are idempotent)"
+	}
+	return http.StatusInternalServerError, CodeInternal, "the daemon's log (kmirror.admin and the mirror's lines) has details; operations are idempotent: repeat the command once the cause is fixed"
+}
+
+// isUnreachable reports whether err is a network failure or a retriable
+// Kafka error (a leader moving, a coordinator loading): worth repeating.
+func isUnreachable(err error) bool {
+	var ne net.Error
+	var ke *kerr.Error
+	return errors.As(err, &ne) || errors.Is(err, syscall.ECONNREFUSED) || (errors.As(err, &ke) && ke.Retriable)
+}
+
+// isKafkaRefusal reports whether err is an error a Kafka cluster answered
+// (not retriable: an authorization failure, an invalid request).
+func isKafkaRefusal(err error) bool {
+	var ke *kerr.Error
+	return errors.As(err, &ke) && !ke.Retriable
 }
 
 // decodeBody decodes a JSON body into v; an empty body leaves v zero.
@@ -397,11 +614,44 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = enc.Encode(v)
 }
 
+// writeError answers an error whose message says what to do, with the
+// code of its status.
 func writeError(w http.ResponseWriter, status int, msg string) {
+	writeProblem(w, status, codeOf(status), msg, "")
+}
+
+// writeProblem answers an error: ErrorResponse, the one shape of every
+// answer that is not 2xx.
+func writeProblem(w http.ResponseWriter, status int, code, msg, hint string) {
 	if rec, ok := w.(*recorder); ok {
 		rec.errMsg = msg
 	}
-	writeJSON(w, status, ErrorResponse{Error: msg})
+	writeJSON(w, status, ErrorResponse{Error: msg, Code: code, Hint: hint})
+}
+
+// codeOf is the code of an error status.
+func codeOf(status int) string {
+	switch status {
+	case http.StatusBadRequest:
+		return CodeInvalidRequest
+	case http.StatusUnauthorized:
+		return CodeUnauthorized
+	case http.StatusNotFound:
+		return CodeNoSuchRoute
+	case http.StatusMethodNotAllowed:
+		return CodeMethodNotAllowed
+	case http.StatusConflict:
+		return CodeConflict
+	case http.StatusUnprocessableEntity:
+		return CodeNoMatchingTopics
+	case http.StatusServiceUnavailable:
+		return CodeUnavailable
+	case http.StatusBadGateway:
+		return CodeKafkaRefused
+	case http.StatusGatewayTimeout:
+		return CodeTimeout
+	}
+	return CodeInternal
 }
 
 // recorder remembers the status and error of a response for the log line.

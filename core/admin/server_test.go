@@ -122,11 +122,16 @@ func (h *harness) do(method, path, token, body string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
+// errorOf returns the message and hint of a JSON error answer, after
+// checking that it has the one error shape: a message and a code.
 func errorOf(t *testing.T, body string) string {
 	t.Helper()
 	var e admin.ErrorResponse
-	if err := json.Unmarshal([]byte(body), &e); err != nil || e.Error == "" {
-		t.Fatalf("body is not a JSON error: %q (%v)", body, err)
+	if err := json.Unmarshal([]byte(body), &e); err != nil || e.Error == "" || e.Code == "" {
+		t.Fatalf("body is not a JSON error with a message and a code: %q (%v)", body, err)
+	}
+	if e.Hint != "" {
+		return e.Error + " | hint: " + e.Hint
 	}
 	return e.Error
 }
@@ -328,7 +333,7 @@ func TestControllerErrorsMapToStatuses(t *testing.T) {
 		{fmt.Errorf("%w: topic pattern matches nothing", admin.ErrInvalidRequest), 400, "matches nothing"},
 		{fmt.Errorf("%w: orders is STOPPED", admin.ErrConflict), 409, "kmirror mirrors describe --mirror dc1"},
 		{fmt.Errorf("waiting for catch-up: %w", context.DeadlineExceeded), 504, "repeat the command"},
-		{errors.New("state store unavailable"), 500, "the daemon's log has details"},
+		{errors.New("state store unavailable"), 500, "the daemon's log (kmirror.admin and the mirror's lines) has details"},
 	}
 	for _, tc := range cases {
 		h.ctl.Update(func(c *admintest.Controller) {

@@ -36,8 +36,13 @@ type Status struct {
 type MirrorStatus struct {
 	Name string `json:"name"`
 	// Error is why the mirror as a whole cannot run (for example an
-	// unreachable source cluster); its partitions keep their states.
+	// unreachable source cluster), one short line per failing loop
+	// ("topics: …; acls: …"); its partitions keep their states. Errors
+	// has each loop's full cause.
 	Error string `json:"error,omitempty"`
+	// Errors are the failing sync loops and FAILED partitions, one short
+	// line each with the full cause beside it.
+	Errors []LoopError `json:"errors,omitempty"`
 	// TopicConfigErrors are the topic configs the destination rejected in
 	// the last config sync round, one per topic and key, and the
 	// destination topics whose max.message.bytes is below the source's while
@@ -63,6 +68,18 @@ type MirrorStatus struct {
 	// and whether kmirror can talk to each now.
 	Clusters   []ClusterStatus   `json:"clusters,omitempty"`
 	Partitions []PartitionStatus `json:"partitions"`
+}
+
+// LoopError is one failing part of a mirror: a sync loop ("connect",
+// "topics", "topic-configs", "groups", "acls", "read-only") or a
+// partition ("partition orders/3").
+type LoopError struct {
+	Loop string `json:"loop"`
+	// Message is one short line: what failed, without the mirror's name
+	// (the status names it) and without the layers of wrapping.
+	Message string `json:"message"`
+	// Cause is the full error, as logged.
+	Cause string `json:"cause"`
 }
 
 // ClusterStatus is whether kmirror can talk to one cluster of a mirror, as
@@ -148,4 +165,98 @@ const (
 	FailbackContinue  = failback.Continue
 	FailbackRecreated = failback.Recreated
 	FailbackFailed    = failback.Failed
+)
+
+// Errors of the operator actions, continued.
+var (
+	// ErrNoMatch: a topic pattern of the request matches no topic of the
+	// mirror; nothing was recorded.
+	ErrNoMatch = control.ErrNoMatch
+	// ErrUnavailable: a cluster, the state store or the mirror itself
+	// (still connecting) cannot serve the request now; nothing was
+	// changed, and the request can be repeated.
+	ErrUnavailable = control.ErrUnavailable
+	// ErrNotCaughtUp: a planned failover's partitions did not catch up
+	// within its wait; nothing was changed.
+	ErrNotCaughtUp = failover.ErrNotCaughtUp
+	// ErrLastSyncFailed: a planned failover's last group or ACL sync
+	// failed; nothing was changed.
+	ErrLastSyncFailed = failover.ErrLastSyncFailed
+)
+
+// Operations a Plan can be asked for (a dry run).
+const (
+	OpStop     = "stop"
+	OpDelete   = "delete"
+	OpFailover = "failover"
+	OpFailback = "failback"
+)
+
+// PlanOrder asks what an operation would do (a dry run).
+type PlanOrder struct {
+	// Op is OpStop, OpDelete, OpFailover or OpFailback.
+	Op     string `json:"op"`
+	Mirror string `json:"mirror"`
+	// Topics: stop and failover, as in their orders.
+	Topics []string `json:"topics,omitempty"`
+	// WaitForCatchUp: failover, as in FailoverOrder.
+	WaitForCatchUp time.Duration `json:"-"`
+	// AllowRecreate and SideTopicSuffix: failback, as in FailbackOrder.
+	AllowRecreate   bool   `json:"allow_recreate,omitempty"`
+	SideTopicSuffix string `json:"side_topic_suffix,omitempty"`
+}
+
+// Plan is the answer of a dry run: what the operation would do now, in
+// order (Steps) and per topic and partition; nothing was changed. An
+// operation the daemon would refuse gets the refusal instead, as the
+// operation itself would.
+type Plan struct {
+	Mirror string `json:"mirror"`
+	Op     string `json:"op"`
+	// DryRun is always true: nothing was changed.
+	DryRun bool `json:"dry_run"`
+	// Steps are the operation's steps, in the order it would take them.
+	Steps  []string    `json:"steps"`
+	Topics []TopicPlan `json:"topics"`
+	// CreateOnOldSource (failback) are the side topics that would be
+	// created on the old source to keep its diverged records.
+	CreateOnOldSource []string `json:"create_on_old_source,omitempty"`
+	// DeleteOnOldSource (failback with allow_recreate) are the topics that
+	// would be deleted on the old source and mirrored back from scratch.
+	DeleteOnOldSource []string `json:"delete_on_old_source,omitempty"`
+	// Warnings are what would likely go wrong now (for example an
+	// unreachable source, which fails a planned failover's last sync).
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// TopicPlan is one topic of a Plan.
+type TopicPlan struct {
+	Topic      string          `json:"topic"`
+	Partitions []PartitionPlan `json:"partitions"`
+}
+
+// PartitionPlan is what an operation would do with one partition.
+type PartitionPlan struct {
+	Partition int32 `json:"partition"`
+	// State is the partition's state now ("" for a failback partition the
+	// reverse mirror does not have yet).
+	State string `json:"state"`
+	// Lag and LastMirroredOffset are as in the partition's status now.
+	Lag                int64 `json:"lag"`
+	LastMirroredOffset int64 `json:"last_mirrored_offset"`
+	// Action is what would be done: PlanStop, PlanNone, PlanDelete, or a
+	// failback action (FailbackContinue, FailbackRecreated,
+	// FailbackFailed).
+	Action string `json:"action"`
+	// Detail says why, and what the action involves.
+	Detail string `json:"detail,omitempty"`
+	// Failback is the failback decision (failback only).
+	Failback *PartitionFailback `json:"failback,omitempty"`
+}
+
+// Actions of a PartitionPlan besides failback's.
+const (
+	PlanStop   = "stop"   // STOPPING → STOPPED, last mirrored offset recorded
+	PlanNone   = "none"   // left as it is (Detail says why)
+	PlanDelete = "delete" // its records in the state store are deleted
 )

@@ -3,6 +3,7 @@ package control
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -48,6 +49,50 @@ type Mirror struct {
 	// other direction still mirrors (a failback mirror and the mirror it
 	// reverses would copy into each other).
 	NoReverse func(rs []*runner.Runner) error
+	// Topics returns the topics the mirror knows, sorted: those with a
+	// runner or a recorded partition. A request's patterns must each
+	// match one of them (CheckMatches).
+	Topics func(ctx context.Context) ([]string, error)
+}
+
+// CheckMatches refuses (ErrNoMatch) topic patterns of which one matches
+// no topic the mirror knows, naming every such pattern, before anything
+// is recorded: a misspelt pattern would otherwise leave a rule behind that
+// silently applies to topics created later. No patterns (every topic) is
+// always accepted.
+func CheckMatches(ctx context.Context, m Mirror, patterns []string) error {
+	if len(patterns) == 0 || m.Topics == nil {
+		return nil
+	}
+	res, err := Compile(patterns)
+	if err != nil {
+		return err
+	}
+	known, err := m.Topics(ctx)
+	if err != nil {
+		return err
+	}
+	var none []string
+	for i, re := range res {
+		if !slices.ContainsFunc(known, re.MatchString) {
+			none = append(none, fmt.Sprintf("%q", patterns[i]))
+		}
+	}
+	if len(none) == 0 {
+		return nil
+	}
+	shown := known
+	const maxShown = 10
+	more := ""
+	if len(shown) > maxShown {
+		shown, more = shown[:maxShown], fmt.Sprintf(" and %d more", len(known)-maxShown)
+	}
+	what := "it has no topic yet"
+	if len(known) > 0 {
+		what = "its topics: " + strings.Join(shown, ", ") + more
+	}
+	return fmt.Errorf("%w: mirror %s: topic pattern %s matches no topic of the mirror (%s); patterns are regexes matched against whole topic names; nothing was recorded",
+		ErrNoMatch, m.Name, strings.Join(none, ", "), what)
 }
 
 // Wait polls the runners selected by match until done holds for every one
@@ -84,6 +129,9 @@ func SetPaused(ctx context.Context, m Mirror, topics []string, pause bool) (Resu
 	if err != nil {
 		return Result{}, err
 	}
+	if err := CheckMatches(ctx, m, topics); err != nil {
+		return Result{}, err
+	}
 	if err := m.Rules.Pause(ctx, pats, pause); err != nil {
 		return Result{}, err
 	}
@@ -105,6 +153,9 @@ func SetPaused(ctx context.Context, m Mirror, topics []string, pause bool) (Resu
 func Stop(ctx context.Context, m Mirror, topics []string) (Result, error) {
 	if len(topics) == 0 {
 		return Result{}, fmt.Errorf("%w: name the topics to stop (regexes; \".*\" for all)", ErrInvalidRequest)
+	}
+	if err := CheckMatches(ctx, m, topics); err != nil {
+		return Result{}, err
 	}
 	parts, err := StopTopics(ctx, m, topics)
 	return Result{Mirror: m.Name, Message: fmt.Sprintf("stopped topics matching %s", strings.Join(topics, ", ")), Partitions: parts}, err
@@ -150,6 +201,9 @@ func Start(ctx context.Context, m Mirror, topics, exclude []string) (Result, err
 	}
 	exc, err := Compile(exclude)
 	if err != nil {
+		return Result{}, err
+	}
+	if err := CheckMatches(ctx, m, topics); err != nil {
 		return Result{}, err
 	}
 	match := func(t string) bool { return MatchAny(res, t) && !MatchAny(exc, t) }

@@ -29,6 +29,13 @@ var (
 	// ErrConflict: the request conflicts with the mirror's state (for
 	// example starting a topic that another stop pattern still stops).
 	ErrConflict = errors.New("conflicts with the mirror's state")
+	// ErrNoMatch: a topic pattern of the request matches no topic of the
+	// mirror; nothing was recorded.
+	ErrNoMatch = errors.New("no topic matches")
+	// ErrUnavailable: something the request needs (a cluster, the state
+	// store, a mirror still connecting) cannot be reached now; nothing
+	// was changed and the request can be repeated.
+	ErrUnavailable = errors.New("unavailable now")
 )
 
 // New returns the holder of mirror name's record in store; it reads the
@@ -168,7 +175,7 @@ func (c *Holder) load(ctx context.Context) error {
 	case errors.Is(err, statestore.ErrNotFound):
 		ent.Version = statestore.Absent
 	case err != nil:
-		return fmt.Errorf("mirror %s: reading the operator record: %w", c.name, err)
+		return fmt.Errorf("%w: mirror %s: reading the operator record from the state store: %w", ErrUnavailable, c.name, err)
 	default:
 		if err := json.Unmarshal(ent.Value, &rec); err != nil {
 			return fmt.Errorf("mirror %s: the operator record in the state store is unreadable: %w", c.name, err)
@@ -213,7 +220,10 @@ func (c *Holder) Update(ctx context.Context, change func(*Record) error) error {
 	v, err := c.store.Put(ctx, statestore.ControlKey(c.name), b, c.version)
 	if err != nil {
 		c.loaded = false // re-read at the next use
-		return fmt.Errorf("mirror %s: recording the operator's request: %w", c.name, err)
+		if !errors.Is(err, statestore.ErrVersionMismatch) {
+			err = fmt.Errorf("%w: %w", ErrUnavailable, err) // the state store failed, not the request
+		}
+		return fmt.Errorf("mirror %s: recording the operator's request (nothing was changed): %w", c.name, err)
 	}
 	return c.set(rec, v)
 }

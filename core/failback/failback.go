@@ -43,6 +43,7 @@ import (
 	"github.com/kmirror/kmirror/core/batch"
 	"github.com/kmirror/kmirror/core/kafkalog"
 	"github.com/kmirror/kmirror/core/partition"
+	"github.com/kmirror/kmirror/sdk/statestore"
 )
 
 // Topic is what failback did with one topic.
@@ -98,6 +99,11 @@ type Params struct {
 	OldAdmin      *kadm.Client
 	SideSuffix    string // names the side topics of diverged records
 	AllowRecreate bool   // recreate a topic that cannot continue
+	// DryRun decides without acting: no partition record is created or
+	// changed, no side topic is created or written, no topic is deleted.
+	// The decisions are those a real run would take now: a side copy not
+	// made yet counts the committed records it would copy.
+	DryRun bool
 }
 
 // DecideTopic decides (or completes) the reverse mirror's partitions of one
@@ -117,12 +123,17 @@ func DecideTopic(ctx context.Context, pr Params, topic string, parts []Stopped) 
 	records := make([]*partition.Partition, 0, len(parts))
 	for _, sp := range parts {
 		pf := Partition{Partition: sp.Partition, From: -1}
-		rp, created, err := pr.Machine.LoadOrCreate(ctx, pr.Reverse, topic, sp.Partition, "failback of mirror "+pr.Mirror)
+		rp, created, err := loadReverse(ctx, pr, topic, sp.Partition)
 		if err != nil {
 			return tf, fmt.Errorf("mirror %s: topic %s partition %d: %w", pr.Reverse, topic, sp.Partition, err)
 		}
 		records = append(records, rp)
-		rec := rp.Record()
+		var rec partition.Record
+		if rp != nil {
+			rec = rp.Record()
+		} else {
+			rec.State = partition.Preparing // what a real run creates
+		}
 		if rec.Recreated && rec.State != partition.Failed {
 			pf.Action = Recreated
 			decisions = append(decisions, pf)
@@ -163,6 +174,14 @@ func DecideTopic(ctx context.Context, pr Params, topic string, parts []Stopped) 
 			// old source by its coordinator. The logs agree, offset for
 			// offset and in what a read_committed consumer sees.
 			pf.Action, pf.From = Continue, endA
+		case pr.DryRun: // diverged: a real run copies A's extra records to the side topic
+			recs, err := committedRecords(ctx, pr.Old, topic, sp.Partition, sp.Last+1, endA)
+			if err != nil {
+				return tf, fmt.Errorf("mirror %s: topic %s partition %d: reading the old source's records beyond the last mirrored offset: %w", pr.Reverse, topic, sp.Partition, err)
+			}
+			ds = divergedState{From: sp.Last + 1, To: endA, SideTopic: topic + pr.SideSuffix, Records: int64(len(recs))}
+			pf.Diverged, pf.SideTopic = ds.Records, ds.SideTopic
+			pf.Action, pf.Reason = Failed, divergedReason(pr.Mirror, topic, sp.Partition, ds)
 		default: // diverged: keep A's extra records in the side topic first
 			ds, err = copyDiverged(ctx, pr, rp, topic, sp.Partition, sp.Last+1, endA, topic+pr.SideSuffix)
 			if err != nil {
@@ -175,6 +194,16 @@ func DecideTopic(ctx context.Context, pr Params, topic string, parts []Stopped) 
 			recreate = true
 		}
 		decisions = append(decisions, pf)
+	}
+	if pr.DryRun {
+		if recreate && pr.AllowRecreate {
+			tf.Recreated = true
+			for i := range decisions {
+				decisions[i].Action, decisions[i].Reason, decisions[i].From = Recreated, "", 0
+			}
+		}
+		tf.Partitions = decisions
+		return tf, nil
 	}
 	if recreate && pr.AllowRecreate {
 		if err := recreateOnOldSource(ctx, pr.OldAdmin, topic); err != nil {
@@ -221,6 +250,19 @@ func DecideTopic(ctx context.Context, pr Params, topic string, parts []Stopped) 
 	}
 	tf.Partitions = decisions
 	return tf, nil
+}
+
+// loadReverse loads the reverse mirror's partition, or creates it (in a
+// dry run: reports it missing, rp nil and created true).
+func loadReverse(ctx context.Context, pr Params, topic string, p int32) (rp *partition.Partition, created bool, err error) {
+	if !pr.DryRun {
+		return pr.Machine.LoadOrCreate(ctx, pr.Reverse, topic, p, "failback of mirror "+pr.Mirror)
+	}
+	rp, err = pr.Machine.Load(ctx, pr.Reverse, topic, p)
+	if errors.Is(err, statestore.ErrNotFound) {
+		return nil, true, nil
+	}
+	return rp, false, err
 }
 
 // abortsOnly reports whether topic/p on the cluster behind cl holds only

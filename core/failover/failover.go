@@ -61,6 +61,27 @@ type Mirror struct {
 	SyncReadOnly func(ctx context.Context) error
 }
 
+// ErrLastSyncFailed: in a planned failover, the last group offset sync or
+// ACL sync failed, so the failover did not start and nothing was changed.
+var ErrLastSyncFailed = errors.New("a last sync failed")
+
+// ErrNotCaughtUp: a planned failover's partitions did not catch up within
+// its wait, so it did not start and nothing was changed.
+var ErrNotCaughtUp = errors.New("not caught up")
+
+// CaughtUp reports whether a partition is where a planned failover waits
+// for it to be: MIRRORING with no lag (and a known source high watermark),
+// or STOPPED (failed over already, as in a repeated request).
+func CaughtUp(st runner.Status) bool {
+	switch st.State {
+	case partition.Stopped.String():
+		return true
+	case partition.Mirroring.String():
+		return st.Lag == 0 && st.SourceHighWatermark >= 0
+	}
+	return false
+}
+
 // syncAttempts is how often a planned failover tries its last group and
 // ACL sync, a second apart, before calling the step failed; an unplanned
 // one (the source may be gone) tries twice.
@@ -74,16 +95,8 @@ func Run(ctx context.Context, m Mirror, pats []string, match func(string) bool, 
 	out := Result{Mirror: m.Name}
 	planned := waitForCatchUp > 0
 	if planned {
-		wctx, cancel := context.WithTimeoutCause(ctx, waitForCatchUp, fmt.Errorf("not caught up within --wait-for-catch-up %v; nothing was changed", waitForCatchUp))
-		_, err := m.Wait(wctx, "waiting for catch-up", match, func(st runner.Status) bool {
-			switch st.State {
-			case partition.Stopped.String():
-				return true // failed over already (a repeated request)
-			case partition.Mirroring.String():
-				return st.Lag == 0 && st.SourceHighWatermark >= 0
-			}
-			return false
-		})
+		wctx, cancel := context.WithTimeoutCause(ctx, waitForCatchUp, fmt.Errorf("%w within --wait-for-catch-up %v; nothing was changed", ErrNotCaughtUp, waitForCatchUp))
+		_, err := m.Wait(wctx, "waiting for catch-up", match, CaughtUp)
 		cancel()
 		if err != nil {
 			return out, err
@@ -96,7 +109,7 @@ func Run(ctx context.Context, m Mirror, pats []string, match func(string) bool, 
 	}
 	warn := func(step string, err error) error {
 		if planned {
-			return fmt.Errorf("mirror %s: failover: %s failed, nothing was changed (retry, or fail over without --wait-for-catch-up): %w", m.Name, step, err)
+			return fmt.Errorf("mirror %s: failover: %s failed, so the planned failover did not start and nothing was changed (%w); repeat it once the source is reachable, or fail over without --wait-for-catch-up (an unplanned failover goes on without the last sync): %w", m.Name, step, ErrLastSyncFailed, err)
 		}
 		out.Warnings = append(out.Warnings, fmt.Sprintf("%s failed: %v", step, err))
 		m.Log.Warn("failover: a last sync step failed; failing over anyway", "step", step, "error", err)

@@ -69,3 +69,44 @@ func TestPlannedRunThatDoesNotCatchUpChangesNothing(t *testing.T) {
 		t.Fatalf("err %v, want %v", err, errLate)
 	}
 }
+
+// A planned failover whose wait runs out says so with ErrNotCaughtUp (the
+// admin API's 504 with "nothing was changed"), and stops nothing.
+func TestPlannedRunThatRunsOutOfTimeIsErrNotCaughtUp(t *testing.T) {
+	t.Parallel()
+	m := Mirror{Name: "dc1", Log: hclog.NewNullLogger(),
+		Wait: func(ctx context.Context, _ string, _ func(string) bool, _ func(runner.Status) bool) ([]runner.Status, error) {
+			<-ctx.Done()
+			return nil, context.Cause(ctx)
+		},
+		Stop: func(context.Context, []string) ([]runner.Status, error) {
+			t.Fatal("a failover that did not catch up stopped topics")
+			return nil, nil
+		},
+	}
+	_, err := Run(context.Background(), m, []string{".*"}, func(string) bool { return true }, 20*time.Millisecond)
+	if !errors.Is(err, ErrNotCaughtUp) || errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err %v, want ErrNotCaughtUp", err)
+	}
+}
+
+// CaughtUp is what a planned failover waits for and what the admin API's
+// lag route counts.
+func TestCaughtUp(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		st   runner.Status
+		want bool
+	}{
+		{runner.Status{State: partition.Mirroring.String(), Lag: 0, SourceHighWatermark: 10}, true},
+		{runner.Status{State: partition.Mirroring.String(), Lag: 0, SourceHighWatermark: -1}, false},
+		{runner.Status{State: partition.Mirroring.String(), Lag: 1, SourceHighWatermark: 10}, false},
+		{runner.Status{State: partition.Stopped.String()}, true},
+		{runner.Status{State: partition.Paused.String()}, false},
+		{runner.Status{State: partition.Failed.String()}, false},
+	} {
+		if got := CaughtUp(tc.st); got != tc.want {
+			t.Errorf("CaughtUp(%s lag %d hw %d) = %v", tc.st.State, tc.st.Lag, tc.st.SourceHighWatermark, got)
+		}
+	}
+}

@@ -46,7 +46,7 @@ func (e *Engine) runningMirror(name string) (*supervisor.Mirror, error) {
 		return nil, fmt.Errorf("%w %q in this daemon (mirrors: %s)", admin.ErrNoMirror, name, strings.Join(names, ", "))
 	}
 	if !m.Connected() {
-		return nil, fmt.Errorf("%w: mirror %s has not connected to its clusters yet (see describe for why); retry when it has", admin.ErrConflict, name)
+		return nil, fmt.Errorf("%w: mirror %s has not connected to its clusters yet (describe says why); retry when it has", admin.ErrUnavailable, name)
 	}
 	return m, nil
 }
@@ -125,8 +125,11 @@ func (e *Engine) Failover(ctx context.Context, req admin.FailoverOrder) (admin.F
 	if err != nil {
 		return admin.FailoverResult{}, err
 	}
-	gs, as := m.Syncers()
 	cm := m.Operated()
+	if err := control.CheckMatches(ctx, cm, req.Topics); err != nil {
+		return admin.FailoverResult{}, err
+	}
+	gs, as := m.Syncers()
 	fm := failover.Mirror{Name: m.Name(), Log: m.Logger(), Groups: gs, ACLs: as, SyncReadOnly: m.SyncReadOnly,
 		Stop: func(ctx context.Context, topics []string) ([]runner.Status, error) {
 			return control.StopTopics(ctx, cm, topics)
@@ -142,8 +145,8 @@ func (e *Engine) Failover(ctx context.Context, req admin.FailoverOrder) (admin.F
 // the two would copy into each other.
 func (e *Engine) checkNoReverse(m *supervisor.Mirror, rs []*runner.Runner) error {
 	other := failback.Name(m.Name())
-	if m.Runtime() {
-		other = strings.TrimSuffix(m.Name(), "-failback")
+	if of := m.ReverseOf(); of != "" {
+		other = of
 	}
 	e.mu.Lock()
 	om := e.mirrors[other]

@@ -58,8 +58,8 @@ func TestPauseKeepsTheResumePointAndResumeContinuesWithNoGap(t *testing.T) {
 		t.Fatalf("destination moved after a restart while paused: %d → %d", before[0], after)
 	}
 
-	if _, err := e2.Resume(kfaketest.Context(t), "test", []string{"other.*"}); err != nil {
-		t.Fatal(err) // nothing matches: a no-op
+	if _, err := e2.Resume(kfaketest.Context(t), "test", []string{"other.*"}); !errors.Is(err, admin.ErrNoMatch) || !strings.Contains(err.Error(), `"other.*"`) {
+		t.Fatalf("resuming a pattern that matches nothing: %v, want admin.ErrNoMatch naming it", err)
 	}
 	if s := states(e2, "held"); s != "0:PAUSED 1:PAUSED" {
 		t.Fatalf("resuming another pattern changed %s", s)

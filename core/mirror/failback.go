@@ -3,15 +3,13 @@ package mirror
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmirror/kmirror/core/admin"
 	"github.com/kmirror/kmirror/core/failback"
-	"github.com/kmirror/kmirror/core/kclient"
 	"github.com/kmirror/kmirror/core/runtimemirror"
+	"github.com/kmirror/kmirror/core/supervisor"
 	"github.com/kmirror/kmirror/sdk/statestore"
 )
 
@@ -20,13 +18,9 @@ import (
 // repeated request keeps what was decided and done, and a request with
 // AllowRecreate realigns the partitions a previous one left FAILED.
 func (e *Engine) Failback(ctx context.Context, req admin.FailbackOrder) (admin.FailbackResult, error) {
-	m, err := e.runningMirror(req.Mirror)
+	m, err := e.failbackable(req.Mirror)
 	if err != nil {
 		return admin.FailbackResult{}, err
-	}
-	if m.Runtime() {
-		return admin.FailbackResult{}, fmt.Errorf("%w: %s is itself a failback mirror; to make the old source primary again, fail it over, then start mirror %s's topics",
-			admin.ErrInvalidRequest, m.Name(), strings.TrimSuffix(m.Name(), "-failback"))
 	}
 	suffix := req.SideTopicSuffix
 	if suffix == "" {
@@ -50,14 +44,9 @@ func (e *Engine) Failback(ctx context.Context, req admin.FailbackOrder) (admin.F
 	}
 
 	// A client of the old source (the reverse mirror's destination).
-	dcfg, mc := m.Settings()
-	opts, err := kclient.ClusterOpts(ctx, dcfg, &mc.Source, kclient.RoleDestination, m.Name(), e.opts.Credentials)
+	old, err := e.oldSourceClient(ctx, m.Name())
 	if err != nil {
 		return out, err
-	}
-	old, err := kgo.NewClient(append(opts, kgo.ClientID(kclient.ClientID(mc.Source.ClientID, "failback-"+m.Name())))...)
-	if err != nil {
-		return out, fmt.Errorf("mirror %s: old source cluster: %w", m.Name(), err)
 	}
 	defer old.Close()
 
@@ -82,4 +71,19 @@ func (e *Engine) Failback(ctx context.Context, req admin.FailbackOrder) (admin.F
 	}
 	m.Logger().Info("failback mirror started", "failback_mirror", name, "topics", topics)
 	return out, nil
+}
+
+// failbackable returns mirror name if it can be failed back: a mirror of
+// the configuration, or one created through the admin API, but not a
+// failback mirror itself.
+func (e *Engine) failbackable(name string) (*supervisor.Mirror, error) {
+	m, err := e.runningMirror(name)
+	if err != nil {
+		return nil, err
+	}
+	if of := m.ReverseOf(); of != "" {
+		return nil, fmt.Errorf("%w: %s is itself a failback mirror (of %s); to make the old source primary again, fail it over, then start mirror %s's topics",
+			admin.ErrInvalidRequest, m.Name(), of, of)
+	}
+	return m, nil
 }

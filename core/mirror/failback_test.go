@@ -148,6 +148,19 @@ func TestFailbackKeepsDivergedRecordsInASideTopicAndRecreatesOnlyWhenAllowed(t *
 		}
 		return false, fmt.Sprintf("%+v", e.Status())
 	})
+	// The FAILED partition is one line of the mirror's errors, with the
+	// full reason as its cause.
+	var line admin.LoopError
+	for _, m := range e.Status().Mirrors {
+		for _, le := range m.Errors {
+			if m.Name == "test-failback" && le.Loop == "partition split/0" {
+				line = le
+			}
+		}
+	}
+	if !strings.Contains(line.Cause, "split.kmirror-diverged") || line.Message == "" || strings.Contains(line.Message, "test-failback") {
+		t.Fatalf("errors line of the FAILED partition: %+v", line)
+	}
 	side, err := verify.ReadLog(ctx, f.srcCl, "split.kmirror-diverged", 0)
 	if err != nil {
 		t.Fatal(err)

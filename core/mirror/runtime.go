@@ -1,9 +1,11 @@
 package mirror
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/kmirror/kmirror/core/admin"
@@ -11,6 +13,7 @@ import (
 	"github.com/kmirror/kmirror/core/failback"
 	"github.com/kmirror/kmirror/core/partition"
 	"github.com/kmirror/kmirror/core/runtimemirror"
+	"github.com/kmirror/kmirror/core/supervisor"
 	"github.com/kmirror/kmirror/sdk/statestore"
 )
 
@@ -37,7 +40,14 @@ func (e *Engine) startRuntime(name string, spec runtimemirror.Spec) error {
 	}
 	of, ok := e.cfg.Mirror(spec.FailbackOf)
 	if !ok {
-		return fmt.Errorf("failback mirror %s reverses mirror %s, which is no longer in the configuration; restore it, or delete %s", name, spec.FailbackOf, name)
+		// A mirror created through the admin API: its settings are
+		// those it runs with (startRecordedRuntime starts it first).
+		if fm := e.mirrors[spec.FailbackOf]; fm != nil && fm.Runtime() && fm.ReverseOf() == "" {
+			_, mc := fm.Settings()
+			of = &mc
+		} else {
+			return fmt.Errorf("failback mirror %s reverses mirror %s, which is neither in the configuration nor a running mirror created through the admin API; restore it, or delete %s", name, spec.FailbackOf, name)
+		}
 	}
 	if _, clash := e.cfg.Mirror(name); clash {
 		return fmt.Errorf("the configuration has a mirror named %s, the name of mirror %s's failback mirror; rename it", name, spec.FailbackOf)
@@ -62,6 +72,11 @@ func (e *Engine) startRecordedRuntime(ctx context.Context) {
 		e.log.Error("cannot list run-time mirrors in the state store; they start at the next reload", "error", err)
 		return
 	}
+	// Mirrors created through the admin API first: a failback mirror of
+	// one takes its settings from it.
+	slices.SortStableFunc(recorded, func(a, b runtimemirror.Recorded) int {
+		return cmp.Compare(boolInt(a.Spec.FailbackOf != ""), boolInt(b.Spec.FailbackOf != ""))
+	})
 	for _, r := range recorded {
 		if e.mirrors[r.Name] != nil {
 			continue
@@ -74,6 +89,13 @@ func (e *Engine) startRecordedRuntime(ctx context.Context) {
 			e.log.Error("run-time mirror not started", "mirror", r.Name, "error", err)
 		}
 	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // CreateMirror records and starts a mirror whose settings (YAML: the keys
@@ -116,30 +138,12 @@ func (e *Engine) CreateMirror(ctx context.Context, name string, settings []byte)
 // stop its topics first (or fail it over), so that no destination topic is
 // left read-only or with a transaction open. Its records in the state
 // store (partitions, offset maps, operator record) are deleted; the
-// destination topics are kept. Deleting a mirror that does not exist is a
-// no-op.
+// destination topics are kept. A mirror that does not exist (neither
+// running nor recorded) is ErrNoMirror: a misspelt name is not "deleted".
 func (e *Engine) DeleteMirror(ctx context.Context, name string) (admin.OpResult, error) {
-	// The name is a prefix of state store keys: "dc1/partitions" would
-	// name part of mirror dc1's state.
-	if err := config.CheckMirrorName(name); err != nil {
-		return admin.OpResult{}, fmt.Errorf("%w: %v", admin.ErrInvalidRequest, err)
-	}
-	e.mu.Lock()
-	if _, declared := e.cfg.Mirror(name); declared {
-		e.mu.Unlock()
-		return admin.OpResult{}, fmt.Errorf("%w: mirror %s is declared in the configuration file; remove it there (and reload)", admin.ErrConflict, name)
-	}
-	m := e.mirrors[name]
-	e.mu.Unlock()
-	parts, err := e.machine.LoadMirror(ctx, name)
-	if err != nil && len(parts) == 0 {
-		return admin.OpResult{}, fmt.Errorf("mirror %s: loading partition states: %w", name, err)
-	}
-	for _, p := range parts {
-		if st := p.State(); st != partition.Stopped {
-			return admin.OpResult{}, fmt.Errorf("%w: mirror %s: %s/%d is %s; stop its topics first (kmirror mirrors stop --mirror %s --topics '.*', or kmirror failover --mirror %s)",
-				admin.ErrConflict, name, p.Record().Topic, p.Record().Partition, st, name, name)
-		}
+	m, _, err := e.deletable(ctx, name)
+	if err != nil {
+		return admin.OpResult{}, err
 	}
 	if m != nil {
 		e.mu.Lock()
@@ -156,4 +160,41 @@ func (e *Engine) DeleteMirror(ctx context.Context, name string) (admin.OpResult,
 	e.ctlMu.Unlock()
 	e.log.Info("run-time mirror deleted", "mirror", name)
 	return admin.OpResult{Mirror: name, Message: "mirror " + name + " deleted; its destination topics are kept"}, nil
+}
+
+// deletable runs DeleteMirror's checks, changing nothing: it returns the
+// running mirror (nil if it does not run) and its partition records.
+func (e *Engine) deletable(ctx context.Context, name string) (*supervisor.Mirror, []*partition.Partition, error) {
+	// The name is a prefix of state store keys: "dc1/partitions" would
+	// name part of mirror dc1's state.
+	if err := config.CheckMirrorName(name); err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", admin.ErrInvalidRequest, err)
+	}
+	e.mu.Lock()
+	if _, declared := e.cfg.Mirror(name); declared {
+		e.mu.Unlock()
+		return nil, nil, fmt.Errorf("%w: mirror %s is declared in the configuration file; remove it there (and reload)", admin.ErrConflict, name)
+	}
+	m := e.mirrors[name]
+	e.mu.Unlock()
+	parts, err := e.machine.LoadMirror(ctx, name)
+	if err != nil && len(parts) == 0 {
+		return nil, nil, fmt.Errorf("%w: mirror %s: loading partition states: %v", admin.ErrUnavailable, name, err)
+	}
+	if m == nil && len(parts) == 0 {
+		_, recorded, err := runtimemirror.Get(ctx, e.opts.Store, name)
+		if err != nil && !errors.Is(err, statestore.ErrNotFound) {
+			return nil, nil, fmt.Errorf("%w: reading run-time mirror %s: %v", admin.ErrUnavailable, name, err)
+		}
+		if !recorded {
+			return nil, nil, fmt.Errorf("%w %q in this daemon: it is neither running nor recorded, so there is nothing to delete", admin.ErrNoMirror, name)
+		}
+	}
+	for _, p := range parts {
+		if st := p.State(); st != partition.Stopped {
+			return nil, nil, fmt.Errorf("%w: mirror %s: %s/%d is %s; stop its topics first (kmirror mirrors stop --mirror %s --topics '.*', or kmirror failover --mirror %s)",
+				admin.ErrConflict, name, p.Record().Topic, p.Record().Partition, st, name, name)
+		}
+	}
+	return m, parts, nil
 }

@@ -35,7 +35,26 @@ func (m *Mirror) Operated() control.Mirror {
 	return control.Mirror{Name: m.name, Log: m.log, Rules: m.d.Rules(), Runners: m.RunnersOf,
 		LaunchRecorded: m.launchRecorded, TriggerSync: m.TriggerSync,
 		InScope:   func(t string) bool { return inScope(&m.cfg, t) },
-		NoReverse: func(rs []*runner.Runner) error { return m.d.NoReverse(m, rs) }}
+		NoReverse: func(rs []*runner.Runner) error { return m.d.NoReverse(m, rs) },
+		Topics:    m.knownTopics}
+}
+
+// knownTopics returns, sorted, the topics of the mirror's runners and of
+// its recorded partitions.
+func (m *Mirror) knownTopics(ctx context.Context) ([]string, error) {
+	var out []string
+	for _, r := range m.RunnersOf(func(string) bool { return true }) {
+		out = append(out, r.Topic())
+	}
+	parts, err := m.d.Machine.LoadMirror(ctx, m.name)
+	if err != nil && len(parts) == 0 {
+		return nil, fmt.Errorf("%w: mirror %s: loading partition states: %v", control.ErrUnavailable, m.name, err)
+	}
+	for _, p := range parts {
+		out = append(out, p.Record().Topic)
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
 }
 
 // launchRecorded starts runners for recorded partitions of matching topics

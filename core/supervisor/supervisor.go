@@ -471,12 +471,15 @@ func (m *Mirror) Status() admin.MirrorStatus {
 	for _, r := range m.runners {
 		rs = append(rs, r)
 	}
-	var errs []string
-	for _, e := range m.errs {
-		errs = append(errs, e)
+	loops := make([]string, 0, len(m.errs))
+	for loop := range m.errs {
+		loops = append(loops, loop)
 	}
-	sort.Strings(errs)
-	ms := admin.MirrorStatus{Name: m.name, Error: strings.Join(errs, "; "), TopicConfigErrors: append([]admin.TopicConfigError(nil), m.cfgErrs...)}
+	sort.Strings(loops)
+	ms := admin.MirrorStatus{Name: m.name, TopicConfigErrors: append([]admin.TopicConfigError(nil), m.cfgErrs...)}
+	for _, loop := range loops {
+		ms.Errors = append(ms.Errors, admin.LoopError{Loop: loop, Message: Summarize(m.name, m.errs[loop]), Cause: m.errs[loop]})
+	}
 	if m.groups != nil {
 		ms.Groups = m.groups.Status()
 	}
@@ -503,10 +506,47 @@ func (m *Mirror) Status() admin.MirrorStatus {
 		}
 		return rs[i].Partition() < rs[j].Partition()
 	})
+	var lines []string
+	for _, e := range ms.Errors {
+		lines = append(lines, e.Loop+": "+e.Message)
+	}
+	ms.Error = strings.Join(lines, "; ")
 	for _, r := range rs {
-		ms.Partitions = append(ms.Partitions, r.Status())
+		st := r.Status()
+		ms.Partitions = append(ms.Partitions, st)
+		if st.LastError != "" && (st.State == partition.Failed.String() || st.Retry != "") {
+			ms.Errors = append(ms.Errors, admin.LoopError{Loop: fmt.Sprintf("partition %s/%d", st.Topic, st.Partition),
+				Message: Summarize(m.name, st.LastError), Cause: st.LastError})
+		}
 	}
 	return ms
+}
+
+// maxSummary is the length beyond which Summarize leaves out the middle
+// layers of an error.
+const maxSummary = 240
+
+// Summarize makes one short line of a mirror's error message: without the
+// mirror's name and the package prefixes that wrapping repeats, and, when
+// it is still long, without its middle layers (what failed and the root
+// cause are kept, the ": "-separated first and last two parts). The full
+// message stays available as the cause.
+func Summarize(mirror, msg string) string {
+	for _, p := range []string{`mirror "` + mirror + `": `, "mirror " + mirror + ": ", "aclsync: ", "groupsync: ", "topicsync: "} {
+		msg = strings.ReplaceAll(msg, p, "")
+	}
+	parts := strings.Split(msg, ": ")
+	kept := parts[:0]
+	for _, p := range parts {
+		if len(kept) == 0 || kept[len(kept)-1] != p {
+			kept = append(kept, p)
+		}
+	}
+	out := strings.Join(kept, ": ")
+	if len(out) > maxSummary && len(kept) > 3 {
+		out = kept[0] + ": …: " + strings.Join(kept[len(kept)-2:], ": ")
+	}
+	return out
 }
 
 // Clusters says whether the mirror can talk to its source and destination

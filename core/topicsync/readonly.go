@@ -219,8 +219,12 @@ func (s *Syncer) createReadOnly(ctx context.Context, protect []string) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("mirror %s: making mirror topics read-only (DENY WRITE for %s): %w; kmirror's destination principal needs ALTER on the cluster",
-			s.opts.Mirror, ReadOnlyPrincipal, err)
+		hint := ""
+		if errors.Is(err, kerr.ClusterAuthorizationFailed) {
+			hint = "; kmirror's destination principal needs ALTER on the cluster"
+		}
+		return fmt.Errorf("mirror %s: making mirror topics read-only (DENY WRITE for %s): %w%s",
+			s.opts.Mirror, ReadOnlyPrincipal, err, hint)
 	}
 	return nil
 }

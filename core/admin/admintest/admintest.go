@@ -23,6 +23,8 @@ type Call struct {
 	// AllowRecreate and SideTopicSuffix: failback only.
 	AllowRecreate   bool
 	SideTopicSuffix string
+	// DryRun: the call was a Plan (Op names the operation planned).
+	DryRun bool
 }
 
 // Controller is a fake admin.Controller. Set its fields before the server
@@ -41,7 +43,10 @@ type Controller struct {
 	Result         admin.OpResult
 	FailoverResult admin.FailoverResult
 	FailbackResult admin.FailbackResult
-	calls          []Call
+	// PlanResult is returned by Plan; its Mirror and Op are set to those
+	// asked for.
+	PlanResult admin.Plan
+	calls      []Call
 }
 
 // Update changes the controller's fields under its lock; use it once the
@@ -133,5 +138,18 @@ func (c *Controller) Failback(ctx context.Context, req admin.FailbackOrder) (adm
 	defer c.mu.Unlock()
 	res := c.FailbackResult
 	res.Of = req.Mirror
+	return res, nil
+}
+
+// Plan implements admin.Controller.
+func (c *Controller) Plan(ctx context.Context, req admin.PlanOrder) (admin.Plan, error) {
+	if _, err := c.op(ctx, Call{Op: req.Op, Mirror: req.Mirror, Topics: req.Topics, Wait: req.WaitForCatchUp,
+		AllowRecreate: req.AllowRecreate, SideTopicSuffix: req.SideTopicSuffix, DryRun: true}); err != nil {
+		return admin.Plan{}, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	res := c.PlanResult
+	res.Mirror, res.Op = req.Mirror, req.Op
 	return res, nil
 }

@@ -210,7 +210,7 @@ func (c *Client) Call(method, path string, body, out any, timeout time.Duration)
 		if json.Unmarshal(data, &e) != nil || e.Error == "" {
 			e.Error = strings.TrimSpace(string(data))
 		}
-		return &Error{Status: resp.StatusCode, msg: e.Error}
+		return &Error{Status: resp.StatusCode, Code: e.Code, Hint: e.Hint, msg: e.Error}
 	}
 	if err := json.Unmarshal(data, out); err != nil {
 		return fmt.Errorf("the answer of %s %s is not what this kmirror version expects (%v); are the CLI and the daemon the same version?", method, path, err)
@@ -220,21 +220,101 @@ func (c *Client) Call(method, path string, body, out any, timeout time.Duration)
 
 // Error is a refusal or failure the admin API reported.
 type Error struct {
-	Status int // the HTTP status
+	Status int    // the HTTP status
+	Code   string // the API's code (admin.Code*); "" from a daemon that sends none
+	Hint   string // what to do, when the API says
 	msg    string
 }
 
-// Error says what the API answered, with its reason.
+// Message is what the API said failed, without the hint.
+func (e *Error) Message() string { return e.msg }
+
+// Error says what the API answered, with its reason and hint.
 func (e *Error) Error() string {
+	msg := e.msg
+	if e.Hint != "" {
+		msg += "; " + e.Hint
+	}
 	switch e.Status {
 	case http.StatusUnauthorized:
-		return "the admin API refused the call (401 Unauthorized): " + e.msg
+		return "the admin API refused the call (401 Unauthorized): " + msg
 	case http.StatusNotFound:
-		return "not found: " + e.msg
+		return "not found: " + msg
 	case http.StatusConflict:
-		return "refused (409 Conflict): " + e.msg
+		return "refused (409 Conflict): " + msg
+	case http.StatusUnprocessableEntity:
+		return "refused (422): " + msg
+	case http.StatusServiceUnavailable:
+		return "unavailable now (503): " + msg
 	case http.StatusGatewayTimeout:
-		return "timed out (504): " + e.msg
+		return "timed out (504): " + msg
 	}
-	return fmt.Sprintf("%s: %s", http.StatusText(e.Status), e.msg)
+	return fmt.Sprintf("%s: %s", http.StatusText(e.Status), msg)
+}
+
+// Timeouts of the calls below: reads answer at once; operations wait for
+// the partitions they act on, up to the daemon's 10 minutes.
+const (
+	readTimeout = 30 * time.Second
+	opTimeout   = 11 * time.Minute
+)
+
+func mirrorPath(mirror string) string { return "/v1/mirrors/" + url.PathEscape(mirror) }
+
+// Lag returns the lag of mirror's partitions per topic, of the topics
+// matching the regexes topics (every topic when none): what a client polls
+// to show a planned failover's catch-up. It only reads.
+func (c *Client) Lag(mirror string, topics []string) (admin.LagReport, error) {
+	q := url.Values{}
+	for _, t := range topics {
+		q.Add("topic", t)
+	}
+	path := mirrorPath(mirror) + "/lag"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	var out admin.LagReport
+	err := c.Call(http.MethodGet, path, nil, &out, readTimeout)
+	return out, err
+}
+
+// PlanStop is a dry run of stopping mirror's topics matching topics.
+func (c *Client) PlanStop(mirror string, topics []string) (admin.Plan, error) {
+	var out admin.Plan
+	err := c.Call(http.MethodPost, mirrorPath(mirror)+"/stop", admin.TopicsRequest{Topics: topics, DryRun: true}, &out, opTimeout)
+	return out, err
+}
+
+// PlanFailover is a dry run of a failover of mirror's topics matching
+// topics (every topic when none), planned when wait > 0.
+func (c *Client) PlanFailover(mirror string, topics []string, wait time.Duration) (admin.Plan, error) {
+	var out admin.Plan
+	err := c.Call(http.MethodPost, mirrorPath(mirror)+"/failover", admin.FailoverRequest{Topics: topics, WaitForCatchUpMs: wait.Milliseconds(), DryRun: true}, &out, opTimeout)
+	return out, err
+}
+
+// PlanFailback is a dry run of mirror's failback: per partition what would
+// be decided, and which topics would be created or deleted on the old
+// source.
+func (c *Client) PlanFailback(mirror string, allowRecreate bool, sideTopicSuffix string) (admin.Plan, error) {
+	var out admin.Plan
+	err := c.Call(http.MethodPost, mirrorPath(mirror)+"/failback", admin.FailbackRequest{AllowRecreate: allowRecreate, SideTopicSuffix: sideTopicSuffix, DryRun: true}, &out, opTimeout)
+	return out, err
+}
+
+// PlanDelete is a dry run of deleting run-time mirror mirror.
+func (c *Client) PlanDelete(mirror string) (admin.Plan, error) {
+	var out admin.Plan
+	err := c.Call(http.MethodDelete, mirrorPath(mirror)+"?dry_run=true", nil, &out, opTimeout)
+	return out, err
+}
+
+// Failover fails mirror's topics matching topics over; with wait > 0 a
+// planned failover (the daemon first waits up to wait for zero lag). To
+// show progress, poll Lag until it is caught up first, then call Failover
+// with a short wait: interrupting the polling changes nothing.
+func (c *Client) Failover(mirror string, topics []string, wait time.Duration) (admin.FailoverResult, error) {
+	var out admin.FailoverResult
+	err := c.Call(http.MethodPost, mirrorPath(mirror)+"/failover", admin.FailoverRequest{Topics: topics, WaitForCatchUpMs: wait.Milliseconds()}, &out, opTimeout+wait)
+	return out, err
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -70,8 +71,17 @@ func printDescribe(stdout io.Writer, mirrors []admin.MirrorStatus, failedOnly, a
 		return
 	}
 	for _, m := range mirrors {
-		if m.Error != "" {
-			fmt.Fprintf(stdout, "mirror %s: %s\n", m.Name, m.Error)
+		// One short line per failing sync loop (partitions' errors are in
+		// the table; the full causes in --json's "errors").
+		loops := 0
+		for _, le := range m.Errors {
+			if !strings.HasPrefix(le.Loop, "partition ") {
+				fmt.Fprintf(stdout, "mirror %s: %s: %s\n", m.Name, le.Loop, le.Message)
+				loops++
+			}
+		}
+		if loops == 0 && len(m.Errors) == 0 && m.Error != "" {
+			fmt.Fprintf(stdout, "mirror %s: %s\n", m.Name, m.Error) // a daemon without "errors"
 		}
 		for _, c := range m.Clusters {
 			if !c.Reachable {
