@@ -5,8 +5,8 @@ package main
 import (
 	"fmt"
 	"io"
-	"strings"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 

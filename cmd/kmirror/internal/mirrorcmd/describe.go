@@ -77,4 +77,3 @@ func printDescribe(stdout io.Writer, mirrors []admin.MirrorStatus, failedOnly bo
 		}
 	}
 }
-

@@ -6,8 +6,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
