@@ -16,22 +16,16 @@ import (
 // plugin host runs (the daemon re-executes itself): `kmirror help` does
 // not list it.
 func newPlugin() *cobra.Command {
-	serve := &cobra.Command{
-		Use:   "serve KIND NAME",
-		Short: "Serve a built-in plugin to a kmirror host (run by the host)",
+	return &cobra.Command{
+		Use:    "plugin serve KIND NAME",
+		Short:  "Serve a built-in plugin to a kmirror host (run by the host)",
+		Hidden: true,
 		// The host's command line is exact; nothing is parsed as a flag.
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return cli.Code(cmdPlugin(append([]string{"serve"}, args...), cmd.OutOrStdout(), cmd.ErrOrStderr()))
+			return cli.Code(cmdPlugin(args, cmd.OutOrStdout(), cmd.ErrOrStderr()))
 		},
 	}
-	cmd := cli.Group(&cobra.Command{
-		Use:    "plugin",
-		Short:  "Serve a built-in plugin to a kmirror host (run by the host)",
-		Hidden: true,
-	})
-	cmd.AddCommand(serve)
-	return cmd
 }
 
 // cmdPlugin is `kmirror plugin serve <kind> <name>`: it serves one built-in

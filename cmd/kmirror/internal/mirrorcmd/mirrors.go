@@ -244,7 +244,7 @@ create is a no-op; a name in use with other settings is a conflict.` + adminNote
 				return err
 			}
 			if file == "" {
-				return cli.Usagef("--mirror-config FILE is required")
+				return cli.Usagef("--mirror-config is required: a YAML FILE with the mirror's settings")
 			}
 			settings, err := os.ReadFile(file)
 			if err != nil {
