@@ -53,7 +53,7 @@ overrides run would apply: a short summary when it is valid, every problem
 			"kmirror config validate --config kmirror.yaml",
 			"kmirror config validate --config - < kmirror.yaml",
 			"KMIRROR_CONFIG=kmirror.yaml kmirror config validate --set destination.bootstrap.servers=dr:9092"),
-		Args: cobra.NoArgs,
+		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := cf.Load(cmd.InOrStdin(), config.Load)
 			if err != nil {
@@ -77,7 +77,7 @@ func newConfigReference() *cobra.Command {
 		Short:   "Print the key reference (docs/config.md)",
 		Long:    "Print the reference of every configuration key: name, type, default, validation and meaning (the text of docs/config.md).",
 		Example: cli.Examples("kmirror config reference | less"),
-		Args:    cobra.NoArgs,
+		Args:    cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			_, _ = cmd.OutOrStdout().Write(reference.Generate())
 			return nil
@@ -98,7 +98,7 @@ what config init writes with its defaults.`,
 		Example: cli.Examples(
 			"kmirror config sample | less",
 			"kmirror config sample --minimal > kmirror.yaml && kmirror config validate --config kmirror.yaml"),
-		Args: cobra.NoArgs,
+		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if minimal {
 				_, _ = io.WriteString(cmd.OutOrStdout(), minimalConfig(defaultInit()))

@@ -106,7 +106,7 @@ written; an existing file is kept unless --force.`,
 			"kmirror config init",
 			"kmirror config init --source-bootstrap dc1-kafka:9092 --destination-bootstrap dc2-kafka:9092 --topics 'orders.*,payments' kmirror.yaml",
 			"kmirror config init --source-bootstrap dc1:9092 --destination-bootstrap dc2:9092 - | kmirror config validate --config -"),
-		Args: cobra.MaximumNArgs(1),
+		Args: cli.MaxArgs(1, "FILE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			file := "kmirror.yaml"
 			if len(args) == 1 {
@@ -140,8 +140,8 @@ written; an existing file is kept unless --force.`,
 	fl.StringVar(&a.Destination, "destination-bootstrap", a.Destination, "the destination cluster's bootstrap servers, `HOST:PORT`[,HOST:PORT...]")
 	fl.StringVar(&a.Topics, "topics", a.Topics, "topics to mirror: comma-separated `REGEX`es matching whole names")
 	fl.StringVar(&a.Groups, "groups", a.Groups, "consumer groups whose offsets are copied: comma-separated `REGEX`es")
-	fl.StringVar(&a.Name, "name", a.Name, "the mirror's name ([A-Za-z0-9_-]+)")
-	fl.StringVar(&a.StateDir, "state-dir", a.StateDir, "the state directory (`DIR`)")
+	fl.StringVar(&a.Name, "name", a.Name, "the mirror's `NAME` ([A-Za-z0-9_-]+)")
+	fl.StringVar(&a.StateDir, "state-dir", a.StateDir, "the state directory: partition states, offset maps, the admin token (`DIR`)")
 	fl.StringVar(&a.HTTPAddress, "http-address", a.HTTPAddress, "health and metrics listener `HOST:PORT`")
 	fl.StringVar(&a.AdminAddress, "admin-address", a.AdminAddress, "admin API listener `HOST:PORT`")
 	fl.BoolVar(&force, "force", false, "replace FILE if it exists")

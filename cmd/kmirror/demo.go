@@ -48,7 +48,7 @@ verification of every partition; exits 1 if any partition differs.`,
 		Example: cli.Examples(
 			"kmirror demo",
 			"kmirror demo --records 100000 --verbose"),
-		Args: cobra.NoArgs,
+		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()

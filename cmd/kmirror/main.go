@@ -23,7 +23,7 @@ func main() {
 // dispatch runs one command line and returns its exit code (cli.ExitOK,
 // cli.ExitFailure, cli.ExitUsage: stable, documented in docs/cli.md).
 func dispatch(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	return cli.Execute(newRoot(), args, stdin, stdout, stderr)
+	return cli.Execute(newRoot(stdout), args, stdin, stdout, stderr)
 }
 
 // Help groups of the top-level commands.
@@ -34,8 +34,9 @@ const (
 )
 
 // newRoot builds the command tree. Each call builds a new one (the flags
-// are bound to variables of that tree).
-func newRoot() *cobra.Command {
+// are bound to variables of that tree). stdout is where the completion
+// scripts go (cobra binds it when it makes those commands).
+func newRoot(stdout io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "kmirror",
 		Short: "Mirror topics between Kafka clusters with offsets preserved",
@@ -77,6 +78,7 @@ Docs: docs/README.md; every key: kmirror config reference.`,
 	root.AddCommand(inGroup(groupSetup, newConfig(), plugincmd.Command(), newState(), newVersion())...)
 	root.AddCommand(newPlugin(), newDocs())
 	root.InitDefaultHelpCmd()
+	root.SetOut(stdout)
 	root.InitDefaultCompletionCmd()
 	for _, c := range root.Commands() {
 		if c.Name() == "completion" {

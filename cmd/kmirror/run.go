@@ -34,7 +34,7 @@ applies it again with the environment of the time.`,
 			"kmirror run --config /etc/kmirror/kmirror.yaml",
 			"KMIRROR_CONFIG=/etc/kmirror/kmirror.yaml kmirror run",
 			"kmirror run --config kmirror.yaml --set log.level=debug"),
-		Args: cobra.NoArgs,
+		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// Load once up front so that a bad file fails before any
 			// listener starts, and so that the logger gets its level and

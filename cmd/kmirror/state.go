@@ -41,7 +41,7 @@ file store. The old directory is left as it was. See docs/cli.md.`,
 		Example: cli.Examples(
 			"systemctl stop kmirror",
 			"kmirror state migrate --config kmirror-etcd.yaml --from file:/var/lib/kmirror"),
-		Args: cobra.NoArgs,
+		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := cf.Load(cmd.InOrStdin(), config.Load)
 			if err != nil {

@@ -18,7 +18,7 @@ func newVersion() *cobra.Command {
 		Example: cli.Examples(
 			"kmirror version",
 			"kmirror version -o json"),
-		Args: cobra.NoArgs,
+		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			info := version.Get()
 			out.Print(cmd.OutOrStdout(), info, func(w io.Writer) { _, _ = io.WriteString(w, info.String()) })

@@ -86,7 +86,7 @@ func (s *StringList) String() string { return strings.Join(*s, ",") }
 func (s *StringList) Set(v string) error { *s = append(*s, v); return nil }
 
 // Type implements pflag.Value.
-func (s *StringList) Type() string { return "stringList" }
+func (s *StringList) Type() string { return "VALUE" }
 
 // RegexList is a flag of regexes: comma-separated, repeatable (--topics
 // a,b --topics c).
@@ -108,7 +108,7 @@ func (l *RegexList) Set(v string) error {
 }
 
 // Type implements pflag.Value.
-func (l *RegexList) Type() string { return "regexes" }
+func (l *RegexList) Type() string { return "REGEX,..." }
 
 // OrDash is s, or "-" for an empty table cell.
 func OrDash(s string) string {

@@ -290,3 +290,40 @@ func MirrorArg(args []string, flag string, required bool) (string, error) {
 	}
 	return flag, nil
 }
+
+// Wrap breaks text into lines of at most 80 columns at spaces, for help
+// texts written as one line.
+func Wrap(text string) string {
+	var b strings.Builder
+	col := 0
+	for i, w := range strings.Fields(text) {
+		if i > 0 && col+1+len(w) > 80 {
+			b.WriteByte('\n')
+			col = 0
+		} else if i > 0 {
+			b.WriteByte(' ')
+			col++
+		}
+		b.WriteString(w)
+		col += len(w)
+	}
+	return b.String()
+}
+
+// NoArgs refuses any positional argument, naming it.
+func NoArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return Usagef("unexpected argument %q: this command takes none (flags start with --)", strings.Join(args, " "))
+	}
+	return nil
+}
+
+// MaxArgs refuses more than n positional arguments, naming what they are.
+func MaxArgs(n int, what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) > n {
+			return Usagef("give at most %d %s (got %d: %s)", n, what, len(args), strings.Join(args, " "))
+		}
+		return nil
+	}
+}

@@ -33,7 +33,7 @@ writable on the destination. See docs/design/failover.md.` + adminNote,
 			"kmirror failover dc1-to-dc2 --wait-for-catch-up 2m --config kmirror.yaml",
 			"# unplanned: the source is gone",
 			"kmirror failover dc1-to-dc2 --topics 'orders.*' -o json --config kmirror.yaml"),
-		Args: cobra.MaximumNArgs(1),
+		Args: cli.MaxArgs(1, "MIRROR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name, err := cli.MirrorArg(args, a.mirror, true)
 			if err != nil {
@@ -105,7 +105,7 @@ FAILED (the reverse mirror runs for the others). See docs/design/failover.md.` +
 		Example: cli.Examples(
 			"kmirror failback dc1-to-dc2 --config kmirror.yaml",
 			"kmirror failback dc1-to-dc2 --side-topic-suffix .lost -o json --config kmirror.yaml"),
-		Args: cobra.MaximumNArgs(1),
+		Args: cli.MaxArgs(1, "MIRROR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name, err := cli.MirrorArg(args, a.mirror, true)
 			if err != nil {

@@ -76,6 +76,7 @@ func (a *adminCmd) connect(cmd *cobra.Command) (*adminclient.Client, error) {
 
 // adminNote ends the long help of every admin command.
 const adminNote = `
+
 It talks to a running daemon's admin API: give --admin-address and the token
 (--admin-token-file, or $KMIRROR_ADMIN_TOKEN), or the daemon's configuration
 (--config, or $KMIRROR_CONFIG), of which only the admin keys are read.`
@@ -105,7 +106,7 @@ func newList() *cobra.Command {
 		Example: cli.Examples(
 			"kmirror mirrors list --config kmirror.yaml",
 			"KMIRROR_ADMIN_TOKEN=$(cat admin.token) kmirror mirrors list --admin-address 127.0.0.1:9645 -o json"),
-		Args: cobra.NoArgs,
+		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := a.connect(cmd)
 			if err != nil {
@@ -182,7 +183,7 @@ http.address) is for probes and dashboards; this command uses the admin API.` + 
 			path+" --config kmirror.yaml",
 			path+" dc1-to-dc2 --failed --config kmirror.yaml",
 			path+" dc1-to-dc2 -o yaml --admin-address 127.0.0.1:9645 --admin-token-file admin.token"),
-		Args: cobra.MaximumNArgs(1),
+		Args: cli.MaxArgs(1, "MIRROR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			only, err := cli.MirrorArg(args, a.mirror, false)
 			if err != nil {
@@ -237,7 +238,7 @@ mirror.* keys). It is kept in the state store and survives restarts; secrets
 only as files (sasl.password.file, ssl.keystore.location). Repeating the same
 create is a no-op; a name in use with other settings is a conflict.` + adminNote,
 		Example: cli.Examples("kmirror mirrors create dc3-to-dc2 --mirror-config dc3.yaml --config kmirror.yaml"),
-		Args:    cobra.MaximumNArgs(1),
+		Args:    cli.MaxArgs(1, "MIRROR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name, err := cli.MirrorArg(args, a.mirror, true)
 			if err != nil {
@@ -279,7 +280,7 @@ file are removed there.` + adminNote,
 		Example: cli.Examples(
 			"kmirror mirrors stop dc3-to-dc2 --topics '.*' --config kmirror.yaml",
 			"kmirror mirrors delete dc3-to-dc2 --config kmirror.yaml"),
-		Args: cobra.MaximumNArgs(1),
+		Args: cli.MaxArgs(1, "MIRROR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name, err := cli.MirrorArg(args, a.mirror, true)
 			if err != nil {
@@ -330,9 +331,9 @@ func newOp(op string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     use,
 		Short:   h.short,
-		Long:    h.long + "\n\n--topics takes comma-separated regexes (repeatable) that must each match a whole topic name." + adminNote,
+		Long:    cli.Wrap(h.long) + "\n\n--topics takes comma-separated regexes (repeatable) that must each match a whole topic name." + adminNote,
 		Example: cli.Examples(h.example),
-		Args:    cobra.MaximumNArgs(1),
+		Args:    cli.MaxArgs(1, "MIRROR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name, err := cli.MirrorArg(args, a.mirror, true)
 			if err != nil {

@@ -103,7 +103,7 @@ printed).`,
 		Example: cli.Examples(
 			"kmirror plugins list --config kmirror.yaml",
 			"kmirror plugins list --config kmirror.yaml --no-launch -o json"),
-		Args: cobra.NoArgs,
+		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return cli.Code(pluginsList(&af, &out, noLaunch, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr()))
 		},
@@ -264,7 +264,7 @@ func newVerify() *cobra.Command {
 		Long: `Check every configured plugin's file against its sha256 (and that built-ins
 exist); exit 1 naming each bad one with both sums.`,
 		Example: cli.Examples("kmirror plugins verify --config kmirror.yaml"),
-		Args:    cobra.NoArgs,
+		Args:    cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return cli.Code(pluginsVerify(&cf, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr()))
 		},
