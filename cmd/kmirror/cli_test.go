@@ -1,0 +1,149 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// kmirrorIn runs the binary with stdin and returns its exit code and
+// output.
+func kmirrorIn(t *testing.T, stdin string, env []string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exit):
+		code = exit.ExitCode()
+	default:
+		t.Fatalf("running kmirror %v: %v", args, err)
+	}
+	return code, o.String(), e.String()
+}
+
+// TestConfigFromKMIRROR_CONFIGAndStdin: without --config the file comes
+// from $KMIRROR_CONFIG (which is no configuration key), and --config -
+// reads standard input; --config wins over the variable.
+func TestConfigFromKMIRROR_CONFIGAndStdin(t *testing.T) {
+	t.Parallel()
+	text := strings.Replace(validBase, "/var/lib/kmirror", t.TempDir(), 1)
+	p := writeFile(t, "kmirror.yaml", text)
+	code, out, errOut := kmirror(t, []string{"KMIRROR_CONFIG=" + p}, "config", "validate")
+	if code != exitOK || !strings.Contains(out, p+" is valid") {
+		t.Fatalf("KMIRROR_CONFIG: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = kmirrorIn(t, text, nil, "config", "validate", "--config", "-")
+	if code != exitOK || !strings.Contains(out, "standard input is valid") || !strings.Contains(out, "127.0.0.1:9092") {
+		t.Fatalf("--config -: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = kmirrorIn(t, "destination: [", nil, "config", "validate", "--config", "-")
+	if code != exitFailure || !strings.Contains(errOut, "standard input is not valid") {
+		t.Fatalf("--config - with bad YAML: exit %d\n%s%s", code, out, errOut)
+	}
+	code, _, errOut = kmirror(t, []string{"KMIRROR_CONFIG=/nonexistent/kmirror.yaml"}, "config", "validate", "--config", p)
+	if code != exitOK {
+		t.Fatalf("--config must win over KMIRROR_CONFIG: exit %d\n%s", code, errOut)
+	}
+	code, _, errOut = kmirror(t, []string{"KMIRROR_CONFIG="}, "config", "validate")
+	if code != exitUsage || !strings.Contains(errOut, "--config FILE is required (or set KMIRROR_CONFIG)") {
+		t.Fatalf("no configuration: exit %d\n%s", code, errOut)
+	}
+}
+
+// TestAdminCommandsNeedOnlyAddressAndToken: the admin commands run with
+// --admin-address and a token from --admin-token-file or
+// $KMIRROR_ADMIN_TOKEN, or with a daemon configuration of which they read
+// only the admin keys: a destination password file that does not exist
+// does not stop them (it stops `config validate`).
+func TestAdminCommandsNeedOnlyAddressAndToken(t *testing.T) {
+	t.Parallel()
+	d := startAdmin(t, "")
+	addr, tok := d.cfg.AdminAddress, d.token(t)
+	tokenFile := d.cfg.AdminTokenPath()
+	listed := regexp.MustCompile(`dc1\s+src-a:9092,src-b:9092\s+3\s+`)
+	for _, tc := range []struct {
+		name string
+		env  []string
+		args []string
+	}{
+		{"token file", nil, []string{"mirrors", "list", "--admin-address", addr, "--admin-token-file", tokenFile}},
+		{"token file, old flag", nil, []string{"mirrors", "list", "--admin-address", addr, "--token-file", tokenFile}},
+		{"token in the environment", []string{"KMIRROR_ADMIN_TOKEN=" + tok}, []string{"mirrors", "list", "--admin-address", addr}},
+		{"address and token in the environment", []string{"KMIRROR_ADMIN_TOKEN=" + tok, "KMIRROR_ADMIN_ADDRESS=" + addr}, []string{"mirrors", "list"}},
+		{"config in the environment", []string{"KMIRROR_CONFIG=" + d.cfgPath}, []string{"mirrors", "list"}},
+	} {
+		code, out, errOut := kmirror(t, tc.env, tc.args...)
+		if code != exitOK || !listed.MatchString(out) {
+			t.Errorf("%s: exit %d\n%s%s", tc.name, code, out, errOut)
+		}
+		d.noSecret(t, out, errOut)
+	}
+	// A wrong token in the environment is refused (and --admin-token-file
+	// wins over it).
+	if code, _, errOut := kmirror(t, []string{"KMIRROR_ADMIN_TOKEN=wrong"}, "mirrors", "list", "--admin-address", addr); code != exitFailure || !strings.Contains(errOut, "401") {
+		t.Errorf("wrong KMIRROR_ADMIN_TOKEN: exit %d\n%s", code, errOut)
+	}
+	if code, _, errOut := kmirror(t, []string{"KMIRROR_ADMIN_TOKEN=wrong"}, "mirrors", "list", "--admin-address", addr, "--admin-token-file", tokenFile); code != exitOK {
+		t.Errorf("--admin-token-file must win over KMIRROR_ADMIN_TOKEN: exit %d\n%s", code, errOut)
+	}
+
+	// The daemon's configuration with a destination password file the
+	// operator cannot read: only the admin keys are read.
+	raw, err := os.ReadFile(d.cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withSecret := strings.Replace(string(raw), "  bootstrap.servers: 127.0.0.1:9092\n",
+		"  bootstrap.servers: 127.0.0.1:9092\n  security.protocol: SASL_SSL\n  sasl.mechanism: SCRAM-SHA-512\n  sasl.username: kmirror\n  sasl.password.file: /nonexistent/dr-password\n", 1)
+	p := writeFile(t, "kmirror.yaml", withSecret)
+	if code, _, errOut := kmirror(t, nil, "config", "validate", "--config", p); code != exitFailure || !strings.Contains(errOut, "/nonexistent/dr-password") {
+		t.Fatalf("the test's configuration should not validate as a whole: exit %d\n%s", code, errOut)
+	}
+	code, out, errOut := kmirror(t, nil, "describe", "dc1", "--config", p)
+	if code != exitOK || !strings.Contains(out, "source log truncated") {
+		t.Fatalf("describe with an unreadable destination password file: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = kmirrorIn(t, withSecret, nil, "mirrors", "pause", "dc1", "--topics", "orders", "--config", "-")
+	if code != exitOK || !strings.Contains(out, "mirror dc1") {
+		t.Fatalf("mirrors pause with --config -: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// TestDescribeOutputFormats: `kmirror describe` and `kmirror mirrors
+// describe` are one command; their text, JSON and YAML forms are golden
+// (testdata/describe.*.golden), and so are those of mirrors list.
+func TestDescribeOutputFormats(t *testing.T) {
+	t.Parallel()
+	d := startAdmin(t, "")
+	for _, format := range []string{"text", "json", "yaml"} {
+		code, out, errOut := kmirror(t, nil, "describe", "--config", d.cfgPath, "-o", format)
+		if code != exitOK {
+			t.Fatalf("describe -o %s: exit %d\n%s", format, code, errOut)
+		}
+		_, same, _ := kmirror(t, nil, "mirrors", "describe", "dc1", "--config", d.cfgPath, "-o", format)
+		if same != out {
+			t.Errorf("mirrors describe dc1 -o %s differs from describe -o %s:\n%s\n%s", format, format, same, out)
+		}
+		golden(t, "describe."+format, out)
+		code, out, errOut = kmirror(t, nil, "mirrors", "list", "--config", d.cfgPath, "-o", format)
+		if code != exitOK {
+			t.Fatalf("mirrors list -o %s: exit %d\n%s", format, code, errOut)
+		}
+		golden(t, "mirrors-list."+format, out)
+	}
+	// An unknown mirror is an error in the format asked for.
+	code, _, errOut := kmirror(t, nil, "describe", "nope", "--config", d.cfgPath, "-o", "json")
+	if code != exitFailure || !strings.HasPrefix(errOut, "{\n  \"error\": ") || !strings.Contains(errOut, `\"nope\"`) {
+		t.Fatalf("describe nope -o json: exit %d\n%s", code, errOut)
+	}
+}
