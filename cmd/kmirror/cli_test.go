@@ -3,11 +3,19 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmirror/kmirror/internal/kfaketest"
 )
 
 // kmirrorIn runs the binary with stdin and returns its exit code and
@@ -145,5 +153,73 @@ func TestDescribeOutputFormats(t *testing.T) {
 	code, _, errOut := kmirror(t, nil, "describe", "nope", "--config", d.cfgPath, "-o", "json")
 	if code != exitFailure || !strings.HasPrefix(errOut, "{\n  \"error\": ") || !strings.Contains(errOut, `\"nope\"`) {
 		t.Fatalf("describe nope -o json: exit %d\n%s", code, errOut)
+	}
+}
+
+// TestFirstRunConfigInitValidateRun is an operator's first run:
+// `config init` with flags (standard input is not a terminal), `config
+// validate` of the file as written, then `run` with it against two
+// in-process clusters: the records and their offsets reach the
+// destination.
+func TestFirstRunConfigInitValidateRun(t *testing.T) {
+	t.Parallel()
+	src, dst := kfaketest.NewCluster(t), kfaketest.NewCluster(t, kfake.NumBrokers(1))
+	srcCl := kfaketest.NewClient(t, src, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	kfaketest.CreateTopic(t, srcCl, "orders", 2, nil)
+	const records = 50
+	for i := range records {
+		r := &kgo.Record{Topic: "orders", Partition: int32(i % 2), Value: []byte(fmt.Sprintf("order-%d", i))}
+		if err := srcCl.ProduceSync(kfaketest.Context(t), r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	dir := t.TempDir()
+	file := filepath.Join(dir, "kmirror.yaml")
+	code, out, errOut := kmirror(t, nil, "config", "init",
+		"--source-bootstrap", strings.Join(src.ListenAddrs(), ","),
+		"--destination-bootstrap", strings.Join(dst.ListenAddrs(), ","),
+		"--topics", "orders", "--name", "first",
+		"--state-dir", filepath.Join(dir, "state"),
+		"--http-address", "127.0.0.1:0", "--admin-address", "127.0.0.1:0", file)
+	if code != exitOK || !strings.Contains(out, "wrote "+file) {
+		t.Fatalf("config init: exit %d\n%s%s", code, out, errOut)
+	}
+	if fi, err := os.Stat(file); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("config init wrote %v (%v); want mode 0600", fi, err)
+	}
+	if code, _, errOut := kmirror(t, nil, "config", "init", "--source-bootstrap", "a:1", "--destination-bootstrap", "b:2", file); code != exitFailure || !strings.Contains(errOut, "--force") {
+		t.Fatalf("config init over an existing file: exit %d\n%s", code, errOut)
+	}
+	if code, out, errOut := kmirror(t, nil, "config", "validate", "--config", file); code != exitOK || !strings.Contains(out, "first: source") {
+		t.Fatalf("config validate of what init wrote: exit %d\n%s%s", code, out, errOut)
+	}
+
+	d := startRun(t, file, "KMIRROR_LOG_FORMAT=json")
+	dstCl := kfaketest.NewClient(t, dst)
+	kfaketest.WaitFor(t, "the records on the destination", func() (bool, string) {
+		ends, err := kadm.NewClient(dstCl).ListEndOffsets(kfaketest.Context(t), "orders")
+		if err != nil {
+			return false, err.Error()
+		}
+		var n int64
+		ends.Each(func(o kadm.ListedOffset) { n += o.Offset })
+		return n == records, fmt.Sprintf("%d of %d records; log:\n%s", n, records, d.log())
+	})
+	// Offsets preserved: record i of partition p has the same offset on
+	// both sides.
+	cl := kfaketest.NewClient(t, dst, kgo.ConsumeTopics("orders"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	got := 0
+	for got < records {
+		fs := cl.PollFetches(kfaketest.Context(t))
+		if err := fs.Err0(); err != nil {
+			t.Fatal(err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if want := fmt.Sprintf("order-%d", int(r.Offset)*2+int(r.Partition)); string(r.Value) != want {
+				t.Errorf("orders/%d@%d is %q, want %q", r.Partition, r.Offset, r.Value, want)
+			}
+			got++
+		})
 	}
 }
