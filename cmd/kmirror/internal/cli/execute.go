@@ -167,24 +167,35 @@ func FlagError(cmd *cobra.Command, err error) error {
 // Kafka-tool flag or the closest flag names.
 func unknownFlag(cmd *cobra.Command, name string) string {
 	msg := fmt.Sprintf("unknown flag --%s", name)
-	if note, ok := kafkaFlags[name]; ok {
-		return msg + "\n" + note
-	}
 	if s := suggestFlags(cmd, name); len(s) > 0 {
-		return msg + "\nDid you mean " + strings.Join(s, " or ") + "?"
+		msg += "\nDid you mean " + strings.Join(s, " or ") + "?"
+	}
+	if note, ok := kafkaFlags[name]; ok {
+		msg += "\n" + note
 	}
 	return msg
 }
 
 // suggestFlags returns cmd's flag names close to name: at most two edits
-// apart, or starting with it.
+// apart, starting with it, or sharing a word of five letters or more with
+// it (--bootstrap-server → --source-bootstrap).
 func suggestFlags(cmd *cobra.Command, name string) []string {
+	var words []string
+	for _, w := range strings.FieldsFunc(name, func(r rune) bool { return r == '-' || r == '.' }) {
+		if len(w) >= 5 {
+			words = append(words, w)
+		}
+	}
 	var out []string
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
 		if f.Hidden {
 			return
 		}
-		if levenshtein(name, f.Name) <= 2 || (len(name) >= 3 && strings.HasPrefix(f.Name, name)) {
+		close := levenshtein(name, f.Name) <= 2 || (len(name) >= 3 && strings.HasPrefix(f.Name, name))
+		for _, w := range words {
+			close = close || strings.Contains(f.Name, w)
+		}
+		if close {
 			out = append(out, "--"+f.Name)
 		}
 	})
