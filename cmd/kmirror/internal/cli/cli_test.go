@@ -120,3 +120,17 @@ func TestPrintYAMLKeepsTheJSONFieldsAndOrder(t *testing.T) {
 		t.Fatalf("PrintYAML:\n%s\nwant:\n%s", b.String(), want)
 	}
 }
+
+func TestSuggestFlagsBySharedWordOnlyWithoutACloseName(t *testing.T) {
+	t.Parallel()
+	cmd := &cobra.Command{Use: "init"}
+	for _, f := range []string{"source-bootstrap", "destination-bootstrap", "admin-address", "admin-token-file"} {
+		cmd.Flags().String(f, "", "")
+	}
+	if got := suggestFlags(cmd, "bootstrap-server"); !slices.Equal(got, []string{"--destination-bootstrap", "--source-bootstrap"}) {
+		t.Errorf("bootstrap-server: %v", got)
+	}
+	if got := suggestFlags(cmd, "admin-adress"); !slices.Equal(got, []string{"--admin-address"}) {
+		t.Errorf("admin-adress: %v", got)
+	}
+}

@@ -177,8 +177,8 @@ func unknownFlag(cmd *cobra.Command, name string) string {
 }
 
 // suggestFlags returns cmd's flag names close to name: at most two edits
-// apart, starting with it, or sharing a word of five letters or more with
-// it (--bootstrap-server → --source-bootstrap).
+// apart or starting with it; failing those, sharing a word of five
+// letters or more with it (--bootstrap-server → --source-bootstrap).
 func suggestFlags(cmd *cobra.Command, name string) []string {
 	var words []string
 	for _, w := range strings.FieldsFunc(name, func(r rune) bool { return r == '-' || r == '.' }) {
@@ -186,19 +186,25 @@ func suggestFlags(cmd *cobra.Command, name string) []string {
 			words = append(words, w)
 		}
 	}
-	var out []string
+	var out, sharing []string
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
 		if f.Hidden {
 			return
 		}
-		close := levenshtein(name, f.Name) <= 2 || (len(name) >= 3 && strings.HasPrefix(f.Name, name))
-		for _, w := range words {
-			close = close || strings.Contains(f.Name, w)
-		}
-		if close {
+		if levenshtein(name, f.Name) <= 2 || (len(name) >= 3 && strings.HasPrefix(f.Name, name)) {
 			out = append(out, "--"+f.Name)
+			return
+		}
+		for _, w := range words {
+			if strings.Contains(f.Name, w) {
+				sharing = append(sharing, "--"+f.Name)
+				return
+			}
 		}
 	})
+	if len(out) == 0 {
+		out = sharing // only when no name is close
+	}
 	sort.Strings(out)
 	return out
 }
