@@ -223,3 +223,35 @@ func TestFirstRunConfigInitValidateRun(t *testing.T) {
 		})
 	}
 }
+
+// TestConfigInitAsksOnATerminal: on a terminal (script(1) gives the
+// command one), config init asks for what its flags do not give; Enter
+// keeps a default.
+func TestConfigInitAsksOnATerminal(t *testing.T) {
+	t.Parallel()
+	scriptBin, err := exec.LookPath("script")
+	if err != nil {
+		t.Skip("script(1) is not installed")
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "kmirror.yaml")
+	cmd := exec.Command(scriptBin, "-q", "-e", "-c", binary+" config init --name asked "+file, "/dev/null")
+	// Source, destination, topics (Enter: the default), state directory.
+	cmd.Stdin = strings.NewReader("src-kafka:9092\ndst-kafka:9092\n\n" + filepath.Join(dir, "state") + "\n")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("config init on a terminal: %v\n%s", err, out)
+	}
+	for _, q := range []string{"Source cluster bootstrap servers [localhost:9092]: ", "Topics to mirror (regexes, comma-separated) [.*]: ", "wrote " + file} {
+		if !strings.Contains(string(out), q) {
+			t.Errorf("the terminal does not show %q:\n%s", q, out)
+		}
+	}
+	if strings.Contains(string(out), "Mirror name") {
+		t.Errorf("asked for the mirror name although --name gave it:\n%s", out)
+	}
+	code, summary, errOut := kmirror(t, nil, "config", "validate", "--config", file)
+	if code != exitOK || !strings.Contains(summary, "asked: source src-kafka:9092") || !strings.Contains(summary, "destination: dst-kafka:9092") || !strings.Contains(summary, "topics .* minus") {
+		t.Fatalf("what config init wrote: exit %d\n%s%s", code, summary, errOut)
+	}
+}

@@ -81,6 +81,9 @@ func TestGoldenHelpOfEveryCommand(t *testing.T) {
 		}
 		golden(t, "help/"+name, out)
 	}
+	if code, out, _ := run("config", "-h"); code != 0 || !strings.Contains(out, "kmirror config init") {
+		t.Errorf("config -h: exit %d\n%s", code, out)
+	}
 	// `kmirror help mirrors` is `kmirror mirrors --help`; `-h` too.
 	_, viaHelp, _ := run("help", "mirrors")
 	_, viaFlag, _ := run("mirrors", "-h")
