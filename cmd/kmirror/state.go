@@ -50,7 +50,7 @@ file store. The old directory is left as it was. See docs/cli.md.`,
 			return cli.Code(stateMigrate(cfg, from, &out, cmd.OutOrStdout(), cmd.ErrOrStderr()))
 		},
 	}
-	cf.Register(migrate.Flags(), "the configuration naming the target state store")
+	cf.Register(migrate.Flags(), "the configuration file naming the target state store (state.type, state.plugin)")
 	migrate.Flags().StringVar(&from, "from", "", "the state to copy, stopped: file:`DIR` (a file state store's directory)")
 	out.Register(migrate.Flags())
 	cmd.AddCommand(migrate)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"strings"
 	"os"
 
 	"github.com/spf13/pflag"
@@ -43,8 +44,10 @@ func (c *ConfigFlags) Register(fs *pflag.FlagSet, what string) {
 	if what == "" {
 		what = "the configuration file (YAML, or TOML with a .toml extension)"
 	}
-	fs.StringVar(&c.Path, "config", "", "`FILE`: "+what+"; - reads YAML from standard input; default $"+EnvConfig)
-	fs.Var(&c.Sets, "set", "override one key (`KEY=VALUE`), e.g. --set mirror.num.replica.fetchers=2 (repeatable; wins over the file and KMIRROR_* variables)")
+	// The help shows --config FILE: the first `quoted` word names the value.
+	what = strings.Replace(what, "configuration file", "configuration `FILE`", 1)
+	fs.StringVar(&c.Path, "config", "", what+"; - reads YAML from standard input; default $"+EnvConfig)
+	fs.Var(&c.Sets, "set", "override one key as `KEY=VALUE`, e.g. --set mirror.num.replica.fetchers=2 (repeatable; wins over the file and KMIRROR_* variables)")
 }
 
 // Resolve takes $KMIRROR_CONFIG when --config is not given and reads

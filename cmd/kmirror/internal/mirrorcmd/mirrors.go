@@ -175,7 +175,8 @@ TOPIC, PARTITION, STATE, MODE, SOURCE-OFFSET (source high watermark),
 SOURCE-LOG-START, DESTINATION-OFFSET, LAG, LAST-MIRRORED, ERROR; then note:
 lines (why a partition runs in map mode, who holds the sync lease, a
 destination without an authorizer). --failed lists FAILED partitions with
-their retry state. ` + "`kmirror describe` and `kmirror mirrors describe` are the same command." + `
+their retry state. ` + "`kmirror describe` and `kmirror mirrors describe`" + `
+are the same command.
 
 The daemon's unauthenticated status endpoint (GET /v1/describe on
 http.address) is for probes and dashboards; this command uses the admin API.` + adminNote,
