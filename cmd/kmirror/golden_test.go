@@ -149,6 +149,9 @@ var errorCases = []struct {
 	{"init-not-a-terminal", []string{"config", "init", "--source-bootstrap", "a:9092"}},
 	{"init-bad-name", []string{"config", "init", "--source-bootstrap", "a:9092", "--destination-bootstrap", "b:9092", "--name", "no spaces", "-"}},
 	{"extra-argument", []string{"version", "now"}},
+	{"plugins-list-no-config", []string{"plugins", "list"}},
+	{"plugins-install-no-kind", []string{"plugins", "install", "./kmirror-filter-x", "--plugin-dir", "testdata"}},
+	{"state-migrate-bad-from", []string{"state", "migrate", "--config", "testdata/invalid.yaml", "--from", "/var/lib/kmirror"}},
 }
 
 // TestGoldenErrors: each error's exit code and output, as text, as JSON

@@ -76,23 +76,23 @@ Installing the same file again is a no-op.`,
 func pluginsInstall(f *installFlags, src string, stdin io.Reader, stdout, stderr io.Writer) int {
 	kind, name, dir, force, cf := &f.kind, &f.name, &f.dir, &f.force, &f.cf
 	if _, err := cf.Resolve(stdin); err != nil {
-		fmt.Fprintf(stderr, "plugins install: %v\n", err)
+		fmt.Fprintf(stderr, "kmirror plugins install: %v\n", err)
 		return cli.ExitFailure
 	}
 	k := plugin.Kind(*kind)
 	if _, err := plugin.ProtocolMajor(k); err != nil {
-		fmt.Fprintf(stderr, "plugins install: --kind %q: give auth, statestore or filter\n", *kind)
+		fmt.Fprintf(stderr, "kmirror plugins install: --kind %q: give auth, statestore or filter\n", *kind)
 		return cli.ExitUsage
 	}
 	if cf.Path == "" && *dir == "" {
-		fmt.Fprintln(stderr, "plugins install: --config FILE (the daemon's configuration, for plugin.dir) or --plugin-dir DIR is required")
+		fmt.Fprintln(stderr, "kmirror plugins install: --config FILE (the daemon's configuration, for plugin.dir) or --plugin-dir DIR is required")
 		return cli.ExitUsage
 	}
 	var cfg *config.Config
 	if cf.Path != "" {
 		var code int
 		var ok bool
-		if cfg, code, ok = loadForPlugins("plugins install", cf, stdin, stderr); !ok {
+		if cfg, code, ok = loadForPlugins("kmirror plugins install", cf, stdin, stderr); !ok {
 			return code
 		}
 	}
@@ -100,11 +100,11 @@ func pluginsInstall(f *installFlags, src string, stdin io.Reader, stdout, stderr
 	if *name == "" {
 		*name = strings.ToLower(strings.TrimPrefix(base, "kmirror-"+*kind+"-"))
 		if config.CheckPluginName(*name) != nil {
-			fmt.Fprintf(stderr, "plugins install: %q does not make a plugin name ([a-z0-9][a-z0-9_-]*); pass --name\n", base)
+			fmt.Fprintf(stderr, "kmirror plugins install: %q does not make a plugin name ([a-z0-9][a-z0-9_-]*); pass --name\n", base)
 			return cli.ExitUsage
 		}
 	} else if err := config.CheckPluginName(*name); err != nil {
-		fmt.Fprintf(stderr, "plugins install: --name: %v\n", err)
+		fmt.Fprintf(stderr, "kmirror plugins install: --name: %v\n", err)
 		return cli.ExitUsage
 	}
 	target := *dir
@@ -116,7 +116,7 @@ func pluginsInstall(f *installFlags, src string, stdin io.Reader, stdout, stderr
 	}
 	res, err := install(context.Background(), src, target, *name, k, *force)
 	if err != nil {
-		fmt.Fprintf(stderr, "plugins install: %v\n", err)
+		fmt.Fprintf(stderr, "kmirror plugins install: %v\n", err)
 		return cli.ExitFailure
 	}
 	res.Path = res.File

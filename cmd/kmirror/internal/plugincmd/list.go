@@ -116,12 +116,12 @@ printed).`,
 
 func pluginsList(af *adminclient.Flags, o *cli.Output, noLaunch bool, stdin io.Reader, stdout, stderr io.Writer) int {
 	if named, err := af.Config.Resolve(stdin); err != nil || !named {
-		fmt.Fprintf(stderr, "plugins list: --config FILE is required (or set %s)\n", cli.EnvConfig)
+		fmt.Fprintf(stderr, "kmirror plugins list: --config FILE is required (or set %s)\n", cli.EnvConfig)
 		return cli.ExitUsage
 	}
 	cfg, err := af.Load(stdin)
 	if err != nil {
-		fmt.Fprintf(stderr, "plugins list: %v\n", err)
+		fmt.Fprintf(stderr, "kmirror plugins list: %v\n", err)
 		return cli.ExitFailure
 	}
 	daemon, running := daemonPlugins(af, cfg)
@@ -274,7 +274,7 @@ exist); exit 1 naming each bad one with both sums.`,
 }
 
 func pluginsVerify(cf *cli.ConfigFlags, stdin io.Reader, stdout, stderr io.Writer) int {
-	cfg, code, ok := loadForPlugins("plugins verify", cf, stdin, stderr)
+	cfg, code, ok := loadForPlugins("kmirror plugins verify", cf, stdin, stderr)
 	if !ok {
 		return code
 	}
@@ -293,7 +293,7 @@ func pluginsVerify(cf *cli.ConfigFlags, stdin io.Reader, stdout, stderr io.Write
 		}
 	}
 	if len(bad) > 0 {
-		fmt.Fprintf(stderr, "plugins verify: %d of %d plugins would not be started:\n  %s\n", len(bad), len(cfg.Plugins), strings.Join(bad, "\n  "))
+		fmt.Fprintf(stderr, "kmirror plugins verify: %d of %d plugins would not be started:\n  %s\n", len(bad), len(cfg.Plugins), strings.Join(bad, "\n  "))
 		return cli.ExitFailure
 	}
 	fmt.Fprintf(stdout, "all %d plugins verified\n", len(cfg.Plugins))

@@ -35,7 +35,7 @@ file in the plugin directory. Refused while the configuration references it
 }
 
 func pluginsRemove(cf *cli.ConfigFlags, what string, force bool, stdin io.Reader, stdout, stderr io.Writer) int {
-	cfg, code, ok := loadForPlugins("plugins remove", cf, stdin, stderr)
+	cfg, code, ok := loadForPlugins("kmirror plugins remove", cf, stdin, stderr)
 	if !ok {
 		return code
 	}
@@ -43,7 +43,7 @@ func pluginsRemove(cf *cli.ConfigFlags, what string, force bool, stdin io.Reader
 	file := ""
 	if p, ok := cfg.Plugin(what); ok {
 		if p.Builtin != "" {
-			fmt.Fprintf(stderr, "plugins remove: plugins.%s is the built-in %s %s, part of the kmirror binary: nothing to remove (delete the entry from %s)\n", what, p.Kind, p.Builtin, cf.Path)
+			fmt.Fprintf(stderr, "kmirror plugins remove: plugins.%s is the built-in %s %s, part of the kmirror binary: nothing to remove (delete the entry from %s)\n", what, p.Kind, p.Builtin, cf.Path)
 			return cli.ExitFailure
 		}
 		file = p.File(dir)
@@ -53,7 +53,7 @@ func pluginsRemove(cf *cli.ConfigFlags, what string, force bool, stdin io.Reader
 			file = filepath.Join(dir, file)
 		}
 		if !samePath(filepath.Dir(file), dir) {
-			fmt.Fprintf(stderr, "plugins remove: %s is not in the plugin directory %s; remove only removes plugin files\n", file, dir)
+			fmt.Fprintf(stderr, "kmirror plugins remove: %s is not in the plugin directory %s; remove only removes plugin files\n", file, dir)
 			return cli.ExitUsage
 		}
 	}
@@ -65,18 +65,18 @@ func pluginsRemove(cf *cli.ConfigFlags, what string, force bool, stdin io.Reader
 		}
 	}
 	if len(refs) > 0 && !force {
-		fmt.Fprintf(stderr, "plugins remove: %s %s %s: remove the entry from the configuration first (and reload), or pass --force\n", strings.Join(refs, ", "), references(refs), file)
+		fmt.Fprintf(stderr, "kmirror plugins remove: %s %s %s: remove the entry from the configuration first (and reload), or pass --force\n", strings.Join(refs, ", "), references(refs), file)
 		return cli.ExitFailure
 	}
 	if fi, err := os.Stat(file); err != nil {
-		fmt.Fprintf(stderr, "plugins remove: %v\n", err)
+		fmt.Fprintf(stderr, "kmirror plugins remove: %v\n", err)
 		return cli.ExitFailure
 	} else if !fi.Mode().IsRegular() {
-		fmt.Fprintf(stderr, "plugins remove: %s is not a regular file\n", file)
+		fmt.Fprintf(stderr, "kmirror plugins remove: %s is not a regular file\n", file)
 		return cli.ExitFailure
 	}
 	if err := os.Remove(file); err != nil {
-		fmt.Fprintf(stderr, "plugins remove: %v\n", err)
+		fmt.Fprintf(stderr, "kmirror plugins remove: %v\n", err)
 		return cli.ExitFailure
 	}
 	syncDir(dir)
