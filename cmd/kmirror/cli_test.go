@@ -255,3 +255,20 @@ func TestConfigInitAsksOnATerminal(t *testing.T) {
 		t.Fatalf("what config init wrote: exit %d\n%s%s", code, summary, errOut)
 	}
 }
+
+// TestConfigSampleMinimalValidates: `config sample --minimal` validates as
+// printed (`config sample` stays the full commented reference).
+func TestConfigSampleMinimalValidates(t *testing.T) {
+	t.Parallel()
+	code, minimal, _ := run("config", "sample", "--minimal")
+	if code != exitOK || !strings.Contains(minimal, "mirrors:\n  - name: \"source-to-destination\"") {
+		t.Fatalf("config sample --minimal: exit %d\n%s", code, minimal)
+	}
+	code, out, errOut := kmirrorIn(t, minimal, nil, "config", "validate", "--config", "-")
+	if code != exitOK {
+		t.Fatalf("config sample --minimal does not validate: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, full, _ := run("config", "sample"); len(full) < 4*len(minimal) || !strings.Contains(full, "dc1-to-dc2") {
+		t.Fatalf("config sample is no longer the full reference:\n%s", full)
+	}
+}
