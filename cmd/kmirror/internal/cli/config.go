@@ -4,8 +4,8 @@ import (
 	"errors"
 	"io"
 	"io/fs"
-	"strings"
 	"os"
+	"strings"
 
 	"github.com/spf13/pflag"
 
