@@ -51,6 +51,13 @@ writable on the destination. See docs/design/failover.md.` + adminNote,
 			if err := c.Call(http.MethodPost, "/v1/mirrors/"+url.PathEscape(name)+"/failover", body, &res, opTimeout+wait); err != nil {
 				return cli.Fail(err)
 			}
+			// Lists are [] in -o json|yaml, never null.
+			if res.Topics == nil {
+				res.Topics = []admin.TopicFailover{}
+			}
+			if res.Groups == nil {
+				res.Groups = []string{}
+			}
 			a.out.Print(cmd.OutOrStdout(), res, func(w io.Writer) { printFailover(w, res) })
 			return nil
 		},
@@ -127,6 +134,9 @@ FAILED (the reverse mirror runs for the others). See docs/design/failover.md.` +
 						failed++
 					}
 				}
+			}
+			if res.Topics == nil {
+				res.Topics = []admin.TopicFailback{}
 			}
 			a.out.Print(cmd.OutOrStdout(), res, func(w io.Writer) { printFailback(w, res) })
 			if failed > 0 {
