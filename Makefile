@@ -9,7 +9,7 @@ PKGS := ./... github.com/kmirror/kmirror/sdk/...
 UNIT_PKGS = $(shell $(GO) list $(PKGS) | grep -v '/e2e')
 E2E_TIMEOUT ?= 20m
 
-.PHONY: all build deps generate pyfilter tidy modules-check tutorial-check deploy-check test unit fuzz fuzz-quick e2e lint bench bench-quick bench-go bench-e2e demo docs clean
+.PHONY: all build deps generate pyfilter tidy modules-check tutorial-check deploy-check test unit fuzz fuzz-quick e2e lint bench bench-quick bench-go bench-e2e demo docs man clean
 
 all: build
 
@@ -112,6 +112,11 @@ bench-e2e: deps
 
 docs:
 	$(GO) run ./core/config/gen
+
+## man: a man page per command, generated from the command tree, in bin/man
+## (not checked in; cmd/kmirror's tests generate them too).
+man:
+	$(GO) run ./cmd/kmirror docs man bin/man
 
 clean:
 	rm -rf bin

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -34,22 +34,31 @@ var demoTopics = map[string]int32{"orders": 4, "payments": 2}
 // (with an aborted transaction), a mirror between them with the file state
 // store in a temporary directory, live progress, and a verification of both
 // logs offset by offset.
-func cmdDemo(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("kmirror demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	records := fs.Int("records", 20000, "plain records to produce (transactions come on top)")
-	verbose := fs.Bool("verbose", false, "show the engine's log")
-	timeout := fs.Duration("timeout", 2*time.Minute, "give up when mirroring has not caught up by then")
-	if code, ok := cli.ParseFlags(fs, args); !ok {
-		return code
+func newDemo() *cobra.Command {
+	var records int
+	var verbose bool
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "Run an embedded demo: two in-process clusters, a mirror, and a verification",
+		Long: `The embedded demo: two in-process Kafka clusters (franz-go kfake), plain and
+transactional traffic with aborted transactions, a mirror with the file state
+store in a temporary directory, live progress, and an offset-by-offset
+verification of every partition; exits 1 if any partition differs.`,
+		Example: cli.Examples(
+			"kmirror demo",
+			"kmirror demo --records 100000 --verbose"),
+		Args: cli.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return cli.Fail(runDemo(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), records, verbose, timeout))
+		},
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := runDemo(ctx, stdout, stderr, *records, *verbose, *timeout); err != nil {
-		fmt.Fprintf(stderr, "kmirror demo: %v\n", err)
-		return cli.ExitFailure
-	}
-	return cli.ExitOK
+	cmd.Flags().IntVar(&records, "records", 20000, "plain records to produce (transactions come on top)")
+	cmd.Flags().BoolVar(&verbose, "verbose", false, "show the engine's log")
+	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Minute, "give up when mirroring has not caught up by then")
+	return cmd
 }
 
 func runDemo(ctx context.Context, stdout, stderr io.Writer, records int, verbose bool, timeout time.Duration) error {

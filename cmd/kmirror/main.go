@@ -6,64 +6,130 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
 
 	"github.com/kmirror/kmirror/cmd/kmirror/internal/cli"
 	"github.com/kmirror/kmirror/cmd/kmirror/internal/mirrorcmd"
 	"github.com/kmirror/kmirror/cmd/kmirror/internal/plugincmd"
 	"github.com/kmirror/kmirror/cmd/kmirror/internal/statuscmd"
+	"github.com/kmirror/kmirror/core/version"
 )
 
-// command is one `kmirror ...` sub-command; run returns the exit code
-// (cli.ExitOK, cli.ExitFailure, cli.ExitUsage: stable, documented in
-// docs/cli.md).
-type command struct {
-	name    string
-	summary string
-	run     func(args []string, stdout, stderr io.Writer) int
-}
-
-func commands() []command {
-	return []command{
-		{"run", "run the mirroring daemon", cmdRun},
-		{"demo", "run an embedded demo: two in-process clusters, a mirror, and a verification", cmdDemo},
-		{"describe", "show every mirrored partition: state, mode, offsets, lag, last error", mirrorcmd.Describe},
-		{"status", "live status per mirror: states, lag, throughput, FAILED partitions, catch-up progress (--watch)", statuscmd.Run},
-		{"mirrors", "list, describe, pause, resume, stop and start mirrors through the admin API", mirrorcmd.Mirrors},
-		{"failover", "fail a mirror's topics over to the destination (through the admin API)", mirrorcmd.Failover},
-		{"failback", "mirror a failed-over mirror's topics back to its old source (through the admin API)", mirrorcmd.Failback},
-		{"plugins", "install, list, verify and remove plugin files", plugincmd.Run},
-		{"state", "copy a stopped daemon's state into another state store (state migrate)", cmdState},
-		{"config", "validate a configuration file, print the key reference or a sample", cmdConfig},
-		{"version", "print the version, commit, Go and franz-go versions", cmdVersion},
-	}
-}
-
 func main() {
-	os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(dispatch(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
-func dispatch(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		usage(stdout)
-		if len(args) == 0 {
-			return cli.ExitUsage
-		}
-		return cli.ExitOK
-	}
-	for _, c := range append(commands(), hiddenCommands()...) {
-		if c.name == args[0] {
-			return c.run(args[1:], stdout, stderr)
-		}
-	}
-	fmt.Fprintf(stderr, "kmirror: unknown command %q; run `kmirror help` for the list\n", args[0])
-	return cli.ExitUsage
+// dispatch runs one command line and returns its exit code (cli.ExitOK,
+// cli.ExitFailure, cli.ExitUsage: stable, documented in docs/cli.md).
+func dispatch(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return cli.Execute(newRoot(stdout), args, stdin, stdout, stderr)
 }
 
-func usage(w io.Writer) {
-	fmt.Fprintln(w, "kmirror mirrors topics between Kafka clusters with offsets preserved.")
-	fmt.Fprintln(w, "\nUsage: kmirror <command> [flags]\n\nCommands:")
-	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+// Help groups of the top-level commands.
+const (
+	groupDaemon = "daemon"
+	groupAdmin  = mirrorcmd.AdminGroup
+	groupSetup  = "setup"
+)
+
+// newRoot builds the command tree. Each call builds a new one (the flags
+// are bound to variables of that tree). stdout is where the completion
+// scripts go (cobra binds it when it makes those commands).
+func newRoot(stdout io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "kmirror",
+		Short: "Mirror topics between Kafka clusters with offsets preserved",
+		Long: `kmirror mirrors topics, consumer group offsets and ACLs from one or more source
+Kafka clusters into one destination cluster, keeping offsets identical.
+
+Start with:
+  kmirror config init          # a minimal configuration, asked for on a terminal
+  kmirror run --config kmirror.yaml
+
+Docs: docs/README.md; every key: kmirror config reference.`,
+		Example: cli.Examples(
+			"kmirror config init --source-bootstrap dc1:9092 --destination-bootstrap dc2:9092 --topics 'orders.*' kmirror.yaml",
+			"kmirror run --config kmirror.yaml",
+			"kmirror describe --config kmirror.yaml",
+			"kmirror failover dc1-to-dc2 --wait-for-catch-up 2m --config kmirror.yaml"),
+		Version: version.Get().Version,
+		// Args stays nil: cobra then refuses an unknown command with the
+		// closest names ("Did you mean this?").
+		// No command: the help, and a usage error (as kmirror always did).
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_ = cmd.Help()
+			return cli.Code(cli.ExitUsage)
+		},
 	}
-	fmt.Fprintln(w, "\nRun `kmirror <command> -h` for the flags of a command. Docs: docs/README.md")
+	root.SetVersionTemplate(version.Get().String())
+	root.SetFlagErrorFunc(cli.FlagError)
+	root.SuggestionsMinimumDistance = 2
+	root.AddGroup(
+		&cobra.Group{ID: groupDaemon, Title: "Running kmirror:"},
+		&cobra.Group{ID: groupAdmin, Title: "Operating a running daemon (admin API):"},
+		&cobra.Group{ID: groupSetup, Title: "Configuration, plugins and state:"},
+	)
+	root.SetHelpCommandGroupID(groupSetup)
+	root.SetCompletionCommandGroupID(groupSetup)
+
+	root.AddCommand(inGroup(groupDaemon, newRun(), newDemo())...)
+	root.AddCommand(mirrorcmd.Commands()...)
+	root.AddCommand(inGroup(groupAdmin, statuscmd.Command())...)
+	root.AddCommand(inGroup(groupSetup, newConfig(), plugincmd.Command(), newState(), newVersion())...)
+	root.AddCommand(newPlugin(), newDocs())
+	root.InitDefaultHelpCmd()
+	root.SetOut(stdout)
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "completion" {
+			completionHelp(c)
+		}
+	}
+	indexSubCommands(root)
+	return root
+}
+
+// indexSubCommands ends the top-level help with every sub-command
+// (`kmirror mirrors create ...`), so that one page lists them all. The
+// other commands keep cobra's usage template.
+func indexSubCommands(root *cobra.Command) {
+	tpl := root.UsageTemplate()
+	var b strings.Builder
+	b.WriteString("\nSub-commands:\n")
+	for _, c := range root.Commands() {
+		if !c.IsAvailableCommand() || c.Name() == "help" || c.Name() == "completion" {
+			continue
+		}
+		c.SetUsageTemplate(tpl)
+		for _, s := range c.Commands() {
+			if s.IsAvailableCommand() {
+				fmt.Fprintf(&b, "  %-62s %s\n", "kmirror "+c.Name()+" "+s.Use, s.Short)
+			}
+		}
+	}
+	root.SetUsageTemplate(tpl + b.String())
+}
+
+// inGroup puts cmds in the help group id.
+func inGroup(id string, cmds ...*cobra.Command) []*cobra.Command {
+	for _, c := range cmds {
+		c.GroupID = id
+	}
+	return cmds
+}
+
+// completionHelp gives the completion commands an example each.
+func completionHelp(c *cobra.Command) {
+	c.Example = cli.Examples(
+		"# bash: for this shell, then for every new one",
+		"source <(kmirror completion bash)",
+		"kmirror completion bash > /etc/bash_completion.d/kmirror",
+		"# zsh and fish",
+		"kmirror completion zsh > \"${fpath[1]}/_kmirror\"",
+		"kmirror completion fish > ~/.config/fish/completions/kmirror.fish")
+	for _, s := range c.Commands() {
+		s.Example = cli.Examples("kmirror completion " + s.Name() + " > kmirror." + s.Name())
+	}
 }

@@ -404,8 +404,8 @@ func TestFailbackPrintsWhatItDidPerPartitionAndFailsWhenAPartitionNeedsAnOperato
 	if calls := d.ctl.Calls(); !calls[1].AllowRecreate {
 		t.Fatalf("--allow-recreate not sent: %+v", calls[1])
 	}
-	if code, _, errOut := kmirror(t, nil, "failback", "--config", d.cfgPath); code != exitUsage || !strings.Contains(errOut, "--mirror is required") {
-		t.Fatalf("failback without --mirror: exit %d\n%s", code, errOut)
+	if code, _, errOut := kmirror(t, nil, "failback", "--config", d.cfgPath); code != exitUsage || !strings.Contains(errOut, "the mirror is required") {
+		t.Fatalf("failback without a mirror: exit %d\n%s", code, errOut)
 	}
 }
 

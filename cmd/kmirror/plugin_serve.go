@@ -5,15 +5,27 @@ import (
 	"io"
 	"os"
 
+	"github.com/spf13/cobra"
+
 	"github.com/kmirror/kmirror/cmd/kmirror/internal/builtins"
 	"github.com/kmirror/kmirror/cmd/kmirror/internal/cli"
 	"github.com/kmirror/kmirror/sdk/plugin"
 )
 
-// hiddenCommands are commands that `kmirror help` does not list: what the
-// daemon runs itself.
-func hiddenCommands() []command {
-	return []command{{"plugin", "serve a built-in plugin to a kmirror host (run by the host)", cmdPlugin}}
+// newPlugin is the hidden `kmirror plugin serve <kind> <name>`, which the
+// plugin host runs (the daemon re-executes itself): `kmirror help` does
+// not list it.
+func newPlugin() *cobra.Command {
+	return &cobra.Command{
+		Use:    "plugin serve KIND NAME",
+		Short:  "Serve a built-in plugin to a kmirror host (run by the host)",
+		Hidden: true,
+		// The host's command line is exact; nothing is parsed as a flag.
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return cli.Code(cmdPlugin(args, cmd.OutOrStdout(), cmd.ErrOrStderr()))
+		},
+	}
 }
 
 // cmdPlugin is `kmirror plugin serve <kind> <name>`: it serves one built-in

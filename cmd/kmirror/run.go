@@ -8,6 +8,8 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/spf13/cobra"
+
 	"github.com/kmirror/kmirror/cmd/kmirror/internal/cli"
 	"github.com/kmirror/kmirror/core/admin"
 	"github.com/kmirror/kmirror/core/config"
@@ -17,16 +19,40 @@ import (
 	"github.com/kmirror/kmirror/core/mirror"
 )
 
-func cmdRun(args []string, stdout, stderr io.Writer) int {
-	fs := cli.NewFlagSet("run", stderr)
+func newRun() *cobra.Command {
 	var cf cli.ConfigFlags
-	cf.Register(fs)
-	// Load once up front so that a bad file fails before any listener starts,
-	// and so that the logger gets its level and format.
-	cfg, code, ok := cf.ParseAndLoad(fs, args, stderr)
-	if !ok {
-		return code
+	cmd := &cobra.Command{
+		Use:   "run --config FILE",
+		Short: "Run the mirroring daemon",
+		Long: `Run the daemon: load and validate the configuration, serve /healthz, /readyz
+and /metrics on http.address and the admin API on admin.address, mirror,
+reload on SIGHUP, stop on SIGINT/SIGTERM within shutdown.timeout.ms.
+
+A configuration read from standard input (--config -) is read once: SIGHUP
+applies it again with the environment of the time.`,
+		Example: cli.Examples(
+			"kmirror run --config /etc/kmirror/kmirror.yaml",
+			"KMIRROR_CONFIG=/etc/kmirror/kmirror.yaml kmirror run",
+			"kmirror run --config kmirror.yaml --set log.level=debug"),
+		Args: cli.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			// Load once up front so that a bad file fails before any
+			// listener starts, and so that the logger gets its level and
+			// format.
+			cfg, err := cf.Load(cmd.InOrStdin(), config.Load)
+			if err != nil {
+				return err
+			}
+			return cli.Code(runDaemon(cfg, cf.Source, cmd.ErrOrStderr()))
+		},
 	}
+	cf.Register(cmd.Flags(), "")
+	return cmd
+}
+
+// runDaemon runs the daemon on cfg until SIGINT or SIGTERM; source gives
+// the configuration again on SIGHUP.
+func runDaemon(cfg *config.Config, source func() config.Source, stderr io.Writer) int {
 	logger, err := logging.New(stderr, cfg.LogLevel, cfg.LogFormat)
 	if err != nil {
 		fmt.Fprintf(stderr, "kmirror run: %v\n", err)
@@ -73,7 +99,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 				first = false
 				return cfg, nil
 			}
-			return config.Load(cf.Source())
+			return config.Load(source())
 		},
 		Logger:     logger,
 		Metrics:    mp,

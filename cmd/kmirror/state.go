@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/spf13/cobra"
 
 	"github.com/kmirror/kmirror/cmd/kmirror/internal/cli"
 	"github.com/kmirror/kmirror/core/config"
@@ -18,21 +19,47 @@ import (
 // migrateSource is the plugin name of the store a migration reads.
 const migrateSource = config.ReservedPluginPrefix + "migrate-source"
 
-// cmdState is `kmirror state migrate`.
-func cmdState(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] != "migrate" {
-		fmt.Fprintln(stderr, "usage: kmirror state migrate --config FILE --from file:DIR [--json]")
-		return cli.ExitUsage
-	}
-	fs := cli.NewFlagSet("state migrate", stderr)
+// newState is `kmirror state` (migrate).
+func newState() *cobra.Command {
+	cmd := cli.Group(&cobra.Command{
+		Use:     "state",
+		Short:   "Copy a stopped daemon's state into another state store (state migrate)",
+		Example: cli.Examples("kmirror state migrate --config kmirror.yaml --from file:/var/lib/kmirror"),
+	})
 	var cf cli.ConfigFlags
-	cf.Register(fs)
-	from := fs.String("from", "", "the state to copy, stopped: file:DIR (a file state store's directory)")
-	asJSON := fs.Bool("json", false, "print the result as JSON")
-	cfg, code, ok := cf.ParseAndLoad(fs, args[1:], stderr)
-	if !ok {
-		return code
+	var from string
+	var out cli.Output
+	migrate := &cobra.Command{
+		Use:   "migrate --config FILE --from file:DIR",
+		Short: "Copy a stopped daemon's file state store into the configured state store",
+		Long: `Copy a stopped daemon's file state store (--from file:DIR) into the state
+store that --config names (state.type: plugin with state.plugin, for example
+the built-in etcd store). Every key but leases is copied, then read back and
+compared byte for byte. It refuses a target that already holds kmirror state,
+a source a daemon still runs on, and --from equal to the configuration's own
+file store. The old directory is left as it was. See docs/cli.md.`,
+		Example: cli.Examples(
+			"systemctl stop kmirror",
+			"kmirror state migrate --config kmirror-etcd.yaml --from file:/var/lib/kmirror"),
+		Args: cli.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := cf.Load(cmd.InOrStdin(), config.Load)
+			if err != nil {
+				return err
+			}
+			return cli.Code(stateMigrate(cfg, from, &out, cmd.OutOrStdout(), cmd.ErrOrStderr()))
+		},
 	}
+	cf.Register(migrate.Flags(), "the configuration file naming the target state store (state.type, state.plugin)")
+	migrate.Flags().StringVar(&from, "from", "", "the state to copy, stopped: file:`DIR` (a file state store's directory)")
+	out.Register(migrate.Flags())
+	cmd.AddCommand(migrate)
+	return cmd
+}
+
+// stateMigrate is `kmirror state migrate`.
+func stateMigrate(cfg *config.Config, fromFlag string, out *cli.Output, stdout, stderr io.Writer) int {
+	from := &fromFlag
 	dir, ok := strings.CutPrefix(*from, "file:")
 	if !ok || dir == "" {
 		fmt.Fprintf(stderr, "kmirror state migrate: --from %q: want file:DIR, the directory of the file state store to copy\n", *from)
@@ -75,8 +102,8 @@ func cmdState(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kmirror state migrate: %v\n", err)
 		return cli.ExitFailure
 	}
-	if *asJSON {
-		cli.PrintJSON(stdout, map[string]any{"from": *from, "to": target, "keys": rep.Keys, "bytes": rep.Bytes, "verified": true})
+	if out.Structured() {
+		out.Print(stdout, map[string]any{"from": *from, "to": target, "keys": rep.Keys, "bytes": rep.Bytes, "verified": true}, nil)
 		return cli.ExitOK
 	}
 	fmt.Fprintf(stdout, "copied %d keys (%d bytes) from %s to the store of %s; every key read back identical\n", rep.Keys, rep.Bytes, *from, target)

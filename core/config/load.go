@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -39,13 +40,29 @@ type Source struct {
 	// Reserved lists KMIRROR_ variables the caller uses for itself (for
 	// example KMIRROR_CONFIG naming the file); Load ignores them.
 	Reserved []string
+	// Data, when not nil, is the configuration's content, already read (for
+	// example from standard input for `--config -`); Path then only labels
+	// it, and its extension (default YAML) gives the format.
+	Data []byte
+}
+
+// read returns the configuration's bytes and format: Data, or the file.
+func (src Source) read() ([]byte, string, error) {
+	if src.Data == nil {
+		return raw.ReadFile(src.Path)
+	}
+	format := "yaml"
+	if strings.EqualFold(filepath.Ext(src.Path), ".toml") {
+		format = "toml"
+	}
+	return src.Data, format, nil
 }
 
 // Load reads, overrides, decodes and validates a configuration. A failure to
 // read the file is returned wrapped (errors.Is(err, fs.ErrNotExist) works);
 // every problem with the content is returned together as *Errors.
 func Load(src Source) (*Config, error) {
-	data, format, err := raw.ReadFile(src.Path)
+	data, format, err := src.read()
 	if err != nil {
 		return nil, err
 	}

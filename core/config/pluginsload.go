@@ -12,7 +12,7 @@ import "github.com/kmirror/kmirror/core/config/raw"
 // (FileSHA256). Every other problem in the keys it reads is an error, as
 // for Load. The Config returned has no Destination and no Mirrors.
 func LoadForPlugins(src Source) (*Config, error) {
-	data, format, err := raw.ReadFile(src.Path)
+	data, format, err := src.read()
 	if err != nil {
 		return nil, err
 	}

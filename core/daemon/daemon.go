@@ -53,7 +53,8 @@ type Component interface {
 }
 
 // Describer is implemented by components that report their status on
-// GET /v1/describe (and so to `kmirror describe`). The value is encoded as
+// GET /v1/describe, the unauthenticated status for probes and dashboards
+// (`kmirror describe` asks the admin API). The value is encoded as
 // JSON and must hold no secret.
 type Describer interface {
 	Describe() any

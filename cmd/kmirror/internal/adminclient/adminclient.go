@@ -10,7 +10,6 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -36,17 +35,7 @@ type Flags struct {
 	tlsCA     string
 	tlsCert   string
 	tlsKey    string
-}
-
-// Register adds the flags to fs.
-func (a *Flags) Register(fs *flag.FlagSet) {
-	fs.StringVar(&a.Config.Path, "config", "", "the daemon's configuration file: locates the admin API (admin.address, admin.token.file or <state.dir>/admin.token, admin.tls.*); required unless --admin-address is given")
-	fs.Var(&a.Config.Sets, "set", "override one key of the configuration (repeatable), as for `kmirror run`")
-	fs.StringVar(&a.Address, "admin-address", "", "admin API address host:port (https://host:port for TLS); overrides admin.address")
-	fs.StringVar(&a.tokenFile, "token-file", "", "file holding the bearer token; overrides admin.token.file and <state.dir>/admin.token")
-	fs.StringVar(&a.tlsCA, "tls-ca", "", "PEM file of the CA that signed the admin API's certificate (default with --config: trust admin.tls.cert.file itself)")
-	fs.StringVar(&a.tlsCert, "tls-cert", "", "PEM client certificate, for an admin API that requires client certificates (mTLS)")
-	fs.StringVar(&a.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
+	token     string // $KMIRROR_ADMIN_TOKEN, used when no token file is named
 }
 
 // Client talks to one daemon's admin API.
@@ -54,42 +43,6 @@ type Client struct {
 	base   string // scheme://host:port
 	token  string // "" sends no Authorization header
 	client *http.Client
-}
-
-// Parse parses args into fs and builds the client. ok is false when the
-// caller must return code (a message has been written to stderr).
-func (a *Flags) Parse(fs *flag.FlagSet, args []string, stderr io.Writer) (c *Client, code int, ok bool) {
-	if code, ok := cli.ParseFlags(fs, args); !ok {
-		return nil, code, false
-	}
-	return a.Connect(fs, stderr)
-}
-
-// Connect builds the client from flags already parsed into fs. ok is false
-// when the caller must return code (a message has been written to stderr).
-func (a *Flags) Connect(fs *flag.FlagSet, stderr io.Writer) (c *Client, code int, ok bool) {
-	if a.Config.Path == "" && a.Address == "" {
-		fmt.Fprintf(stderr, "%s: --config FILE (the daemon's configuration) or --admin-address is required\n", fs.Name())
-		return nil, cli.ExitUsage, false
-	}
-	if (a.tlsCert == "") != (a.tlsKey == "") {
-		fmt.Fprintf(stderr, "%s: --tls-cert and --tls-key go together\n", fs.Name())
-		return nil, cli.ExitUsage, false
-	}
-	var cfg *config.Config
-	if a.Config.Path != "" {
-		var err error
-		if cfg, err = config.Load(a.Config.Source()); err != nil {
-			fmt.Fprintf(stderr, "%s: %s is not valid:\n%v\n", fs.Name(), a.Config.Path, err)
-			return nil, cli.ExitFailure, false
-		}
-	}
-	c, err := a.Client(cfg)
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
-		return nil, cli.ExitFailure, false
-	}
-	return c, 0, true
 }
 
 // Client builds the client from the flags and cfg, the daemon's
@@ -148,6 +101,10 @@ func (a *Flags) Client(cfg *config.Config) (*Client, error) {
 	c.client = &http.Client{Transport: tr}
 
 	tokenPath := a.tokenFile
+	if tokenPath == "" && a.token != "" {
+		c.token = a.token
+		return c, nil
+	}
 	if tokenPath == "" && cfg != nil {
 		tokenPath = cfg.AdminTokenPath() // "" when mTLS alone is configured
 	}
@@ -155,9 +112,9 @@ func (a *Flags) Client(cfg *config.Config) (*Client, error) {
 		tok, err := security.ReadAdminToken(tokenPath)
 		switch {
 		case errors.Is(err, fs.ErrNotExist) && a.tokenFile == "" && cfg.AdminTokenFile == "":
-			return nil, fmt.Errorf("the admin token %s does not exist: `kmirror run` creates it at its first start with this configuration's state.dir; is the daemon running with this config? (or pass --token-file)", tokenPath)
+			return nil, fmt.Errorf("the admin token %s does not exist: `kmirror run` creates it at its first start with this configuration's state.dir; is the daemon running with this config? (or pass --admin-token-file)", tokenPath)
 		case errors.Is(err, fs.ErrPermission):
-			return nil, fmt.Errorf("cannot read the admin token %s: permission denied; run as the daemon's user, or pass --token-file", tokenPath)
+			return nil, fmt.Errorf("cannot read the admin token %s: permission denied; run as the daemon's user, or pass --admin-token-file", tokenPath)
 		case err != nil:
 			return nil, fmt.Errorf("admin token: %v", err)
 		}

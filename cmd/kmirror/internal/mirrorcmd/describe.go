@@ -1,11 +1,8 @@
 package mirrorcmd
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -14,44 +11,17 @@ import (
 	"github.com/kmirror/kmirror/core/admin"
 )
 
-// Describe is `kmirror describe`: it asks the running daemon (on
-// http.address of the same configuration) for the status of every mirrored
-// partition.
-func Describe(args []string, stdout, stderr io.Writer) int {
-	fs := cli.NewFlagSet("describe", stderr)
-	var cf cli.ConfigFlags
-	cf.Register(fs)
-	asJSON := fs.Bool("json", false, "print JSON (stable field names, see docs/cli.md)")
-	only := fs.String("mirror", "", "only this mirror")
-	failed := fs.Bool("failed", false, "only FAILED partitions, with their retry state and error")
-	cfg, code, ok := cf.ParseAndLoad(fs, args, stderr) // its http.address locates the daemon
-	if !ok {
-		return code
-	}
-	st, err := fetchStatus(cfg.HTTPAddress)
-	if err != nil {
-		fmt.Fprintf(stderr, "kmirror describe: %v\n", err)
-		return cli.ExitFailure
-	}
-	var mirrors []admin.MirrorStatus
-	for _, m := range st.Mirrors {
-		if *only == "" || m.Name == *only {
-			mirrors = append(mirrors, m)
-		}
-	}
-	if *only != "" && len(mirrors) == 0 {
-		fmt.Fprintf(stderr, "kmirror describe: no mirror named %q is running\n", *only)
-		return cli.ExitFailure
-	}
-	printDescribe(stdout, mirrors, *failed, *asJSON)
-	return cli.ExitOK
+// describeDoc is the structured output of describe: {"mirrors": [...],
+// "partitions": [...]}, never null lists.
+type describeDoc struct {
+	Mirrors    []admin.MirrorStatus    `json:"mirrors"`
+	Partitions []admin.PartitionStatus `json:"partitions"`
 }
 
-// printDescribe prints mirrors' partitions as `kmirror describe` and
-// `kmirror mirrors describe` do: a table, or with asJSON
-// {"mirrors": [...], "partitions": [...]}. failedOnly keeps FAILED
-// partitions, with their retry state and error.
-func printDescribe(stdout io.Writer, mirrors []admin.MirrorStatus, failedOnly, asJSON bool) {
+// printDescribe prints mirrors' partitions as `kmirror describe` does: a
+// table, or {"mirrors": [...], "partitions": [...]} in -o json|yaml.
+// failedOnly keeps FAILED partitions, with their retry state and error.
+func printDescribe(stdout io.Writer, mirrors []admin.MirrorStatus, failedOnly bool, out *cli.Output) {
 	rows := []admin.PartitionStatus{}
 	for _, m := range mirrors {
 		for _, p := range m.Partitions {
@@ -64,10 +34,8 @@ func printDescribe(stdout io.Writer, mirrors []admin.MirrorStatus, failedOnly, a
 	if mirrors == nil {
 		mirrors = []admin.MirrorStatus{}
 	}
-	if asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(map[string]any{"mirrors": mirrors, "partitions": rows})
+	if out.Structured() {
+		out.Print(stdout, describeDoc{Mirrors: mirrors, Partitions: rows}, nil)
 		return
 	}
 	for _, m := range mirrors {
@@ -118,38 +86,4 @@ func printDescribe(stdout io.Writer, mirrors []admin.MirrorStatus, failedOnly, a
 			fmt.Fprintf(stdout, "note: %s %s/%d: %s\n", p.Mirror, p.Topic, p.Partition, n)
 		}
 	}
-}
-
-// fetchStatus reads GET /v1/describe from the daemon listening on addr.
-func fetchStatus(addr string) (*admin.Status, error) {
-	if addr == "" {
-		return nil, fmt.Errorf("http.address is empty in this configuration, so the daemon serves no status; set it and restart the daemon")
-	}
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, fmt.Errorf("http.address %q: %w", addr, err)
-	}
-	if host == "" || host == "0.0.0.0" || host == "::" {
-		host = "127.0.0.1"
-	}
-	url := "http://" + net.JoinHostPort(host, port) + "/v1/describe"
-	client := &http.Client{Timeout: 10 * time.Second}
-	resp, err := client.Get(url)
-	if err != nil {
-		return nil, fmt.Errorf("cannot reach the daemon at %s (is `kmirror run` running with this configuration?): %w", url, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s answered %s", url, resp.Status)
-	}
-	var out struct {
-		Mirrors *admin.Status `json:"mirrors"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-		return nil, fmt.Errorf("decoding %s: %w", url, err)
-	}
-	if out.Mirrors == nil {
-		return &admin.Status{}, nil
-	}
-	return out.Mirrors, nil
 }

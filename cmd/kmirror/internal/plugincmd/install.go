@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/kmirror/kmirror/cmd/kmirror/internal/cli"
 	"github.com/kmirror/kmirror/core/config"
 	"github.com/kmirror/kmirror/core/pluginhost"
@@ -34,31 +36,63 @@ type InstallResult struct {
 	Block         string   `json:"block"` // the YAML to add to the configuration
 }
 
-func pluginsInstall(args []string, stdout, stderr io.Writer) int {
-	fs := cli.NewFlagSet("plugins install", stderr)
-	var cf cli.ConfigFlags
-	cf.Register(fs)
-	kind := fs.String("kind", "", "what the plugin supplies: auth, statestore or filter (required)")
-	name := fs.String("name", "", "the plugin's name in the plugins: map (default: the file name without a kmirror-<kind>- prefix)")
-	dir := fs.String("plugin-dir", "", "install into this directory (default: the configuration's plugin.dir, else <state.dir>/plugins)")
-	force := fs.Bool("force", false, "replace a different file of the same name in the plugin directory")
-	asJSON := fs.Bool("json", false, "print the result as JSON")
-	src, code, ok := parseOperand(fs, args, "PATH (the plugin's executable)")
-	if !ok {
-		return code
+// installFlags are the flags of `plugins install`.
+type installFlags struct {
+	cf    cli.ConfigFlags
+	kind  string
+	name  string
+	dir   string
+	force bool
+	out   cli.Output
+}
+
+func newInstall() *cobra.Command {
+	var f installFlags
+	cmd := &cobra.Command{
+		Use:   "install PATH --kind auth|statestore|filter",
+		Short: "Copy a plugin executable into the plugin directory and print its entry",
+		Long: `Copy a plugin executable into the plugin directory (mode 0755), prove it a
+kmirror plugin of --kind by launching it once, and print the plugins: entry to
+add (name, kind, path, sha256). kmirror never edits the configuration file.
+Installing the same file again is a no-op.`,
+		Example: cli.Examples(
+			"kmirror plugins install ./kmirror-filter-pii --kind filter --config kmirror.yaml",
+			"kmirror plugins install ./vault-auth --kind auth --name vault --plugin-dir /var/lib/kmirror/plugins -o json"),
+		Args: exactlyOne("PATH (the plugin's executable)"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return cli.Code(pluginsInstall(&f, args[0], cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr()))
+		},
+	}
+	fl := cmd.Flags()
+	f.cf.Register(fl, "the daemon's configuration file, for plugin.dir (or --plugin-dir)")
+	fl.StringVar(&f.kind, "kind", "", "what the plugin supplies: auth, statestore or filter (required)")
+	fl.StringVar(&f.name, "name", "", "the plugin's name in the plugins: map (default: the file name without a kmirror-<kind>- prefix)")
+	fl.StringVar(&f.dir, "plugin-dir", "", "install into this `DIR` (default: the configuration's plugin.dir, else <state.dir>/plugins)")
+	fl.BoolVar(&f.force, "force", false, "replace a different file of the same name in the plugin directory")
+	f.out.Register(fl)
+	return cmd
+}
+
+func pluginsInstall(f *installFlags, src string, stdin io.Reader, stdout, stderr io.Writer) int {
+	kind, name, dir, force, cf := &f.kind, &f.name, &f.dir, &f.force, &f.cf
+	if _, err := cf.Resolve(stdin); err != nil {
+		fmt.Fprintf(stderr, "kmirror plugins install: %v\n", err)
+		return cli.ExitFailure
 	}
 	k := plugin.Kind(*kind)
 	if _, err := plugin.ProtocolMajor(k); err != nil {
-		fmt.Fprintf(stderr, "plugins install: --kind %q: give auth, statestore or filter\n", *kind)
+		fmt.Fprintf(stderr, "kmirror plugins install: --kind %q: give auth, statestore or filter\n", *kind)
 		return cli.ExitUsage
 	}
 	if cf.Path == "" && *dir == "" {
-		fmt.Fprintln(stderr, "plugins install: --config FILE (the daemon's configuration, for plugin.dir) or --plugin-dir DIR is required")
+		fmt.Fprintln(stderr, "kmirror plugins install: --config FILE (the daemon's configuration, for plugin.dir) or --plugin-dir DIR is required")
 		return cli.ExitUsage
 	}
 	var cfg *config.Config
 	if cf.Path != "" {
-		if cfg, code, ok = loadForPlugins(fs, &cf, stderr); !ok {
+		var code int
+		var ok bool
+		if cfg, code, ok = loadForPlugins("kmirror plugins install", cf, stdin, stderr); !ok {
 			return code
 		}
 	}
@@ -66,11 +100,11 @@ func pluginsInstall(args []string, stdout, stderr io.Writer) int {
 	if *name == "" {
 		*name = strings.ToLower(strings.TrimPrefix(base, "kmirror-"+*kind+"-"))
 		if config.CheckPluginName(*name) != nil {
-			fmt.Fprintf(stderr, "plugins install: %q does not make a plugin name ([a-z0-9][a-z0-9_-]*); pass --name\n", base)
+			fmt.Fprintf(stderr, "kmirror plugins install: %q does not make a plugin name ([a-z0-9][a-z0-9_-]*); pass --name\n", base)
 			return cli.ExitUsage
 		}
 	} else if err := config.CheckPluginName(*name); err != nil {
-		fmt.Fprintf(stderr, "plugins install: --name: %v\n", err)
+		fmt.Fprintf(stderr, "kmirror plugins install: --name: %v\n", err)
 		return cli.ExitUsage
 	}
 	target := *dir
@@ -82,7 +116,7 @@ func pluginsInstall(args []string, stdout, stderr io.Writer) int {
 	}
 	res, err := install(context.Background(), src, target, *name, k, *force)
 	if err != nil {
-		fmt.Fprintf(stderr, "plugins install: %v\n", err)
+		fmt.Fprintf(stderr, "kmirror plugins install: %v\n", err)
 		return cli.ExitFailure
 	}
 	res.Path = res.File
@@ -90,8 +124,8 @@ func pluginsInstall(args []string, stdout, stderr io.Writer) int {
 		res.Path = filepath.Base(res.File)
 	}
 	res.Block = pluginBlock(res)
-	if *asJSON {
-		cli.PrintJSON(stdout, res)
+	if f.out.Structured() {
+		f.out.Print(stdout, res, nil)
 		return cli.ExitOK
 	}
 	switch {

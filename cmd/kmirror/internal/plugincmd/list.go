@@ -12,6 +12,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/kmirror/kmirror/cmd/kmirror/internal/adminclient"
 	"github.com/kmirror/kmirror/cmd/kmirror/internal/builtins"
 	"github.com/kmirror/kmirror/cmd/kmirror/internal/cli"
@@ -87,24 +89,42 @@ func checksum(p *config.Plugin, dir string) (row Row) {
 	return row
 }
 
-func pluginsList(args []string, stdout, stderr io.Writer) int {
-	fs := cli.NewFlagSet("plugins list", stderr)
+func newList() *cobra.Command {
 	var af adminclient.Flags
-	af.Register(fs)
-	asJSON := fs.Bool("json", false, `print {"daemon": ..., "plugins": [...]} (stable field names, see docs/cli.md)`)
-	noLaunch := fs.Bool("no-launch", false, "never launch a plugin to read its version (the running daemon's answer only)")
-	if code, ok := cli.ParseFlags(fs, args); !ok {
-		return code
+	var out cli.Output
+	var noLaunch bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the configured plugins: file, checksum, version, running or not",
+		Long: `Every configured plugin: name, kind, file or built-in, checksum state, plugin
+and protocol version, and whether the running daemon runs it (asked through
+its admin API; when it cannot be asked, RUNNING says why and the rest is
+printed).`,
+		Example: cli.Examples(
+			"kmirror plugins list --config kmirror.yaml",
+			"kmirror plugins list --config kmirror.yaml --no-launch -o json"),
+		Args: cli.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return cli.Code(pluginsList(&af, &out, noLaunch, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr()))
+		},
 	}
-	if af.Config.Path == "" {
-		fmt.Fprintln(stderr, "plugins list: --config FILE is required")
+	af.Register(cmd.Flags())
+	out.Register(cmd.Flags())
+	cmd.Flags().BoolVar(&noLaunch, "no-launch", false, "never launch a plugin to read its version (the running daemon's answer only)")
+	return cmd
+}
+
+func pluginsList(af *adminclient.Flags, o *cli.Output, noLaunch bool, stdin io.Reader, stdout, stderr io.Writer) int {
+	if named, err := af.Config.Resolve(stdin); err != nil || !named {
+		fmt.Fprintf(stderr, "kmirror plugins list: --config FILE is required (or set %s)\n", cli.EnvConfig)
 		return cli.ExitUsage
 	}
-	cfg, code, ok := loadForPlugins(fs, &af.Config, stderr)
-	if !ok {
-		return code
+	cfg, err := af.Load(stdin)
+	if err != nil {
+		fmt.Fprintf(stderr, "kmirror plugins list: %v\n", err)
+		return cli.ExitFailure
 	}
-	daemon, running := daemonPlugins(&af, cfg)
+	daemon, running := daemonPlugins(af, cfg)
 	out := Listing{Daemon: daemon, Plugins: []Row{}}
 	for i := range cfg.Plugins {
 		p := &cfg.Plugins[i]
@@ -120,12 +140,12 @@ func pluginsList(args []string, stdout, stderr io.Writer) int {
 			row.Running, row.Reason = &f, "not in the running daemon: added to the configuration after it started? (restart `kmirror run`)"
 		}
 		if row.Protocol == "" {
-			row.PluginVersion, row.Protocol, row.VersionDetail = versionOf(p, row, *noLaunch)
+			row.PluginVersion, row.Protocol, row.VersionDetail = versionOf(p, row, noLaunch)
 		}
 		out.Plugins = append(out.Plugins, row)
 	}
-	if *asJSON {
-		cli.PrintJSON(stdout, out)
+	if o.Structured() {
+		o.Print(stdout, out, nil)
 		return cli.ExitOK
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
@@ -236,18 +256,25 @@ func builtinProtocol(kind plugin.Kind) string {
 	return ""
 }
 
-func pluginsVerify(args []string, stdout, stderr io.Writer) int {
-	fs := cli.NewFlagSet("plugins verify", stderr)
+func newVerify() *cobra.Command {
 	var cf cli.ConfigFlags
-	cf.Register(fs)
-	if code, ok := cli.ParseFlags(fs, args); !ok {
-		return code
+	cmd := &cobra.Command{
+		Use:   "verify",
+		Short: "Check every configured plugin's file against its sha256",
+		Long: `Check every configured plugin's file against its sha256 (and that built-ins
+exist); exit 1 naming each bad one with both sums.`,
+		Example: cli.Examples("kmirror plugins verify --config kmirror.yaml"),
+		Args:    cli.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return cli.Code(pluginsVerify(&cf, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr()))
+		},
 	}
-	if cf.Path == "" {
-		fmt.Fprintln(stderr, "plugins verify: --config FILE is required")
-		return cli.ExitUsage
-	}
-	cfg, code, ok := loadForPlugins(fs, &cf, stderr)
+	cf.Register(cmd.Flags(), "the daemon's configuration file")
+	return cmd
+}
+
+func pluginsVerify(cf *cli.ConfigFlags, stdin io.Reader, stdout, stderr io.Writer) int {
+	cfg, code, ok := loadForPlugins("kmirror plugins verify", cf, stdin, stderr)
 	if !ok {
 		return code
 	}
@@ -266,7 +293,7 @@ func pluginsVerify(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if len(bad) > 0 {
-		fmt.Fprintf(stderr, "plugins verify: %d of %d plugins would not be started:\n  %s\n", len(bad), len(cfg.Plugins), strings.Join(bad, "\n  "))
+		fmt.Fprintf(stderr, "kmirror plugins verify: %d of %d plugins would not be started:\n  %s\n", len(bad), len(cfg.Plugins), strings.Join(bad, "\n  "))
 		return cli.ExitFailure
 	}
 	fmt.Fprintf(stdout, "all %d plugins verified\n", len(cfg.Plugins))

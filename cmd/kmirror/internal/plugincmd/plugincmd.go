@@ -5,12 +5,14 @@
 package plugincmd
 
 import (
-	"flag"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/kmirror/kmirror/cmd/kmirror/internal/cli"
 	"github.com/kmirror/kmirror/core/config"
@@ -29,47 +31,44 @@ const (
 	SumError    = "error" // the file could not be read
 )
 
-// Run is `kmirror plugins <sub-command>`: install, list, verify and remove.
-func Run(args []string, stdout, stderr io.Writer) int {
-	return cli.Family{Name: "plugins", Flags: "[flags]", Footer: "kmirror never edits the configuration file: install prints the entry to add.", Subs: []cli.Sub{
-		{Name: "install", Usage: "install PATH --kind auth|statestore|filter [--name NAME] (--config FILE | --plugin-dir DIR) [--force] [--json]", Run: pluginsInstall},
-		{Name: "list", Usage: "list --config FILE [--json]", Run: pluginsList},
-		{Name: "verify", Usage: "verify --config FILE", Run: pluginsVerify},
-		{Name: "remove", Usage: "remove NAME|FILE --config FILE [--force]", Run: pluginsRemove},
-	}}.Run(args, stdout, stderr)
+// Command is `kmirror plugins`: install, list, verify and remove.
+func Command() *cobra.Command {
+	cmd := cli.Group(&cobra.Command{
+		Use:   "plugins",
+		Short: "Install, list, verify and remove plugin files",
+		Long: `Manage plugin files (docs/plugins.md). None of these commands edits the
+configuration file: install prints the entry to add; reload (SIGHUP) or
+restart kmirror run to use it. They read only the configuration keys they
+need (plugin.dir, admin.*, state, plugins), so a destination password file the
+operator cannot read does not stop them.`,
+		Example: cli.Examples(
+			"kmirror plugins install ./kmirror-filter-pii --kind filter --config kmirror.yaml",
+			"kmirror plugins verify --config kmirror.yaml"),
+	})
+	cmd.AddCommand(newInstall(), newList(), newVerify(), newRemove())
+	return cmd
 }
 
-// parseOperand parses args into fs, flags before and after the one
-// operand (install PATH --kind filter, or --kind filter PATH); what names
-// the operand goes into the usage message.
-func parseOperand(fs *flag.FlagSet, args []string, what string) (operand string, code int, ok bool) {
-	var operands []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if err == flag.ErrHelp {
-				return "", cli.ExitOK, false
-			}
-			return "", cli.ExitUsage, false
+// exactlyOne requires one positional argument, named what in the message.
+func exactlyOne(what string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) != 1 {
+			return cli.Usagef("give exactly one %s (got %d)", what, len(args))
 		}
-		if fs.NArg() == 0 {
-			break
-		}
-		operands = append(operands, fs.Arg(0))
-		args = fs.Args()[1:]
+		return nil
 	}
-	if len(operands) != 1 {
-		fmt.Fprintf(fs.Output(), "%s: give exactly one %s (got %d)\n", fs.Name(), what, len(operands))
-		return "", cli.ExitUsage, false
-	}
-	return operands[0], 0, true
 }
 
 // loadForPlugins loads the configuration the plugin commands read (no
 // destination, no mirrors: see config.LoadForPlugins).
-func loadForPlugins(fs *flag.FlagSet, cf *cli.ConfigFlags, stderr io.Writer) (*config.Config, int, bool) {
-	cfg, err := config.LoadForPlugins(cf.Source())
+func loadForPlugins(name string, cf *cli.ConfigFlags, stdin io.Reader, stderr io.Writer) (*config.Config, int, bool) {
+	cfg, err := cf.Load(stdin, config.LoadForPlugins)
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: %s is not valid:\n%v\n", fs.Name(), cf.Path, err)
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		var e *cli.Error
+		if errors.As(err, &e) {
+			return nil, e.Code, false
+		}
 		return nil, cli.ExitFailure, false
 	}
 	return cfg, 0, true

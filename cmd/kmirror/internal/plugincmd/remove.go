@@ -7,23 +7,35 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/kmirror/kmirror/cmd/kmirror/internal/cli"
 )
 
-func pluginsRemove(args []string, stdout, stderr io.Writer) int {
-	fs := cli.NewFlagSet("plugins remove", stderr)
+func newRemove() *cobra.Command {
 	var cf cli.ConfigFlags
-	cf.Register(fs)
-	force := fs.Bool("force", false, "remove the file even though the configuration still references it")
-	what, code, ok := parseOperand(fs, args, "NAME (a configured plugin) or FILE (a file in the plugin directory)")
-	if !ok {
-		return code
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "remove NAME|FILE",
+		Short: "Delete a plugin file from the plugin directory",
+		Long: `Delete a file from the plugin directory: NAME is a configured plugin, FILE a
+file in the plugin directory. Refused while the configuration references it
+(naming the key) unless --force.`,
+		Example: cli.Examples(
+			"kmirror plugins remove pii --config kmirror.yaml",
+			"kmirror plugins remove kmirror-filter-old --force --config kmirror.yaml"),
+		Args: exactlyOne("NAME (a configured plugin) or FILE (a file in the plugin directory)"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return cli.Code(pluginsRemove(&cf, args[0], force, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr()))
+		},
 	}
-	if cf.Path == "" {
-		fmt.Fprintln(stderr, "plugins remove: --config FILE is required (to find the plugin directory and what still references the file)")
-		return cli.ExitUsage
-	}
-	cfg, code, ok := loadForPlugins(fs, &cf, stderr)
+	cf.Register(cmd.Flags(), "the daemon's configuration file: finds the plugin directory and what still references the file")
+	cmd.Flags().BoolVar(&force, "force", false, "remove the file even though the configuration still references it")
+	return cmd
+}
+
+func pluginsRemove(cf *cli.ConfigFlags, what string, force bool, stdin io.Reader, stdout, stderr io.Writer) int {
+	cfg, code, ok := loadForPlugins("kmirror plugins remove", cf, stdin, stderr)
 	if !ok {
 		return code
 	}
@@ -31,7 +43,7 @@ func pluginsRemove(args []string, stdout, stderr io.Writer) int {
 	file := ""
 	if p, ok := cfg.Plugin(what); ok {
 		if p.Builtin != "" {
-			fmt.Fprintf(stderr, "plugins remove: plugins.%s is the built-in %s %s, part of the kmirror binary: nothing to remove (delete the entry from %s)\n", what, p.Kind, p.Builtin, cf.Path)
+			fmt.Fprintf(stderr, "kmirror plugins remove: plugins.%s is the built-in %s %s, part of the kmirror binary: nothing to remove (delete the entry from %s)\n", what, p.Kind, p.Builtin, cf.Path)
 			return cli.ExitFailure
 		}
 		file = p.File(dir)
@@ -41,7 +53,7 @@ func pluginsRemove(args []string, stdout, stderr io.Writer) int {
 			file = filepath.Join(dir, file)
 		}
 		if !samePath(filepath.Dir(file), dir) {
-			fmt.Fprintf(stderr, "plugins remove: %s is not in the plugin directory %s; remove only removes plugin files\n", file, dir)
+			fmt.Fprintf(stderr, "kmirror plugins remove: %s is not in the plugin directory %s; remove only removes plugin files\n", file, dir)
 			return cli.ExitUsage
 		}
 	}
@@ -52,19 +64,19 @@ func pluginsRemove(args []string, stdout, stderr io.Writer) int {
 			refs = append(refs, "plugins."+p.Name+".path")
 		}
 	}
-	if len(refs) > 0 && !*force {
-		fmt.Fprintf(stderr, "plugins remove: %s %s %s: remove the entry from the configuration first (and reload), or pass --force\n", strings.Join(refs, ", "), references(refs), file)
+	if len(refs) > 0 && !force {
+		fmt.Fprintf(stderr, "kmirror plugins remove: %s %s %s: remove the entry from the configuration first (and reload), or pass --force\n", strings.Join(refs, ", "), references(refs), file)
 		return cli.ExitFailure
 	}
 	if fi, err := os.Stat(file); err != nil {
-		fmt.Fprintf(stderr, "plugins remove: %v\n", err)
+		fmt.Fprintf(stderr, "kmirror plugins remove: %v\n", err)
 		return cli.ExitFailure
 	} else if !fi.Mode().IsRegular() {
-		fmt.Fprintf(stderr, "plugins remove: %s is not a regular file\n", file)
+		fmt.Fprintf(stderr, "kmirror plugins remove: %s is not a regular file\n", file)
 		return cli.ExitFailure
 	}
 	if err := os.Remove(file); err != nil {
-		fmt.Fprintf(stderr, "plugins remove: %v\n", err)
+		fmt.Fprintf(stderr, "kmirror plugins remove: %v\n", err)
 		return cli.ExitFailure
 	}
 	syncDir(dir)

@@ -13,79 +13,110 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/kmirror/kmirror/cmd/kmirror/internal/cli"
 	"github.com/kmirror/kmirror/core/config"
 	"github.com/kmirror/kmirror/core/livestatus"
 )
 
-// Run is `kmirror status`: flags --http-address (or the daemon's
-// configuration, of which only http.address is read), --mirror, --watch,
-// --interval and --json.
-func Run(args []string, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	return run(ctx, args, stdout, stderr)
+// Command is `kmirror status [MIRROR]`: flags --http-address (or the
+// daemon's configuration, of which only http.address is read), --watch,
+// --interval and -o.
+func Command() *cobra.Command { return newCommand(nil) }
+
+// newCommand is Command; ctx, when set, replaces the interrupt signals
+// (tests end --watch with it).
+func newCommand(ctx context.Context) *cobra.Command {
+	var (
+		cf       cli.ConfigFlags
+		out      cli.Output
+		addr     string
+		mirror   string
+		watch    bool
+		interval time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "status [MIRROR]",
+		Short: "Live status per mirror: states, lag, throughput, FAILED partitions, catch-up progress",
+		Long:  cli.Wrap("The running daemon's live status, from GET /v1/live on its http.address (the status page's data): per mirror the partitions per state, total and maximum lag, bytes/s and records/s measured from what kmirror appended, unreachable clusters, FAILED partitions with their reasons first, then the partitions with the most lag, each with a progress bar and an estimate of when it catches up. On a terminal it uses colour and --watch redraws in place; piped, it prints plain text and --watch prints one snapshot after another. Ctrl-C ends --watch (exit 0). Only http.address is read from the configuration."),
+		Example: cli.Examples(
+			"kmirror status --config kmirror.yaml",
+			"kmirror status dc1-to-dc2 --watch --config kmirror.yaml",
+			"kmirror status --http-address 127.0.0.1:9644 -o json"),
+		Args: cli.MaxArgs(1, "mirror"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name, err := cli.MirrorArg(args, mirror, false)
+			if err != nil {
+				return err
+			}
+			if interval < 100*time.Millisecond {
+				return cli.Usagef("--interval %s: want at least 100ms", interval)
+			}
+			target := addr
+			if target == "" {
+				named, err := cf.Resolve(cmd.InOrStdin())
+				if err != nil {
+					return err
+				}
+				if !named {
+					return cli.Usagef("--http-address HOST:PORT or --config FILE is required (the daemon's http.address; or set %s)", cli.EnvConfig)
+				}
+				// Only http.address is needed: the destination's and
+				// mirrors' files (passwords, certificates) need not be
+				// readable here.
+				cfg, err := cf.Load(cmd.InOrStdin(), config.LoadForPlugins)
+				if err != nil {
+					return err
+				}
+				if cfg.HTTPAddress == "" {
+					return cli.Failf("http.address is empty in %s, so the daemon serves no status; set it and restart the daemon", cf.Name())
+				}
+				target = cfg.HTTPAddress
+			}
+			run := ctx
+			if run == nil {
+				c, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+				defer stop()
+				run = c
+			}
+			return status(run, target, name, watch, interval, &out, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	fs := cmd.Flags()
+	cf.Register(fs, "the daemon's configuration file (only http.address is read)")
+	out.Register(fs)
+	fs.StringVar(&addr, "http-address", "", "the daemon's http.address as `HOST:PORT`, instead of reading it from --config")
+	fs.StringVar(&mirror, "mirror", "", "only this mirror (same as the positional MIRROR)")
+	_ = fs.MarkHidden("mirror")
+	fs.BoolVarP(&watch, "watch", "w", false, "refresh until interrupted (Ctrl-C): in place on a terminal, one snapshot after another otherwise")
+	fs.DurationVar(&interval, "interval", 2*time.Second, "how often --watch refreshes (a `DURATION` such as 2s or 1m)")
+	return cmd
 }
 
-// run is Run until ctx ends (an interrupt).
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := cli.NewFlagSet("status", stderr)
-	var cf cli.ConfigFlags
-	cf.Register(fs)
-	addr := fs.String("http-address", "", "the daemon's http.address (host:port); instead of reading it from --config")
-	only := fs.String("mirror", "", "only this mirror")
-	watch := fs.Bool("watch", false, "refresh until interrupted (Ctrl-C): in place on a terminal, one snapshot after another otherwise")
-	interval := fs.Duration("interval", 2*time.Second, "how often --watch refreshes (a duration such as 2s or 1m)")
-	asJSON := fs.Bool("json", false, "print the status page's data as JSON (GET /v1/live; field names in docs/cli.md)")
-	if code, ok := cli.ParseFlags(fs, args); !ok {
-		return code
-	}
-	if *interval < 100*time.Millisecond {
-		fmt.Fprintf(stderr, "kmirror status: --interval %s: want at least 100ms\n", *interval)
-		return cli.ExitUsage
-	}
-	target := *addr
-	if target == "" {
-		if cf.Path == "" {
-			fmt.Fprintln(stderr, "kmirror status: --http-address HOST:PORT or --config FILE is required (the daemon's http.address)")
-			return cli.ExitUsage
-		}
-		// Only http.address is needed: the destination's and mirrors'
-		// files (passwords, certificates) need not be readable here.
-		cfg, err := config.LoadForPlugins(cf.Source())
-		if err != nil {
-			fmt.Fprintf(stderr, "kmirror status: %s is not valid:\n%v\n", cf.Path, err)
-			return cli.ExitFailure
-		}
-		if cfg.HTTPAddress == "" {
-			fmt.Fprintf(stderr, "kmirror status: http.address is empty in %s, so the daemon serves no status; set it and restart the daemon\n", cf.Path)
-			return cli.ExitFailure
-		}
-		target = cfg.HTTPAddress
-	}
+// status prints the daemon's status once, or until ctx ends with watch.
+func status(ctx context.Context, target, only string, watch bool, interval time.Duration, out *cli.Output, stdout, stderr io.Writer) error {
 	style := Style{Terminal: isTerminal(stdout), Width: columns()}
 	for first := true; ; first = false {
 		live, err := Fetch(ctx, target)
-		if err != nil {
-			if ctx.Err() != nil {
-				return cli.ExitOK // interrupted while watching
-			}
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return nil // interrupted while watching
+		case err != nil && !watch:
+			return cli.Fail(err)
+		case err != nil:
 			fmt.Fprintf(stderr, "kmirror status: %v\n", err)
-			if !*watch {
-				return cli.ExitFailure
-			}
-		} else {
-			if *only != "" {
-				live = keep(live, *only)
+		default:
+			if only != "" {
+				live = keep(live, only)
 				if len(live.Mirrors) == 0 {
-					fmt.Fprintf(stderr, "kmirror status: no mirror named %q is running\n", *only)
-					return cli.ExitFailure
+					return cli.Failf("no mirror named %q is running", only)
 				}
 			}
 			switch {
-			case *asJSON:
-				cli.PrintJSON(stdout, live)
-			case *watch && style.Terminal:
+			case out.Structured():
+				out.Print(stdout, live, nil)
+			case watch && style.Terminal:
 				_, _ = io.WriteString(stdout, "\x1b[H\x1b[2J") // home, clear: redraw in place
 				Render(stdout, live, style)
 			default:
@@ -95,13 +126,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				Render(stdout, live, style)
 			}
 		}
-		if !*watch {
-			return cli.ExitOK
+		if !watch {
+			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return cli.ExitOK
-		case <-time.After(*interval):
+			return nil
+		case <-time.After(interval):
 		}
 	}
 }

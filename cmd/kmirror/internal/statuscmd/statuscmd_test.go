@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,6 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
+
+	"github.com/kmirror/kmirror/cmd/kmirror/internal/cli"
 	"github.com/kmirror/kmirror/core/admin"
 	"github.com/kmirror/kmirror/core/livestatus"
 )
@@ -159,4 +163,12 @@ func TestWatchPrintsSnapshotsUntilInterrupted(t *testing.T) {
 	if strings.Contains(out.String(), "\x1b[") {
 		t.Error("screen control codes written to a pipe")
 	}
+}
+
+// run runs `kmirror status args...` as the command line does, with ctx in
+// place of the interrupt signals, and returns the exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	root := &cobra.Command{Use: "kmirror"}
+	root.AddCommand(newCommand(ctx))
+	return cli.Execute(root, append([]string{"status"}, args...), strings.NewReader(""), stdout, stderr)
 }
