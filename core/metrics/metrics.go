@@ -2,7 +2,10 @@
 // exposition. Every instrument in kmirror is created from the Provider built here,
 // so that /metrics shows all of them on one registry (no global state: tests build
 // their own Provider and read it back). It also holds the instruments themselves:
-// the mirroring engine's (Engine) and each mirror's data path's (DataPath).
+// the mirroring engine's (Engine), each mirror's data path's (DataPath),
+// each cluster client's connections and requests (Client, a franz-go hook)
+// and the admin API's requests (AdminRequests). docs/metrics.md lists
+// every metric and its KIP-1279 counterpart.
 package metrics
 
 import (
@@ -10,6 +13,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -27,6 +31,8 @@ const Namespace = "kmirror"
 type Provider struct {
 	registry *prometheus.Registry
 	provider *sdkmetric.MeterProvider
+	// now is the clock of the rate gauges (time.Now; a test's).
+	now func() time.Time
 
 	// The data paths' instruments, created at the first NewDataPath, and
 	// each mirror's DataPath, kept for the life of the Provider so that
@@ -38,6 +44,14 @@ type Provider struct {
 	dpErr     error
 	dpMu      sync.Mutex
 	dataPaths map[string]*DataPath
+
+	// The cluster clients' instruments and each client's figures (Client),
+	// kept like the data paths'.
+	clOnce  sync.Once
+	clInst  *clientInstruments
+	clErr   error
+	clMu    sync.Mutex
+	clients map[clientKey]*Client
 }
 
 // New builds a Provider with its own registry. Go runtime and process collectors
@@ -54,7 +68,7 @@ func New() (*Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("metrics: creating the Prometheus exporter: %w", err)
 	}
-	return &Provider{registry: reg, provider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))}, nil
+	return &Provider{registry: reg, provider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp)), now: time.Now}, nil
 }
 
 // Meter returns a named meter; name is the instrumentation scope (the package).

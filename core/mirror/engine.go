@@ -109,7 +109,13 @@ func (e *Engine) Start(ctx context.Context, cfg *config.Config) error {
 		return err
 	}
 	e.dstHealth = kclient.NewHealth(e.log.With("cluster", "destination"), 0)
-	dst, err := kgo.NewClient(append(opts, kgo.ClientID(kclient.ClientID(cfg.Destination.ClientID, "destination")), e.dstHealth.Hook())...)
+	// The destination client's connection and request metrics: every
+	// mirror shares the client, so they have no mirror ("").
+	dstMetrics, err := e.opts.Metrics.Client("destination", "")
+	if err != nil {
+		return fmt.Errorf("destination cluster: its client metrics: %w", err)
+	}
+	dst, err := kgo.NewClient(append(opts, kgo.ClientID(kclient.ClientID(cfg.Destination.ClientID, "destination")), e.dstHealth.Hook(), dstMetrics.Hook())...)
 	if err != nil {
 		return fmt.Errorf("destination cluster: %w", err)
 	}
