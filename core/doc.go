@@ -30,7 +30,7 @@
 //   - kclient:          a cluster's configuration turned into franz-go client options (TLS, SASL from an auth provider, sockets, dialer, per-role timeouts and retries), the built-in credential provider its sasl.* keys describe, and Health (a cluster's reachability from its client's hooks)
 //   - kclient/kclienttest: a kclient.Credentials for tests: credentials straight from a cluster's sasl.* keys, no plugin host
 //   - logging:          hclog construction from configuration
-//   - metrics:          the OpenTelemetry meter provider exported to Prometheus, and the engine's and data path's instruments
+//   - metrics:          the OpenTelemetry meter provider exported to Prometheus, and the instruments of the engine, the data paths, the cluster clients (franz-go hooks) and the admin API
 //   - mirror:           the mirroring engine: wiring, reload, topic claims, the operator API's entry points, status
 //   - offsetmap:        the exact source→destination offset map of a partition in map mode
 //   - partition:        the per-partition state machine and its persistence

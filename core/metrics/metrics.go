@@ -68,7 +68,12 @@ func New() (*Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("metrics: creating the Prometheus exporter: %w", err)
 	}
-	return &Provider{registry: reg, provider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp)), now: time.Now}, nil
+	// No cardinality limit: the SDK's default (2,000 series per
+	// instrument) would fold kmirror_consumer_lag of a daemon mirroring
+	// more partitions into one overflow series. kmirror bounds its series
+	// itself: only the per-partition ones grow with the partitions, and
+	// metrics.partition.series.enable turns them off.
+	return &Provider{registry: reg, provider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp), sdkmetric.WithCardinalityLimit(0)), now: time.Now}, nil
 }
 
 // Meter returns a named meter; name is the instrumentation scope (the package).
