@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -68,6 +69,11 @@ type Engine struct {
 	dstHealth *kclient.Health
 	mirrors   map[string]*supervisor.Mirror
 
+	// noPartitionSeries is metrics.partition.series.enable in force,
+	// negated (so that it is on before Start); read by every scrape, so
+	// not under mu, which a reload holds while it restarts mirrors.
+	noPartitionSeries atomic.Bool
+
 	claimMu sync.Mutex
 	claims  map[string]string // destination cluster id + NUL + topic → the mirror that writes it
 
@@ -122,6 +128,7 @@ func (e *Engine) Start(ctx context.Context, cfg *config.Config) error {
 	e.cfg, e.machine, e.dst, e.dstAdm = cfg, machine, dst, kadm.NewClient(dst)
 	e.limiter.SetRate(cfg.ReplicationThrottledRate)
 	e.setBudget(cfg)
+	e.noPartitionSeries.Store(!cfg.MetricsPartitionSeries)
 	for i := range cfg.Mirrors {
 		e.startMirror(cfg.Mirrors[i])
 	}
@@ -165,6 +172,7 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) error {
 	}
 	e.limiter.SetRate(cfg.ReplicationThrottledRate)
 	e.setBudget(cfg)
+	e.noPartitionSeries.Store(!cfg.MetricsPartitionSeries)
 	old := e.cfg
 	e.cfg = cfg
 	for name, m := range e.mirrors {

@@ -24,11 +24,7 @@ func newInstruments(p *metrics.Provider, e *Engine) (*metrics.Engine, error) {
 
 // partitionSeries reads metrics.partition.series.enable in force (on
 // before the engine started).
-func (e *Engine) partitionSeries() bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.cfg == nil || e.cfg.MetricsPartitionSeries
-}
+func (e *Engine) partitionSeries() bool { return !e.noPartitionSeries.Load() }
 
 // metricSamples returns every mirror's partitions for the gauges.
 func (e *Engine) metricSamples() []metrics.MirrorSample {

@@ -112,3 +112,33 @@ func TestMetricsMoveWithMirroring(t *testing.T) {
 		t.Errorf("kmirror_client_authentication_failures_total = %v without SASL, want 0", v)
 	}
 }
+
+// With metrics.partition.series.enable off, a mirroring engine exports no
+// series with a partition; a reload that turns it on brings them back
+// without restarting the mirror.
+func TestPartitionSeriesFollowTheConfiguration(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.createTopic(t, "quiet", 2)
+	f.produce(t, "quiet", 20, "tx-quiet")
+	cfg := f.config(t, "quiet")
+	cfg.MetricsPartitionSeries = false
+	e := startEngine(t, cfg, memstore.New())
+	f.waitMirrored(t, e, "quiet", 2)
+	mp := e.opts.Metrics
+	if _, ok, _ := mp.Value("kmirror_consumer_lag", map[string]string{"mirror": "test"}); ok {
+		t.Error("kmirror_consumer_lag is exported with metrics.partition.series.enable off")
+	}
+	if v := scraped(t, mp, "kmirror_max_lag", map[string]string{"mirror": "test"}); v != 0 {
+		t.Errorf("kmirror_max_lag = %v once mirrored, want 0", v)
+	}
+	on := f.config(t, "quiet")
+	if err := e.Reload(kfaketest.Context(t), on); err != nil {
+		t.Fatal(err)
+	}
+	for p := range 2 {
+		if v := scraped(t, mp, "kmirror_consumer_lag", map[string]string{"mirror": "test", "topic": "quiet", "partition": fmt.Sprint(p)}); v != 0 {
+			t.Errorf("kmirror_consumer_lag{partition=%d} = %v after the reload, want 0", p, v)
+		}
+	}
+}
