@@ -78,7 +78,6 @@ type Engine struct {
 	mdErrors    metric.Int64Counter
 	cfgErrors   metric.Int64Counter
 	mismatches  metric.Int64Counter
-	endToEnd    metric.Float64Histogram
 	series      func() bool
 	now         func() time.Time
 
@@ -99,11 +98,11 @@ type AppendCounts struct {
 	attrs                   metric.ObserveOption // {mirror}, built once
 	byteRate                *windowRate          // kmirror_replication_byte_rate
 
-	endToEnd metric.Float64Histogram
+	// endToEnd are the mirror's end-to-end latency histograms: [0]
+	// create_time, [1] log_append_time (timestampTypes).
+	endToEnd [2]*durationHistogram
+	mirror   string
 	now      func() time.Time
-	// latencyAttrs are {mirror, timestamp}: [0] create_time, [1]
-	// log_append_time.
-	latencyAttrs [2][]metric.RecordOption
 }
 
 // NewEngine creates the engine's instruments on p; their gauges read src.
@@ -151,9 +150,7 @@ func NewEngine(p *Provider, src EngineSource) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	if in.endToEnd, err = m.Float64Histogram("end.to.end.latency", metric.WithUnit("s"), metric.WithExplicitBucketBoundaries(endToEndBuckets...),
-		metric.WithDescription("Time from a data batch's timestamp on the source to the destination's acknowledgement of its append, by mirror and timestamp (log_append_time: the source broker's append time; create_time: the producer's timestamp of the batch's newest record)."),
-	); err != nil {
+	if err := p.exportEndToEnd(in); err != nil {
 		return nil, err
 	}
 	if in.mdErrors, err = m.Int64Counter("metadata.refresh.error", metric.WithDescription("Failed rounds of the topics sync loop (KIP-1279 MetadataRefreshError), by mirror.")); err != nil {
@@ -314,11 +311,8 @@ func (in *Engine) AppendCountsOf(mirror string) *AppendCounts {
 	a, ok := in.appends[mirror]
 	if !ok {
 		m := attribute.String("mirror", mirror)
-		a = &AppendCounts{attrs: metric.WithAttributeSet(attribute.NewSet(m)), byteRate: newWindowRate(in.now()), endToEnd: in.endToEnd, now: in.now,
-			latencyAttrs: [2][]metric.RecordOption{
-				{metric.WithAttributeSet(attribute.NewSet(m, attribute.String("timestamp", "create_time")))},
-				{metric.WithAttributeSet(attribute.NewSet(m, attribute.String("timestamp", "log_append_time")))},
-			}}
+		a = &AppendCounts{attrs: metric.WithAttributeSet(attribute.NewSet(m)), byteRate: newWindowRate(in.now()), mirror: mirror, now: in.now,
+			endToEnd: [2]*durationHistogram{newDurationHistogram(endToEndBuckets), newDurationHistogram(endToEndBuckets)}}
 		in.appends[mirror] = a
 	}
 	return a
@@ -348,7 +342,7 @@ func (a *AppendCounts) Landed(maxTimestamp int64, logAppendTime bool) {
 	if logAppendTime {
 		i = 1
 	}
-	a.endToEnd.Record(context.Background(), d.Seconds(), a.latencyAttrs[i]...)
+	a.endToEnd[i].observe(d)
 }
 
 // MetadataRefreshError counts a failed round of a mirror's topics loop.

@@ -5,7 +5,9 @@
 // the mirroring engine's (Engine), each mirror's data path's (DataPath),
 // each cluster client's connections and requests (Client, a franz-go hook)
 // and the admin API's requests (AdminRequests). docs/metrics.md lists
-// every metric and its KIP-1279 counterpart.
+// every metric and its KIP-1279 counterpart. One histogram, the per-batch
+// end-to-end latency, is kept in atomics and exported by a collector on the
+// same registry, for its cost (durationHistogram).
 package metrics
 
 import (
@@ -13,6 +15,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -52,6 +55,12 @@ type Provider struct {
 	clErr   error
 	clMu    sync.Mutex
 	clients map[clientKey]*Client
+
+	// The end-to-end latency histograms' collector, registered once, and
+	// the Engine it reads.
+	e2eOnce sync.Once
+	e2eErr  error
+	e2e     atomic.Pointer[Engine]
 }
 
 // New builds a Provider with its own registry. Go runtime and process collectors
