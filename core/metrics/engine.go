@@ -232,7 +232,7 @@ func (in *Engine) mirrorGauges(m metric.Meter, src EngineSource) error {
 	if err != nil {
 		return err
 	}
-	dead, err := gauge("dead.thread.count", "The mirror's goroutines (partition runners, its data path, its sync loops) that ended while the mirror still ran (KIP-1279 DeadThreadCount); 0 unless kmirror has a bug, by mirror.")
+	dead, err := gauge("dead.thread.count", "The mirror's goroutines (partition runners, its data path's fetcher, its sync loops) that ended while the mirror still ran (KIP-1279 DeadThreadCount); 0 unless kmirror has a bug, by mirror.")
 	if err != nil {
 		return err
 	}
