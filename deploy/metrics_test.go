@@ -50,7 +50,7 @@ var onError = []string{
 
 // TestMetricsListIsExported runs the kmirror binary on two kfake clusters
 // with a mirror that mirrors records, syncs groups and ACLs and is reloaded
-// once, scrapes /metrics, and checks that every family in metrics.txt is
+// once (and one admin API call), scrapes /metrics, and checks that every family in metrics.txt is
 // among those scraped (or, for the error counters, declared in core).
 // With -update it rewrites metrics.txt instead.
 func TestMetricsListIsExported(t *testing.T) {
@@ -198,7 +198,7 @@ func scrapeRunningDaemon(t *testing.T) map[string]string {
 
 	cfg := fmt.Sprintf(`log.format: json
 http.address: 127.0.0.1:0
-admin.address: ""
+admin.address: 127.0.0.1:0
 mirror.metadata.refresh.interval.ms: 1000
 destination:
   bootstrap.servers: %s
@@ -222,6 +222,13 @@ mirrors:
 		t.Fatalf("the HTTP listener's address is not logged:\n%s", d.log())
 	}
 	d.waitLog(t, "kmirror started")
+	// One admin API call (refused: no token), for its request metrics.
+	adminURL, _ := d.waitLog(t, "admin API listening")["address"].(string)
+	resp, err := http.Get(adminURL + "/v1/mirrors")
+	if err != nil {
+		t.Fatalf("calling the admin API: %v", err)
+	}
+	resp.Body.Close()
 	if err := d.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}

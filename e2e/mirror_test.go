@@ -417,8 +417,8 @@ func TestThrottleHoldsTheConfiguredRate(t *testing.T) {
 	if got < rate*0.8 || got > rate*1.2 {
 		t.Fatalf("mirrored at %.0f B/s over 20s, want %d B/s ±20%%", got, rate)
 	}
-	if v, ok := d.metric("kmirror_replication_throttled_rate"); !ok || v != rate {
-		t.Fatalf("kmirror_replication_throttled_rate = %v (found %v), want %d", v, ok, rate)
+	if v, ok := d.metric("kmirror_replication_throttle_byte_rate"); !ok || v != rate {
+		t.Fatalf("kmirror_replication_throttle_byte_rate = %v (found %v), want %d", v, ok, rate)
 	}
 }
 

@@ -87,7 +87,12 @@ func runDaemon(cfg *config.Config, source func() config.Source, stderr io.Writer
 	}
 	// The admin API starts after the engine (it acts on it) and stops
 	// before it, so no operator call arrives at a stopped engine.
-	adminAPI, err := admin.New(admin.Options{Controller: engine, Plugins: hostPlugins{plugins.host}, Logger: logger})
+	adminMetrics, err := mp.AdminRequests()
+	if err != nil {
+		logger.Error("cannot start", "error", err)
+		return cli.ExitFailure
+	}
+	adminAPI, err := admin.New(admin.Options{Controller: engine, Plugins: hostPlugins{plugins.host}, Logger: logger, Observe: adminMetrics})
 	if err != nil {
 		logger.Error("cannot start", "error", err)
 		return cli.ExitFailure

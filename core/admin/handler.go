@@ -50,6 +50,7 @@ func (s *Server) Handler() http.Handler {
 		start := time.Now()
 		rec := &recorder{ResponseWriter: w}
 		caller, auth, err := s.authenticate(r)
+		_, route := api.Handler(r)
 		switch {
 		case err != nil:
 			rec.Header().Set("WWW-Authenticate", `Bearer realm="kmirror"`)
@@ -60,13 +61,21 @@ func (s *Server) Handler() http.Handler {
 			// mistake, not something to guess at.
 			writeError(rec, http.StatusBadRequest, fmt.Sprintf("path %q is not canonical: no empty, '.' or '..' segments (escaped or not) and no trailing '/'; nothing was changed", r.URL.EscapedPath()))
 		default:
-			if _, pattern := api.Handler(r); pattern != "" {
+			if route != "" {
 				api.ServeHTTP(rec, r)
 			} else {
 				notRouted(api, rec, r)
 			}
 		}
-		s.logRequest(r, rec, caller, auth, time.Since(start))
+		took := time.Since(start)
+		s.logRequest(r, rec, caller, auth, took)
+		if s.observe != nil {
+			status := rec.status
+			if status == 0 {
+				status = http.StatusOK
+			}
+			s.observe(route, status, took)
+		}
 	})
 }
 

@@ -37,6 +37,10 @@ type Options struct {
 	Plugins PluginSource
 	// Logger receives one line per request (named "admin"). Required.
 	Logger hclog.Logger
+	// Observe, when set, is called once per request answered with its
+	// route pattern (RoutePause…; "" when no route matches), HTTP status
+	// and duration: the daemon's metrics (core/metrics.AdminRequests).
+	Observe func(route string, code int, took time.Duration)
 	// OpTimeout bounds one operation; a failover gets its
 	// wait_for_catch_up_ms on top. Zero means DefaultOpTimeout. An
 	// operation that runs out of time answers 504.
@@ -50,6 +54,7 @@ type Server struct {
 	plugins   PluginSource
 	log       hclog.Logger
 	opTimeout time.Duration
+	observe   func(route string, code int, took time.Duration)
 
 	cfg   atomic.Pointer[config.Config] // in force, for source bootstrap servers
 	creds atomic.Pointer[credentials]   // who may call
@@ -84,7 +89,7 @@ func New(opts Options) (*Server, error) {
 	if opts.OpTimeout == 0 {
 		opts.OpTimeout = DefaultOpTimeout
 	}
-	return &Server{ctl: opts.Controller, plugins: opts.Plugins, log: opts.Logger.Named("admin"), opTimeout: opts.OpTimeout}, nil
+	return &Server{ctl: opts.Controller, plugins: opts.Plugins, log: opts.Logger.Named("admin"), opTimeout: opts.OpTimeout, observe: opts.Observe}, nil
 }
 
 // Name implements daemon.Component.

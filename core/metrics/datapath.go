@@ -38,6 +38,7 @@ var partitionBuckets = []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024}
 //	kmirror_fetch_buffered_bytes{mirror}                       gauge (Observe)
 //	kmirror_fetch_partition_max_bytes{mirror}                  gauge (Observe)
 //	kmirror_appends_in_flight{mirror}                          gauge (Observe)
+//	kmirror_min_fetch_rate{mirror}                             gauge (Observe)
 //
 // Its request methods are called once per request (not per batch), from
 // several goroutines at once. They allocate nothing: the counters and the
@@ -48,6 +49,7 @@ type DataPath struct {
 	inst   *dataPathInstruments
 	mirror string
 	attrs  metric.ObserveOption // {mirror}
+	now    func() time.Time
 
 	brokers sync.Map // int32 → *brokerStats
 
@@ -81,6 +83,10 @@ type brokerStats struct {
 	produceInFlight, produceBytes, produceOK, produceFailed atomic.Int64
 	fetchBytes, fetchOK, fetchFailed                        atomic.Int64
 	produced, fetched                                       atomic.Bool // a request was seen
+	// lastFetch is when the last fetch request to the broker was
+	// answered (Unix nanoseconds); fetchRate the rate of those answers.
+	lastFetch atomic.Int64
+	fetchRate *windowRate
 }
 
 // dataPathInstruments are shared by every DataPath of a Provider.
@@ -104,7 +110,7 @@ func (p *Provider) NewDataPath(mirror string) (*DataPath, error) {
 	if d, ok := p.dataPaths[mirror]; ok {
 		return d, nil
 	}
-	d := &DataPath{inst: p.dpInst, mirror: mirror, attrs: metric.WithAttributeSet(attribute.NewSet(attribute.String("mirror", mirror)))}
+	d := &DataPath{inst: p.dpInst, mirror: mirror, now: p.now, attrs: metric.WithAttributeSet(attribute.NewSet(attribute.String("mirror", mirror)))}
 	p.dataPaths[mirror] = d
 	return d, nil
 }
@@ -205,7 +211,39 @@ func (p *Provider) newDataPathInstruments() (*dataPathInstruments, error) {
 			return nil, err
 		}
 	}
+	_, err = m.Float64ObservableGauge("min.fetch.rate",
+		metric.WithDescription("Fetch requests per second, over about the last minute, to the slowest-fetching source broker the mirror fetched from in that minute (KIP-1279 MinFetchRate), by mirror; 0 while it fetches from none. A broker that leads the mirror's partitions but does not answer shows here as a rate falling to 0."),
+		metric.WithFloat64Callback(func(_ context.Context, o metric.Float64Observer) error {
+			for _, d := range p.dataPathList() {
+				d.mu.Lock()
+				connected := d.observed != nil
+				d.mu.Unlock()
+				if rate, ok := d.minFetchRate(); ok || connected {
+					o.Observe(rate, d.attrs)
+				}
+			}
+			return nil
+		}))
+	if err != nil {
+		return nil, err
+	}
 	return in, nil
+}
+
+// minFetchRate samples every broker's fetch rate and returns the lowest
+// among those that answered a fetch within RateWindow; ok is false when
+// none did.
+func (d *DataPath) minFetchRate() (rate float64, ok bool) {
+	now := d.now()
+	d.brokers.Range(func(_, v any) bool {
+		b := v.(*brokerStats)
+		r := b.fetchRate.rate(now, b.fetchOK.Load()+b.fetchFailed.Load())
+		if b.fetched.Load() && now.Sub(time.Unix(0, b.lastFetch.Load())) <= RateWindow && (!ok || r < rate) {
+			rate, ok = r, true
+		}
+		return true
+	})
+	return rate, ok
 }
 
 func (p *Provider) dataPathList() []*DataPath {
@@ -239,9 +277,10 @@ func (d *DataPath) broker(node int32) *brokerStats {
 			{metric.WithAttributeSet(attribute.NewSet(m, br, attribute.String("type", "long_poll")))},
 			{metric.WithAttributeSet(attribute.NewSet(m, br, attribute.String("type", "release")))},
 		},
-		observe: base,
-		ok:      metric.WithAttributeSet(attribute.NewSet(m, br, attribute.String("result", "ok"))),
-		fail:    metric.WithAttributeSet(attribute.NewSet(m, br, attribute.String("result", "error"))),
+		observe:   base,
+		ok:        metric.WithAttributeSet(attribute.NewSet(m, br, attribute.String("result", "ok"))),
+		fail:      metric.WithAttributeSet(attribute.NewSet(m, br, attribute.String("result", "error"))),
+		fetchRate: newWindowRate(d.now()),
 	}
 	got, _ := d.brokers.LoadOrStore(node, b)
 	return got.(*brokerStats)
@@ -283,6 +322,7 @@ func (d *DataPath) FetchDone(broker int32, latency time.Duration, bytes int, rel
 	} else {
 		b.fetchOK.Add(1)
 	}
+	b.lastFetch.Store(d.now().UnixNano())
 	b.fetched.Store(true)
 	typ := 0
 	if release {

@@ -39,7 +39,7 @@ func TestEngineGaugesReadTheirSource(t *testing.T) {
 		{"kmirror_consumer_lag", map[string]string{"mirror": "dc1", "topic": "orders", "partition": "0"}, 5},
 		{"kmirror_fetch_buffer_max_bytes", nil, 100},
 		{"kmirror_fetch_buffer_reserved_bytes", nil, 7},
-		{"kmirror_replication_throttled_rate", nil, -1},
+		{"kmirror_replication_throttle_byte_rate", nil, -1},
 	} {
 		if v := value(t, p, c.name, c.labels); v != c.want {
 			t.Errorf("%s%v = %v, want %v", c.name, c.labels, v, c.want)

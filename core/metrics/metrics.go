@@ -2,7 +2,12 @@
 // exposition. Every instrument in kmirror is created from the Provider built here,
 // so that /metrics shows all of them on one registry (no global state: tests build
 // their own Provider and read it back). It also holds the instruments themselves:
-// the mirroring engine's (Engine) and each mirror's data path's (DataPath).
+// the mirroring engine's (Engine), each mirror's data path's (DataPath),
+// each cluster client's connections and requests (Client, a franz-go hook)
+// and the admin API's requests (AdminRequests). docs/metrics.md lists
+// every metric and its KIP-1279 counterpart. One histogram, the per-batch
+// end-to-end latency, is kept in atomics and exported by a collector on the
+// same registry, for its cost (durationHistogram).
 package metrics
 
 import (
@@ -10,6 +15,8 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -27,6 +34,8 @@ const Namespace = "kmirror"
 type Provider struct {
 	registry *prometheus.Registry
 	provider *sdkmetric.MeterProvider
+	// now is the clock of the rate gauges (time.Now; a test's).
+	now func() time.Time
 
 	// The data paths' instruments, created at the first NewDataPath, and
 	// each mirror's DataPath, kept for the life of the Provider so that
@@ -38,6 +47,20 @@ type Provider struct {
 	dpErr     error
 	dpMu      sync.Mutex
 	dataPaths map[string]*DataPath
+
+	// The cluster clients' instruments and each client's figures (Client),
+	// kept like the data paths'.
+	clOnce  sync.Once
+	clInst  *clientInstruments
+	clErr   error
+	clMu    sync.Mutex
+	clients map[clientKey]*Client
+
+	// The end-to-end latency histograms' collector, registered once, and
+	// the Engine it reads.
+	e2eOnce sync.Once
+	e2eErr  error
+	e2e     atomic.Pointer[Engine]
 }
 
 // New builds a Provider with its own registry. Go runtime and process collectors
@@ -54,7 +77,12 @@ func New() (*Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("metrics: creating the Prometheus exporter: %w", err)
 	}
-	return &Provider{registry: reg, provider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))}, nil
+	// No cardinality limit: the SDK's default (2,000 series per
+	// instrument) would fold kmirror_consumer_lag of a daemon mirroring
+	// more partitions into one overflow series. kmirror bounds its series
+	// itself: only the per-partition ones grow with the partitions, and
+	// metrics.partition.series.enable turns them off.
+	return &Provider{registry: reg, provider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp), sdkmetric.WithCardinalityLimit(0)), now: time.Now}, nil
 }
 
 // Meter returns a named meter; name is the instrumentation scope (the package).

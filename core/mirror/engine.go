@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -73,6 +74,11 @@ type Engine struct {
 	dstHealth *kclient.Health
 	mirrors   map[string]*supervisor.Mirror
 
+	// noPartitionSeries is metrics.partition.series.enable in force,
+	// negated (so that it is on before Start); read by every scrape, so
+	// not under mu, which a reload holds while it restarts mirrors.
+	noPartitionSeries atomic.Bool
+
 	claimMu sync.Mutex
 	claims  map[string]string // destination cluster id + NUL + topic → the mirror that writes it
 
@@ -122,13 +128,20 @@ func (e *Engine) Start(ctx context.Context, cfg *config.Config) error {
 		return err
 	}
 	e.dstHealth = kclient.NewHealth(e.log.With("cluster", "destination"), 0)
-	dst, err := kgo.NewClient(append(opts, kgo.ClientID(kclient.ClientID(cfg.Destination.ClientID, "destination")), e.dstHealth.Hook())...)
+	// The destination client's connection and request metrics: every
+	// mirror shares the client, so they have no mirror ("").
+	dstMetrics, err := e.opts.Metrics.Client("destination", "")
+	if err != nil {
+		return fmt.Errorf("destination cluster: its client metrics: %w", err)
+	}
+	dst, err := kgo.NewClient(append(opts, kgo.ClientID(kclient.ClientID(cfg.Destination.ClientID, "destination")), e.dstHealth.Hook(), dstMetrics.Hook())...)
 	if err != nil {
 		return fmt.Errorf("destination cluster: %w", err)
 	}
 	e.cfg, e.machine, e.dst, e.dstAdm = cfg, machine, dst, kadm.NewClient(dst)
 	e.limiter.SetRate(cfg.ReplicationThrottledRate)
 	e.setBudget(cfg)
+	e.noPartitionSeries.Store(!cfg.MetricsPartitionSeries)
 	for i := range cfg.Mirrors {
 		e.startMirror(cfg.Mirrors[i])
 	}
@@ -217,6 +230,7 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) error {
 	}
 	e.limiter.SetRate(cfg.ReplicationThrottledRate)
 	e.setBudget(cfg)
+	e.noPartitionSeries.Store(!cfg.MetricsPartitionSeries)
 	old := e.cfg
 	e.cfg = cfg
 	for name, m := range e.mirrors {

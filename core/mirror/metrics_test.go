@@ -35,7 +35,8 @@ var dataPathFamilies = map[string]bool{
 // After a mirror run, /metrics shows each data-path family once (one HELP
 // and one TYPE line, no series twice, the per-mirror gauges once per
 // mirror), the families of requests made count them, and
-// docs/operations.md has one row for each.
+// docs/metrics.md has one row for each (and names every kmirror family on
+// the page).
 func TestMetricsShowEachDataPathSeriesOnce(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
@@ -95,9 +96,14 @@ func TestMetricsShowEachDataPathSeriesOnce(t *testing.T) {
 			t.Errorf("%s is on /metrics but not among the data-path families this test knows", name)
 		}
 	}
-	docs, err := os.ReadFile("../../docs/operations.md")
+	docs, err := os.ReadFile("../../docs/metrics.md")
 	if err != nil {
 		t.Fatal(err)
+	}
+	for name := range typ {
+		if strings.HasPrefix(name, "kmirror_") && !strings.Contains(string(docs), "`"+name) {
+			t.Errorf("%s is on /metrics but docs/metrics.md does not name it", name)
+		}
 	}
 	for name, flowed := range dataPathFamilies {
 		if typ[name] != 1 {
@@ -133,7 +139,7 @@ func TestMetricsShowEachDataPathSeriesOnce(t *testing.T) {
 			}
 		}
 		if n := strings.Count(string(docs), "\n| `"+name+"{") + strings.Count(string(docs), "\n| `"+name+"` "); n != 1 {
-			t.Errorf("docs/operations.md has %d rows for %s, want 1", n, name)
+			t.Errorf("docs/metrics.md has %d rows for %s, want 1", n, name)
 		}
 	}
 }

@@ -111,8 +111,11 @@ type Control interface {
 
 // Events are the engine's callbacks. They must not block.
 type Events interface {
-	// Appended counts a batch appended to the destination.
-	Appended(bytes, offsets int64)
+	// Appended counts batch b, covering offsets source offsets, whose
+	// append the destination has just acknowledged (b is the batch as
+	// appended: re-encoded in map mode, with the source's timestamps).
+	// b must not be kept.
+	Appended(b batch.Batch, offsets int64)
 	// Mismatch counts a destination found to differ from its source, and
 	// the action taken.
 	Mismatch(topic string, partition int32, action string)

@@ -44,7 +44,7 @@ func (noControl) Stopped(context.Context, string) (bool, error) { return false, 
 
 type noEvents struct{}
 
-func (noEvents) Appended(int64, int64)          {}
+func (noEvents) Appended(batch.Batch, int64)    {}
 func (noEvents) Mismatch(string, int32, string) {}
 func (noEvents) Stopped()                       {}
 

@@ -827,7 +827,7 @@ func (r *Runner) markerDuplicated(ctx context.Context, b batch.Batch, dup *write
 		return err
 	}
 	r.advance(b.NextOffset(), dup.End)
-	r.d.Events.Appended(int64(len(b)), 1)
+	r.d.Events.Appended(b, 1)
 	if r.mode == partition.ModeMap {
 		reason := fmt.Sprintf("the destination wrote the transaction marker of source offset %d %d times (destination offset %d on; its transaction coordinator failed over): later offsets move by %d more",
 			b.BaseOffset(), copies, dup.Marker, copies-1)
@@ -876,7 +876,7 @@ func (r *Runner) markerCopiedLate(ctx context.Context, bs []batch.Batch, dup *wr
 		return err
 	}
 	for _, b := range bs {
-		r.d.Events.Appended(int64(len(b)), b.NextOffset()-b.BaseOffset())
+		r.d.Events.Appended(b, b.NextOffset()-b.BaseOffset())
 	}
 	r.advance(bs[len(bs)-1].NextOffset(), dup.End)
 	return nil
@@ -931,7 +931,7 @@ func (r *Runner) dropSent() {
 // appended advances the partition past b, appended at its own offsets.
 func (r *Runner) appended(b batch.Batch) {
 	r.advance(b.NextOffset(), b.NextOffset())
-	r.d.Events.Appended(int64(len(b)), b.NextOffset()-b.BaseOffset())
+	r.d.Events.Appended(b, b.NextOffset()-b.BaseOffset())
 }
 
 func (r *Runner) maybeDeleteAligned(ctx context.Context) error {
@@ -1044,7 +1044,7 @@ func (r *Runner) forwardMapped(ctx context.Context, b batch.Batch) error {
 	}
 	n := out.NextOffset() - out.BaseOffset()
 	r.advance(b.NextOffset(), r.dstNext+n)
-	r.d.Events.Appended(int64(len(out)), n)
+	r.d.Events.Appended(out, n)
 	return nil
 }
 
@@ -1079,7 +1079,7 @@ func (r *Runner) mappedAfterLateCopies(ctx context.Context, b, out batch.Batch, 
 	r.note(reason)
 	r.log.Warn("destination wrote a transaction marker again after it was replayed", "reason", reason)
 	r.advance(b.NextOffset(), dup.End)
-	r.d.Events.Appended(int64(len(out)), out.NextOffset()-out.BaseOffset())
+	r.d.Events.Appended(out, out.NextOffset()-out.BaseOffset())
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/kmirror/kmirror/core/batch"
 	"github.com/kmirror/kmirror/core/metrics"
 	"github.com/kmirror/kmirror/core/partition"
 	"github.com/kmirror/kmirror/core/runner"
@@ -21,7 +22,13 @@ func newMirrorEvents(m *Mirror) mirrorEvents {
 	return mirrorEvents{m: m, appends: m.d.Instruments.AppendCountsOf(m.name)}
 }
 
-func (ev mirrorEvents) Appended(bytes, offsets int64) { ev.appends.Appended(bytes, offsets) }
+// Appended counts b and, for a data batch, its end-to-end latency.
+func (ev mirrorEvents) Appended(b batch.Batch, offsets int64) {
+	ev.appends.Appended(int64(len(b)), offsets)
+	if !b.IsControl() {
+		ev.appends.Landed(b.MaxTimestamp(), b.TimestampType() == batch.LogAppendTime)
+	}
+}
 
 func (ev mirrorEvents) Mismatch(topic string, p int32, action string) {
 	ev.m.d.Instruments.DestinationMismatch(ev.m.name, topic, p, action)

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -96,6 +97,9 @@ type Mirror struct {
 	fails map[string]*loopFailures
 	// now is the clock of setErr's log (time.Now; a test's).
 	now func() time.Time
+	// dead counts the mirror's goroutines that ended while it ran
+	// (DeadThreads).
+	dead atomic.Int64
 }
 
 // Deps are what a mirror takes from the engine that runs it: what every
@@ -337,6 +341,7 @@ func (m *Mirror) supervise() {
 		go func() {
 			defer wg.Done()
 			l.Run(m.ctx)
+			m.ended("a sync loop")
 		}()
 	}
 	wg.Wait()
@@ -379,7 +384,7 @@ func (m *Mirror) connect(cfg *config.Config) error {
 		if err != nil {
 			return fmt.Errorf("mirror %s: %w", m.name, err)
 		}
-		dst, err := kgo.NewClient(append(opts, kgo.ClientID(kclient.ClientID(m.dstCfg.ClientID, "destination-"+m.name)), m.dstHealth.Hook())...)
+		dst, err := kgo.NewClient(append(opts, kgo.ClientID(kclient.ClientID(m.dstCfg.ClientID, "destination-"+m.name)), m.dstHealth.Hook(), m.clientMetrics("destination"))...)
 		if err != nil {
 			return fmt.Errorf("mirror %s: destination cluster: %w", m.name, err)
 		}
@@ -391,7 +396,7 @@ func (m *Mirror) connect(cfg *config.Config) error {
 	if err != nil {
 		return fmt.Errorf("mirror %s: %w", m.name, err)
 	}
-	src, err := kgo.NewClient(append(opts, kgo.ClientID(kclient.ClientID(m.cfg.Source.ClientID, "source-"+m.name)), m.srcHealth.Hook())...)
+	src, err := kgo.NewClient(append(opts, kgo.ClientID(kclient.ClientID(m.cfg.Source.ClientID, "source-"+m.name)), m.srcHealth.Hook(), m.clientMetrics("source"))...)
 	if err != nil {
 		return fmt.Errorf("mirror %s: source cluster: %w", m.name, err)
 	}
@@ -428,8 +433,35 @@ func (m *Mirror) connect(cfg *config.Config) error {
 	go func() {
 		defer m.wg.Done()
 		dp.Run(m.ctx)
+		m.ended("data path")
 	}()
 	return nil
+}
+
+// ended counts a goroutine of the mirror that returned, if the mirror
+// still runs: each runs until the mirror stops, so one that ends before
+// is dead (KIP-1279 DeadThreadCount), which the log says once.
+func (m *Mirror) ended(what string, args ...any) {
+	if m.ctx.Err() != nil {
+		return
+	}
+	m.dead.Add(1)
+	m.log.Error(what+" ended while the mirror runs; restart the mirror or the daemon, and report it", args...)
+}
+
+// DeadThreads counts the mirror's goroutines (partition runners, its data
+// path, its sync loops) that ended while the mirror still ran.
+func (m *Mirror) DeadThreads() int64 { return m.dead.Load() }
+
+// clientMetrics returns the hook that feeds the connection and request
+// metrics of the mirror's client of cluster (source, or a failback
+// mirror's destination); none when they cannot be created.
+func (m *Mirror) clientMetrics(cluster string) kgo.Opt {
+	c, err := m.d.Metrics.Client(cluster, m.name)
+	if err != nil {
+		m.warnOnce("client-metrics", "the cluster client metrics are not exported", "error", err)
+	}
+	return c.Hook()
 }
 
 // warnOnce logs msg the first time key is seen.
@@ -460,6 +492,7 @@ func (m *Mirror) launch(tp topicPartition, r *runner.Runner) {
 	go func() {
 		defer m.wg.Done()
 		r.Run(m.ctx)
+		m.ended("partition runner", "topic", tp.topic, "partition", tp.partition)
 	}()
 }
 
