@@ -1,6 +1,8 @@
 package config
 
 import (
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/kmirror/kmirror/core/aclrule"
@@ -148,15 +150,24 @@ type RegexList struct {
 	l kiprules.List
 }
 
-// CompileRegexList compiles patterns into a RegexList. It reports the first
-// invalid pattern, quoting it, with Go's error.
+// CompileRegexList compiles patterns into a RegexList. It reports every
+// invalid pattern, quoting it, with Go's error (and a hint for Java
+// syntax RE2 lacks), as a *value.ListError.
 func CompileRegexList(patterns []string) (RegexList, error) {
+	if len(patterns) > value.MaxListEntries {
+		return RegexList{}, fmt.Errorf("%d patterns, more than the limit of %d per key", len(patterns), value.MaxListEntries)
+	}
 	l, err := kiprules.Compile(patterns)
 	if err != nil {
-		if pes := kiprules.PatternErrors(err); len(pes) > 0 {
-			return RegexList{}, &regexError{pattern: pes[0].Pattern, err: pes[0].Err}
+		pes := kiprules.PatternErrors(err)
+		if len(pes) == 0 {
+			return RegexList{}, err
 		}
-		return RegexList{}, err
+		le := &value.ListError{}
+		for _, pe := range pes {
+			le.Entries = append(le.Entries, &value.EntryError{Index: pe.Index, Err: &regexError{pattern: pe.Pattern, err: pe.Err}})
+		}
+		return RegexList{}, le
 	}
 	return RegexList{l: l}, nil
 }
@@ -167,7 +178,10 @@ type regexError struct {
 }
 
 func (e *regexError) Error() string {
-	return "invalid regex " + value.Quote(e.pattern) + ": " + e.err.Error()
+	if errors.Is(e.err, kiprules.ErrEmptyPattern) {
+		return e.err.Error()
+	}
+	return "invalid regex " + value.Quote(e.pattern) + ": " + e.err.Error() + value.RE2Hint(e.pattern)
 }
 func (e *regexError) Unwrap() error { return e.err }
 
