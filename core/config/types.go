@@ -2,7 +2,6 @@ package config
 
 import (
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/kmirror/kmirror/core/aclrule"
@@ -152,11 +151,11 @@ type RegexList struct {
 
 // CompileRegexList compiles patterns into a RegexList. It reports every
 // invalid pattern, quoting it, with Go's error (and a hint for Java
-// syntax RE2 lacks), as a *value.ListError.
+// syntax RE2 lacks), as a *value.ListError. It has no limit on the
+// number of patterns (a failback lists every failed-over topic); the
+// configuration's list keys are capped where they are parsed
+// (value.MaxListEntries).
 func CompileRegexList(patterns []string) (RegexList, error) {
-	if len(patterns) > value.MaxListEntries {
-		return RegexList{}, fmt.Errorf("%d patterns, more than the limit of %d per key", len(patterns), value.MaxListEntries)
-	}
 	l, err := kiprules.Compile(patterns)
 	if err != nil {
 		pes := kiprules.PatternErrors(err)
