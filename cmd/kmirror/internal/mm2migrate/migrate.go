@@ -83,6 +83,8 @@ type Result struct {
 	// Secrets are the password files to write (when Options.SecretsDir
 	// is set) or that the operator must write (ToDo says which).
 	Secrets []SecretFile
+	// Written lists the password files WriteSecrets wrote.
+	Written []string
 
 	// placeholders are what validation stands in for files and secrets
 	// that do not exist yet: --set paths and their kind.

@@ -276,3 +276,27 @@ func TestParseProperties(t *testing.T) {
 		t.Errorf("a malformed \\u escape: %v", err)
 	}
 }
+
+// With --secrets-dir and --out, the passwords go into their files, the
+// configuration into its file, and the report says so.
+func TestRunWritesSecretsAndConfiguration(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	secrets, out := filepath.Join(dir, "secrets"), filepath.Join(dir, "kmirror.yaml")
+	stdout, stderr, code := run(t, "--from", "testdata/sasl_ssl.properties", "--secrets-dir", secrets, "--out", out, "--state-dir", filepath.Join(dir, "state"))
+	if code != 0 || stdout != "" {
+		t.Fatalf("exit %d, stdout %q; stderr:\n%s", code, stdout, stderr)
+	}
+	yaml, err := os.ReadFile(out)
+	if err != nil || !strings.Contains(string(yaml), "sasl.password.file: "+filepath.Join(secrets, "primary.sasl.password")) {
+		t.Errorf("configuration %s: %v\n%s", out, err, yaml)
+	}
+	for _, want := range []string{"Translated into " + out, "Password files written", filepath.Join(secrets, "backup.sasl.password"), "with stand-ins", "/etc/kafka/ssl/truststore.pem"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("report lacks %q:\n%s", want, stderr)
+		}
+	}
+	if strings.Contains(stderr, "write the SASL password") {
+		t.Errorf("the report still asks for password files that were written:\n%s", stderr)
+	}
+}

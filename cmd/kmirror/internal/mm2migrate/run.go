@@ -135,6 +135,12 @@ func Report(w io.Writer, res *Result, out string, standIns []string, verr error)
 			fmt.Fprintf(w, "  - %s\n", n)
 		}
 	}
+	if len(res.Written) > 0 {
+		fmt.Fprintf(w, "\nPassword files written (mode 0600; keep them readable by kmirror's user only):\n")
+		for _, p := range res.Written {
+			fmt.Fprintf(w, "  - %s\n", p)
+		}
+	}
 	section("To do before starting kmirror", res.ToDo)
 	section("Decisions the translation made", res.Decisions)
 	section("No equivalent in kmirror (not translated)", res.NoEquivalent)
@@ -170,6 +176,7 @@ func WriteSecrets(res *Result) error {
 		if err != nil {
 			return fmt.Errorf("password file of cluster %s: %w", s.Cluster, err)
 		}
+		res.Written = append(res.Written, s.Path)
 	}
 	return nil
 }
