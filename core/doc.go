@@ -12,7 +12,7 @@
 //   - config/gen:       the command that writes docs/config.md and the sample from the declarations
 //   - config/reference: the configuration reference rendered from the declarations, and the embedded sample
 //   - config/security:  what the security keys name, resolved and checked: SASL credentials and JAAS, PEM trust and key material, the admin token
-//   - config/value:     the values of configuration keys parsed, checked and rendered back (one codec per type)
+//   - config/value:     the values of configuration keys parsed, checked and rendered back (one codec per type); files read with limits
 //   - control:          the operators' run-time rules of a mirror (pause, stop, start), last matching rule wins, and the actions that apply them
 //   - daemon:           process life cycle (HTTP endpoints, reload, ordered shutdown)
 //   - datapath:         one mirror's data path: its fetcher and writer shared by its runners, their metrics, the map-mode decoding bound

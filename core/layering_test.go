@@ -182,6 +182,16 @@ var layeringRules = []layeringRule{
 		},
 		"cmd/kmirror/internal/... must never import core/mirror or core/supervisor (only cmd/kmirror's run and demo build the engine)",
 		module + "/cmd/kmirror"},
+	// The MirrorMaker 2 translation reads a file and writes a
+	// configuration: it needs the configuration's declarations and its
+	// validation, nothing that talks to a cluster.
+	{module + "/cmd/kmirror/internal/mm2migrate", nil,
+		func(dep string) bool {
+			return within(dep, module+"/core/config") || within(dep, module+"/core/aclrule") ||
+				within(dep, module+"/core/failpoint") || within(dep, module+"/sdk")
+		},
+		"cmd/kmirror/internal/mm2migrate imports only core/config (and what it imports) and sdk",
+		module + "/cmd/kmirror"},
 }
 
 // violations returns the dependencies of pkgs that break r, one line each.

@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"regexp/syntax"
 	"strings"
 )
 
@@ -177,6 +178,9 @@ func parseRule(pos int, s string) (Rule, error) {
 	if r.Principal, r.principal, err = regexField(v[4]); err != nil {
 		return fail(FieldPrincipal, "%v", err)
 	}
+	if r.Principal != Wildcard && !canMatchColon(r.Principal) {
+		return fail(FieldPrincipal, "%q can never match: Kafka principals are Type:name (User:%s, Group:ops, or .* for any); write the type too", r.Principal, r.Principal)
+	}
 	return r, nil
 }
 
@@ -294,4 +298,40 @@ func (rs Rules) Equal(o Rules) bool {
 		}
 	}
 	return true
+}
+
+// canMatchColon reports whether the pattern could match a string holding
+// a ':'. Every Kafka principal is Type:name, so a principal pattern that
+// cannot (alice, bob|carol) can never match: a mistake, not a rule.
+func canMatchColon(pattern string) bool {
+	re, err := syntax.Parse(pattern, syntax.Perl)
+	if err != nil {
+		return true // regexField reported it
+	}
+	var walk func(*syntax.Regexp) bool
+	walk = func(re *syntax.Regexp) bool {
+		switch re.Op {
+		case syntax.OpAnyChar, syntax.OpAnyCharNotNL:
+			return true
+		case syntax.OpLiteral:
+			for _, r := range re.Rune {
+				if r == ':' {
+					return true
+				}
+			}
+		case syntax.OpCharClass:
+			for i := 0; i+1 < len(re.Rune); i += 2 {
+				if re.Rune[i] <= ':' && ':' <= re.Rune[i+1] {
+					return true
+				}
+			}
+		}
+		for _, sub := range re.Sub {
+			if walk(sub) {
+				return true
+			}
+		}
+		return false
+	}
+	return walk(re)
 }

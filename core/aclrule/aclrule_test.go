@@ -148,6 +148,9 @@ func TestParseErrors(t *testing.T) {
 		{"TOPIC;*;ANY", 1, FieldOperation, `unknown value "ANY"`},
 		{"TOPIC;(?=x)", 1, FieldResourceName, "invalid or unsupported Perl syntax"},
 		{"TOPIC;a)|(b", 1, FieldResourceName, "unexpected )"},
+		{"*;*;*;*;alice", 1, FieldPrincipal, `"alice" can never match: Kafka principals are Type:name (User:alice`},
+		{"*;*;*;*;bob|carol", 1, FieldPrincipal, "can never match"},
+		{"*;*;*;*;[a-z]+", 1, FieldPrincipal, "can never match"},
 	}
 	for _, c := range cases {
 		_, err := Parse(c.in)

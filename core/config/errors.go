@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 )
 
@@ -57,18 +58,37 @@ func (e *Errors) Has(path, substr string) bool {
 	return false
 }
 
-// collector gathers FieldErrors while loading.
+// MaxErrors caps the problems one load lists. A file with thousands of
+// mistakes (a wrong file, a generated one gone wrong) gets the first
+// MaxErrors and a last line counting the rest, instead of megabytes of
+// messages and the time to word them.
+const MaxErrors = 100
+
+// collector gathers FieldErrors while loading, up to MaxErrors.
 type collector struct {
-	list []FieldError
+	list    []FieldError
+	dropped int
 }
 
 func (c *collector) add(path, reason string) {
+	if c.full() {
+		c.dropped++
+		return
+	}
 	c.list = append(c.list, FieldError{Path: path, Reason: reason})
 }
+
+// full reports whether further problems are only counted, so that a
+// caller can skip wording them.
+func (c *collector) full() bool { return len(c.list) >= MaxErrors }
 
 func (c *collector) err() error {
 	if len(c.list) == 0 {
 		return nil
 	}
-	return &Errors{List: c.list}
+	list := c.list
+	if c.dropped > 0 {
+		list = append(list[:len(list):len(list)], FieldError{Reason: fmt.Sprintf("… and %d more problems not listed (only the first %d are); fix these and validate again", c.dropped, MaxErrors)})
+	}
+	return &Errors{List: list}
 }

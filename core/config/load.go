@@ -87,6 +87,9 @@ func loadWith(decode func(*raw.Document, *collector) *Config, data []byte, forma
 	if label == "" {
 		label = "configuration"
 	}
+	if err := value.CheckSize(label, data, MaxFileBytes); err != nil {
+		return nil, err
+	}
 	c := &collector{}
 	doc, err := raw.Parse(data, format, label, c.add)
 	if err != nil {
@@ -99,6 +102,9 @@ func loadWith(decode func(*raw.Document, *collector) *Config, data []byte, forma
 	// too; they are no configuration key.
 	raw.ApplyEnv(doc, env, append([]string{failpoint.Env}, reserved...), envIndex, c.add)
 	raw.ApplySets(doc, sets, c.add)
+	if !checkCounts(doc, c) {
+		return nil, c.err()
+	}
 	cfg := decode(doc, c)
 	if err := c.err(); err != nil {
 		return nil, err
@@ -244,8 +250,11 @@ func decodeSection(sec raw.Section, prefix string, scopes []Scope, target func(S
 	for _, name := range sortedKeys(sec.Vals) {
 		if _, ok := allowed[name]; !ok {
 			failed[name] = true
-			rv := sec.Vals[name]
-			c.add(keyPath(prefix, name), withOrigin(unknownReason(name, scopes), rv))
+			why := "unknown key"
+			if !c.full() { // wording the reason (a "did you mean") costs
+				why = withOrigin(unknownReason(name, scopes), sec.Vals[name])
+			}
+			c.add(keyPath(prefix, name), why)
 		}
 	}
 	for i := range Keys {
@@ -263,6 +272,14 @@ func decodeSection(sec raw.Section, prefix string, scopes []Scope, target func(S
 		}
 		if err := k.decode(target(k.Scope), rv.V); err != nil {
 			failed[k.Name] = true
+			var le *value.ListError
+			if errors.As(err, &le) && !k.Secret {
+				// One problem per bad entry, so that all are fixed in one pass.
+				for _, e := range le.Entries {
+					c.add(fmt.Sprintf("%s[%d]", keyPath(prefix, k.Name), e.Index), withOrigin(e.Err.Error(), rv))
+				}
+				continue
+			}
 			c.add(keyPath(prefix, k.Name), reason(k, rv, err))
 		}
 	}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"time"
 
 	"github.com/kmirror/kmirror/core/aclrule"
@@ -149,15 +150,24 @@ type RegexList struct {
 	l kiprules.List
 }
 
-// CompileRegexList compiles patterns into a RegexList. It reports the first
-// invalid pattern, quoting it, with Go's error.
+// CompileRegexList compiles patterns into a RegexList. It reports every
+// invalid pattern, quoting it, with Go's error (and a hint for Java
+// syntax RE2 lacks), as a *value.ListError. It has no limit on the
+// number of patterns (a failback lists every failed-over topic); the
+// configuration's list keys are capped where they are parsed
+// (value.MaxListEntries).
 func CompileRegexList(patterns []string) (RegexList, error) {
 	l, err := kiprules.Compile(patterns)
 	if err != nil {
-		if pes := kiprules.PatternErrors(err); len(pes) > 0 {
-			return RegexList{}, &regexError{pattern: pes[0].Pattern, err: pes[0].Err}
+		pes := kiprules.PatternErrors(err)
+		if len(pes) == 0 {
+			return RegexList{}, err
 		}
-		return RegexList{}, err
+		le := &value.ListError{}
+		for _, pe := range pes {
+			le.Entries = append(le.Entries, &value.EntryError{Index: pe.Index, Err: &regexError{pattern: pe.Pattern, err: pe.Err}})
+		}
+		return RegexList{}, le
 	}
 	return RegexList{l: l}, nil
 }
@@ -168,7 +178,10 @@ type regexError struct {
 }
 
 func (e *regexError) Error() string {
-	return "invalid regex " + value.Quote(e.pattern) + ": " + e.err.Error()
+	if errors.Is(e.err, kiprules.ErrEmptyPattern) {
+		return e.err.Error()
+	}
+	return "invalid regex " + value.Quote(e.pattern) + ": " + e.err.Error() + value.RE2Hint(e.pattern)
 }
 func (e *regexError) Unwrap() error { return e.err }
 

@@ -1,5 +1,5 @@
 // Package raw reads a configuration into untyped sections, before
-// core/config decodes them: the YAML or TOML file (parsed with koanf and
+// core/config decodes them: the YAML or TOML file (YAML with yaml.v3, TOML with koanf, and
 // flattened, so that nested and dotted keys mean the same), then the
 // KMIRROR_* environment variables and the --set flags layered over it, in
 // that order. The result is a Document: the daemon keys, the destination,

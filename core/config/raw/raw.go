@@ -1,7 +1,9 @@
 package raw
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -9,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/knadh/koanf/parsers/toml/v2"
-	"github.com/knadh/koanf/parsers/yaml"
 	"github.com/knadh/koanf/providers/rawbytes"
 	"github.com/knadh/koanf/v2"
 
@@ -66,21 +67,52 @@ type Document struct {
 	Plugins                    []Plugin
 }
 
+// MaxFileBytes caps the configuration: a file, standard input or bytes
+// given to Parse. A real configuration is a few KiB; even a thousand
+// mirrors fit in well under a MiB.
+const MaxFileBytes = 4 << 20
+
 // ReadFile reads a configuration file and says its format from its
 // extension (.yaml, .yml or .toml). An empty path is no file: no data, in
-// YAML. A failure to read the file is returned wrapped, so that
-// errors.Is(err, fs.ErrNotExist) works.
+// YAML. A path that is not a regular file (a directory, a named pipe,
+// /dev/zero) or is larger than MaxFileBytes is refused before it is read,
+// with an error naming the path and the limit (errors.Is with
+// value.ErrNotRegular or value.ErrTooLarge). A failure to read the file is
+// returned wrapped, so that errors.Is(err, fs.ErrNotExist) works.
 func ReadFile(path string) (data []byte, format string, err error) {
 	if path == "" {
 		return nil, "yaml", nil
 	}
+	// The file's kind first: "not a regular file" says more about
+	// /dev/zero than "unknown extension".
+	if fi, err := os.Stat(path); err == nil {
+		if err := value.CheckFile(path, fi, MaxFileBytes); err != nil {
+			return nil, "", fmt.Errorf("configuration file %w", err)
+		}
+	}
 	if format, err = formatOf(path); err != nil {
 		return nil, "", err
 	}
-	if data, err = os.ReadFile(path); err != nil {
+	if data, err = value.ReadFile(path, MaxFileBytes); err != nil {
+		if errors.Is(err, value.ErrNotRegular) || errors.Is(err, value.ErrTooLarge) {
+			return nil, "", fmt.Errorf("configuration file %w", err)
+		}
 		return nil, "", fmt.Errorf("read configuration file: %w", err)
 	}
 	return data, format, nil
+}
+
+// ReadAll reads a configuration from r (standard input, for `--config -`),
+// refusing more than MaxFileBytes; label names r in the error.
+func ReadAll(r io.Reader, label string) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, MaxFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read configuration from %s: %w", label, err)
+	}
+	if len(data) > MaxFileBytes {
+		return nil, fmt.Errorf("configuration from %s is larger than %s: %w", label, value.FormatBytes(MaxFileBytes), value.ErrTooLarge)
+	}
+	return data, nil
 }
 
 func formatOf(path string) (string, error) {
@@ -98,25 +130,30 @@ func formatOf(path string) (string, error) {
 // is returned as an error; data that does not parse is reported under
 // label (the file's path, or "configuration") and Parse returns nil.
 func Parse(data []byte, format, label string, report Report) (*Document, error) {
-	var parser koanf.Parser
+	var top map[string]any
 	switch strings.ToLower(format) {
 	case "yaml", "yml":
-		parser = yaml.Parser()
+		m, err := parseYAML(data)
+		if err != nil {
+			report(label, fmt.Sprintf("cannot parse YAML: %v", err))
+			return nil, nil
+		}
+		top = m
 	case "toml":
-		parser = toml.Parser()
+		// The delimiter is not "." so that Kafka-style keys such as
+		// bootstrap.servers stay whole.
+		k := koanf.NewWithConf(koanf.Conf{Delim: "/"})
+		if len(strings.TrimSpace(string(data))) > 0 {
+			if err := k.Load(rawbytes.Provider(data), toml.Parser()); err != nil {
+				report(label, fmt.Sprintf("cannot parse TOML: %v", err))
+				return nil, nil
+			}
+		}
+		top = k.Raw()
 	default:
 		return nil, fmt.Errorf("configuration format %q is not yaml or toml", format)
 	}
-	// The delimiter is not "." so that Kafka-style keys such as
-	// bootstrap.servers stay whole.
-	k := koanf.NewWithConf(koanf.Conf{Delim: "/"})
-	if len(strings.TrimSpace(string(data))) > 0 {
-		if err := k.Load(rawbytes.Provider(data), parser); err != nil {
-			report(label, fmt.Sprintf("cannot parse %s: %v", strings.ToUpper(format), err))
-			return nil, nil
-		}
-	}
-	return split(k.Raw(), report), nil
+	return split(top, report), nil
 }
 
 // split sorts the top level of the file into sections. Nested maps below a

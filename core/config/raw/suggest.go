@@ -7,21 +7,23 @@ import "strings"
 // length for long names; else "". It words the "did you mean" hints of
 // unknown variables here and of unknown keys in core/config.
 func Suggest(s string, candidates []string) string {
-	best, bestDist := "", -1
-	for _, c := range candidates {
-		d := Distance(strings.ToLower(s), strings.ToLower(c))
-		if bestDist < 0 || d < bestDist {
-			best, bestDist = c, d
-		}
-	}
 	limit := 2
 	if l := len(s) / 5; l > limit {
 		limit = l
 	}
-	if bestDist >= 0 && bestDist <= limit {
-		return best
+	ls := strings.ToLower(s)
+	best, bestDist := "", limit+1
+	for _, c := range candidates {
+		// The difference in length bounds the distance from below: a
+		// candidate that cannot beat the best so far is not measured.
+		if diff := len(c) - len(s); diff >= bestDist || -diff >= bestDist {
+			continue
+		}
+		if d := Distance(ls, strings.ToLower(c)); d < bestDist {
+			best, bestDist = c, d
+		}
 	}
-	return ""
+	return best
 }
 
 // Distance is the Levenshtein distance between a and b, in bytes.

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/kmirror/kmirror/core/config"
+	"github.com/kmirror/kmirror/core/config/value"
 )
 
 // Sample is the commented sample configuration (docs/kmirror.sample.yaml),
@@ -87,6 +88,16 @@ Kafka because the KIP gives none), *kmirror* (kmirror's own key).
 			writeKey(&b, k)
 		}
 	}
+	b.WriteString("\n## Limits\n\n")
+	b.WriteString("A configuration beyond these limits is refused at once, before it is decoded, with a message naming the path and the limit. They are far above any real deployment; they keep a wrong or generated file from costing minutes or gigabytes.\n\n")
+	b.WriteString("| What | Limit |\n|---|---|\n")
+	fmt.Fprintf(&b, "| The configuration file (or standard input) | %s; it must be a regular file (not a directory, a named pipe or a device such as /dev/zero) |\n", value.FormatBytes(config.MaxFileBytes))
+	fmt.Fprintf(&b, "| Entries of `mirrors` | %d |\n", config.MaxMirrors)
+	fmt.Fprintf(&b, "| Entries of `plugins` | %d |\n", config.MaxPlugins)
+	fmt.Fprintf(&b, "| Entries of one list key (regex lists, ACL rules, `bootstrap.servers`, ...) | %d |\n", config.MaxListEntries)
+	fmt.Fprintf(&b, "| A password or token file (`sasl.password.file`, `admin.token.file`) | %s |\n", value.FormatBytes(value.MaxSecretFileBytes))
+	fmt.Fprintf(&b, "| A PEM file (truststore, keystore, admin certificates) | %s |\n", value.FormatBytes(value.MaxPEMFileBytes))
+	fmt.Fprintf(&b, "| Problems listed by one validation | %d (a last line counts the rest) |\n", config.MaxErrors)
 	b.WriteString("\n## Keys kmirror recognises but does not support\n\n")
 	b.WriteString("These keys appear in KIP-1279's tables or Kafka's client configuration. Setting one is an error that gives the reason below.\n\n")
 	b.WriteString("| Key | Where | Reason |\n|---|---|---|\n")

@@ -5,7 +5,6 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/kmirror/kmirror/core/config/value"
@@ -246,7 +245,7 @@ func firstSet(set map[string]bool) string {
 }
 
 func readPasswordFile(path string) (auth.Secret, error) {
-	b, err := os.ReadFile(path)
+	b, err := value.ReadFile(path, value.MaxSecretFileBytes)
 	if err != nil {
 		return auth.Secret{}, fmt.Errorf("cannot read the password file: %v", err)
 	}
@@ -378,7 +377,7 @@ func (c *Keys) loadRoots() (*x509.CertPool, []Problem) {
 	case c.TruststoreLocation != "":
 		key, what = "ssl.truststore.location", "file "+c.TruststoreLocation
 		var err error
-		if data, err = os.ReadFile(c.TruststoreLocation); err != nil {
+		if data, err = value.ReadFile(c.TruststoreLocation, value.MaxPEMFileBytes); err != nil {
 			return nil, []Problem{{key, fmt.Sprintf("cannot read the truststore: %v", err)}}
 		}
 	case c.TruststoreCertificates != "":
@@ -414,7 +413,7 @@ func (c *Keys) loadClientCert() (*tls.Certificate, []Problem) {
 		return nil, append(probs, Problem{"ssl.keystore.location", "set either ssl.keystore.location or ssl.keystore.certificate.chain with ssl.keystore.key, not both"})
 	case c.KeystoreLocation != "":
 		key, what = "ssl.keystore.location", "file "+c.KeystoreLocation
-		data, err := os.ReadFile(c.KeystoreLocation)
+		data, err := value.ReadFile(c.KeystoreLocation, value.MaxPEMFileBytes)
 		if err != nil {
 			return nil, append(probs, Problem{key, fmt.Sprintf("cannot read the keystore: %v", err)})
 		}

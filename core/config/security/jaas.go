@@ -157,3 +157,17 @@ func optionName(key string) string {
 	}
 	return "an option"
 }
+
+// ParseJAAS parses a sasl.jaas.config value as kmirror reads it: the login
+// module's simple class name (PlainLoginModule, ScramLoginModule or
+// OAuthBearerLoginModule) and its options. The options hold the password:
+// the caller keeps them out of logs and output. Errors never quote the
+// text. `kmirror config migrate` uses it to turn MirrorMaker 2's JAAS
+// lines into sasl.username and a password file.
+func ParseJAAS(s string) (module string, options map[string]string, err error) {
+	c, err := parseJAAS(s)
+	if err != nil {
+		return "", nil, err
+	}
+	return c.module, c.options, nil
+}

@@ -5,7 +5,8 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"os"
+
+	"github.com/kmirror/kmirror/core/config/value"
 )
 
 // ServerTLS resolves the admin API's listener keys (admin.tls.cert.file,
@@ -28,11 +29,11 @@ func ServerTLS(certFile, keyFile, clientCAFile string) (*tls.Config, []Problem) 
 		return nil, probs
 	}
 	tc := &tls.Config{MinVersion: tls.VersionTLS12}
-	certPEM, err := os.ReadFile(certFile)
+	certPEM, err := value.ReadFile(certFile, value.MaxPEMFileBytes)
 	if err != nil {
 		probs = append(probs, Problem{"admin.tls.cert.file", fmt.Sprintf("cannot read the certificate: %v", err)})
 	}
-	keyPEM, kerr := os.ReadFile(keyFile)
+	keyPEM, kerr := value.ReadFile(keyFile, value.MaxPEMFileBytes)
 	if kerr != nil {
 		probs = append(probs, Problem{"admin.tls.key.file", fmt.Sprintf("cannot read the private key: %v", kerr)})
 	}
@@ -82,7 +83,7 @@ func LoadCertPool(path string) (*x509.CertPool, error) {
 }
 
 func loadCAFile(key, path string) (*x509.CertPool, []Problem) {
-	data, err := os.ReadFile(path)
+	data, err := value.ReadFile(path, value.MaxPEMFileBytes)
 	if err != nil {
 		return nil, []Problem{{key, fmt.Sprintf("cannot read the CA file: %v", err)}}
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/kmirror/kmirror/core/config/value"
 	"github.com/kmirror/kmirror/sdk/auth"
 )
 
@@ -16,7 +17,7 @@ var ErrAdminTokenMissing = errors.New("admin token file does not exist")
 // ReadAdminToken reads a bearer token file, trimming surrounding white space.
 // Errors name the file, never its content.
 func ReadAdminToken(path string) (auth.Secret, error) {
-	b, err := os.ReadFile(path)
+	b, err := value.ReadFile(path, value.MaxSecretFileBytes)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return auth.Secret{}, fmt.Errorf("%w: %s: %w", ErrAdminTokenMissing, path, os.ErrNotExist)

@@ -7,6 +7,9 @@
 // and constraint for the reference. core/config binds one codec to each key
 // of its declaration table.
 //
+// The files keys name (and the configuration file itself) are read with
+// [ReadFile]: regular files only, each kind with a size limit.
+//
 // Messages quote the value at fault; a [TypeError] can also be worded
 // without it ([TypeError.Redacted]) for a secret key.
 package value
@@ -125,38 +128,104 @@ func toString(raw any) (string, error) {
 	return "", &TypeError{want: "a string", raw: raw}
 }
 
+// MaxListEntries caps the entries of one list value (core/config's
+// documented limit): a regex list is compiled into one expression, and a
+// list of millions of entries is a mistake, not a configuration.
+const MaxListEntries = 1000
+
 // ParseList accepts a comma-separated string or a list of strings. A string is
 // split on commas; a list gives one entry per item, taken whole (so a regex
 // may hold a comma). Entries are trimmed; empty entries are an error, since
-// "a,,b" or a trailing comma is almost always an editing slip.
+// "a,,b" or a trailing comma is almost always an editing slip. Every bad
+// entry is reported, together, as a *ListError; more than MaxListEntries
+// entries are refused at once.
 func ParseList(raw any) ([]string, error) {
-	var items []string
+	var items []any
 	switch v := raw.(type) {
 	case string:
 		if strings.TrimSpace(v) == "" {
 			return nil, nil
 		}
-		items = strings.Split(v, ",")
-	case []any:
-		for i, it := range v {
-			s, ok := it.(string)
-			if !ok {
-				return nil, fmt.Errorf("entry %d: %w", i+1, &TypeError{want: "a string", raw: it})
-			}
+		if n := strings.Count(v, ",") + 1; n > MaxListEntries {
+			return nil, tooMany(n)
+		}
+		for _, s := range strings.Split(v, ",") {
 			items = append(items, s)
 		}
+	case []any:
+		if len(v) > MaxListEntries {
+			return nil, tooMany(len(v))
+		}
+		items = v
 	default:
 		return nil, &TypeError{want: "a comma-separated string or a list", raw: raw}
 	}
 	out := make([]string, 0, len(items))
+	var errs ListError
 	for i, it := range items {
-		it = strings.TrimSpace(it)
-		if it == "" {
-			return nil, fmt.Errorf("entry %d is empty (remove the extra comma)", i+1)
+		s, ok := it.(string)
+		switch {
+		case !ok:
+			errs.add(i, &TypeError{want: "a string", raw: it})
+		case strings.TrimSpace(s) == "":
+			errs.add(i, errors.New("empty (remove the extra comma)"))
 		}
-		out = append(out, it)
+		out = append(out, strings.TrimSpace(s))
+	}
+	if err := errs.err(); err != nil {
+		return nil, err
 	}
 	return out, nil
+}
+
+func tooMany(n int) error {
+	return fmt.Errorf("%d entries, more than the limit of %d per key", n, MaxListEntries)
+}
+
+// EntryError is one bad entry of a list value.
+type EntryError struct {
+	Index int // position in the list, from 0
+	Err   error
+}
+
+func (e *EntryError) Error() string { return fmt.Sprintf("entry %d: %v", e.Index+1, e.Err) }
+
+// Unwrap returns Err.
+func (e *EntryError) Unwrap() error { return e.Err }
+
+// ListError is every bad entry of one list value, in order. core/config
+// reports each as a problem of its own, named key[index].
+type ListError struct {
+	Entries []*EntryError
+}
+
+func (e *ListError) Error() string {
+	parts := make([]string, len(e.Entries))
+	for i, x := range e.Entries {
+		parts[i] = x.Error()
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Unwrap returns the entries' errors, so that errors.Is and errors.As see
+// each of them.
+func (e *ListError) Unwrap() []error {
+	out := make([]error, len(e.Entries))
+	for i, x := range e.Entries {
+		out[i] = x
+	}
+	return out
+}
+
+func (e *ListError) add(i int, err error) {
+	e.Entries = append(e.Entries, &EntryError{Index: i, Err: err})
+}
+
+func (e *ListError) err() error {
+	if len(e.Entries) == 0 {
+		return nil
+	}
+	return e
 }
 
 func formatInt[T int | int64](v T) string { return strconv.FormatInt(int64(v), 10) }
@@ -345,7 +414,8 @@ func Enum(values []string, rejected map[string]string) Codec[string] {
 	}
 }
 
-// StringList is a list of strings, each checked.
+// StringList is a list of strings, each checked; every entry that fails
+// its check is reported.
 func StringList(typ string, check func(string) error) Codec[[]string] {
 	return Codec[[]string]{
 		Type: typ,
@@ -354,12 +424,16 @@ func StringList(typ string, check func(string) error) Codec[[]string] {
 			if err != nil {
 				return nil, err
 			}
-			for _, it := range items {
+			var errs ListError
+			for i, it := range items {
 				if check != nil {
 					if err := check(it); err != nil {
-						return nil, err
+						errs.add(i, err)
 					}
 				}
+			}
+			if err := errs.err(); err != nil {
+				return nil, err
 			}
 			return items, nil
 		},
@@ -368,35 +442,76 @@ func StringList(typ string, check func(string) error) Codec[[]string] {
 }
 
 // ACL is a list of mirror.acl.include rules. A string is parsed as the
-// KIP's comma-separated list; a list gives one rule per item.
+// KIP's comma-separated list; a list gives one rule per item. Every bad
+// rule is reported.
 func ACL() Codec[aclrule.Rules] {
 	return Codec[aclrule.Rules]{
 		Type: "ACL include rules",
 		Parse: func(raw any) (aclrule.Rules, error) {
+			var items []any
 			switch v := raw.(type) {
 			case string:
-				return aclrule.Parse(v)
-			case []any:
-				rules := make(aclrule.Rules, 0, len(v))
-				for i, it := range v {
-					s, ok := it.(string)
-					if !ok {
-						return nil, fmt.Errorf("rule %d: %w", i+1, &TypeError{want: "a string", raw: it})
-					}
-					r, err := aclrule.ParseRule(s)
-					if err != nil {
-						var pe *aclrule.ParseError
-						if errors.As(err, &pe) {
-							pe.Rule = i + 1
-						}
-						return nil, err
-					}
-					rules = append(rules, r)
+				if strings.TrimSpace(v) == "" {
+					return aclrule.Rules{}, nil
 				}
-				return rules, nil
+				for _, p := range strings.Split(v, ",") {
+					items = append(items, p)
+				}
+			case []any:
+				items = v
+			default:
+				return nil, &TypeError{want: "a comma-separated string or a list", raw: raw}
 			}
-			return nil, &TypeError{want: "a comma-separated string or a list", raw: raw}
+			if len(items) > MaxListEntries {
+				return nil, tooMany(len(items))
+			}
+			rules := make(aclrule.Rules, 0, len(items))
+			var errs ListError
+			for i, it := range items {
+				s, ok := it.(string)
+				if !ok {
+					errs.add(i, &TypeError{want: "a string", raw: it})
+					continue
+				}
+				r, err := aclrule.ParseRule(s)
+				if err != nil {
+					errs.add(i, aclError(i, err))
+					continue
+				}
+				rules = append(rules, r)
+			}
+			if err := errs.err(); err != nil {
+				return nil, err
+			}
+			return rules, nil
 		},
 		Format: func(r aclrule.Rules) string { return r.String() },
 	}
 }
+
+// aclError words a rule's error without its position (the path names the
+// entry) and adds the RE2 hint to a regex field's error; errors.As still
+// finds the *aclrule.ParseError, its Rule set to the entry's position.
+func aclError(i int, err error) error {
+	var pe *aclrule.ParseError
+	if !errors.As(err, &pe) {
+		return err
+	}
+	pe.Rule = i + 1
+	if pe.Field == aclrule.FieldResourceName || pe.Field == aclrule.FieldPrincipal {
+		pe.Reason += RE2Hint(pe.Text)
+	}
+	return &aclEntryError{pe}
+}
+
+type aclEntryError struct{ pe *aclrule.ParseError }
+
+func (e *aclEntryError) Error() string {
+	msg := Quote(e.pe.Text) + ": "
+	if e.pe.Field != "" {
+		msg += e.pe.Field + ": "
+	}
+	return msg + e.pe.Reason
+}
+
+func (e *aclEntryError) Unwrap() error { return e.pe }

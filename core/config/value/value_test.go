@@ -263,10 +263,10 @@ func TestParseList(t *testing.T) {
 		raw  any
 		want string
 	}{
-		{"a,,b", "entry 2 is empty (remove the extra comma)"},
-		{"a,", "entry 2 is empty"},
+		{"a,,b", "entry 2: empty (remove the extra comma)"},
+		{"a,", "entry 2: empty"},
 		{[]any{"a", 3}, "entry 2: expected a string, got 3 (a number)"},
-		{[]any{"a", " "}, "entry 2 is empty"},
+		{[]any{"a", " "}, "entry 2: empty"},
 		{5, "expected a comma-separated string or a list, got 5 (a number)"},
 		{map[string]any{}, "expected a comma-separated string or a list, got a map"},
 	} {
@@ -282,7 +282,7 @@ func TestStringList(t *testing.T) {
 	roundTrip(t, c, "a:1, b:2", []string{"a:1", "b:2"})
 	roundTrip(t, c, []any{"a:1"}, []string{"a:1"})
 	refuse(t, c, "a:1,b", `server "b" is not host:port`)
-	refuse(t, c, "a:1,,b:2", "entry 2 is empty")
+	refuse(t, c, "a:1,,b:2", "entry 2: empty")
 	unchecked := value.StringList("list", nil)
 	roundTrip(t, unchecked, "x,y", []string{"x", "y"})
 }
@@ -302,12 +302,12 @@ func TestACL(t *testing.T) {
 		t.Errorf("Parse of a list item with a comma = %v, %v", got, err)
 	}
 	// A bad list item is reported with its position in the list.
-	err = refuse(t, c, []any{"TOPIC;a", "NOPE;b"}, "rule 2 ")
+	err = refuse(t, c, []any{"TOPIC;a", "NOPE;b"}, `entry 2: "NOPE;b": resourceType`)
 	var pe *aclrule.ParseError
 	if !errors.As(err, &pe) || pe.Rule != 2 {
 		t.Errorf("error %v: want an *aclrule.ParseError for rule 2", err)
 	}
-	refuse(t, c, []any{"TOPIC;a", 7}, "rule 2: expected a string, got 7 (a number)")
+	refuse(t, c, []any{"TOPIC;a", 7}, "entry 2: expected a string, got 7 (a number)")
 	refuse(t, c, 7, "expected a comma-separated string or a list, got 7 (a number)")
 }
 
