@@ -55,7 +55,6 @@ require (
 	github.com/klauspost/compress v1.20.3
 	github.com/kmirror/kmirror/sdk v0.0.0-20261201204402-b8318bdc8219
 	github.com/knadh/koanf/parsers/toml/v2 v2.1.0
-	github.com/knadh/koanf/parsers/yaml v1.1.1
 	github.com/knadh/koanf/providers/rawbytes v1.0.0
 	github.com/knadh/koanf/v2 v2.4.1
 	github.com/pierrec/lz4/v4 v4.1.33

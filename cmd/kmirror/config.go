@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kmirror/kmirror/cmd/kmirror/internal/cli"
+	"github.com/kmirror/kmirror/cmd/kmirror/internal/mm2migrate"
 	"github.com/kmirror/kmirror/core/config"
 	"github.com/kmirror/kmirror/core/config/reference"
 )
@@ -16,7 +17,7 @@ import (
 func newConfig() *cobra.Command {
 	cmd := cli.Group(&cobra.Command{
 		Use:   "config",
-		Short: "Write a first configuration, validate one, print the key reference or a sample",
+		Short: "Write a first configuration, validate one, migrate one from MirrorMaker 2, print the key reference or a sample",
 		Long: `Configuration files: init writes a minimal one that validates as written;
 validate checks a file as run would load it; reference prints every key;
 sample prints the commented full reference (sample --minimal: what init
@@ -26,10 +27,9 @@ writes).`,
 			"kmirror config validate --config kmirror.yaml",
 			"kmirror config sample --minimal > kmirror.yaml"),
 	})
-	cmd.AddCommand(newConfigInit(), newConfigValidate(), newConfigReference(), newConfigSample())
-	// Other configuration commands (`config migrate`: a MirrorMaker 2
-	// properties file into kmirror.yaml) are added here, each a
-	// *cobra.Command built by its own package.
+	// Each command that has its own package builds its own *cobra.Command
+	// (config migrate: a MirrorMaker 2 properties file into kmirror.yaml).
+	cmd.AddCommand(newConfigInit(), newConfigValidate(), newConfigReference(), newConfigSample(), mm2migrate.Command())
 	return cmd
 }
 

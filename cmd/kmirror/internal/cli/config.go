@@ -29,7 +29,7 @@ var ReservedEnv = []string{EnvConfig, EnvAdminToken}
 const stdinName = "standard input"
 
 // maxStdinConfig bounds a configuration read from standard input.
-const maxStdinConfig = 16 << 20
+const maxStdinConfig = config.MaxFileBytes
 
 // ConfigFlags are the flags every command that reads a configuration shares.
 type ConfigFlags struct {

@@ -75,6 +75,20 @@ func Run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kmirror config migrate: unexpected argument %q\n", fs.Arg(0))
 		return exitUsage
 	}
+	return Migrate(Flags{From: *from, Flow: *flow, Out: *out, SecretsDir: *secrets, StateDir: *state}, stdout, stderr)
+}
+
+// Flags are the command line of `kmirror config migrate`.
+type Flags struct {
+	From, Flow, Out, SecretsDir, StateDir string
+}
+
+// Migrate runs `kmirror config migrate` with flags f (Run's exit codes).
+func Migrate(f Flags, stdout, stderr io.Writer) int {
+	from, flow, out, secrets, state := &f.From, &f.Flow, &f.Out, &f.SecretsDir, &f.StateDir
+	if *state == "" {
+		*state = DefaultStateDir
+	}
 	if *from == "" {
 		fmt.Fprintln(stderr, "kmirror config migrate: --from is required: the MirrorMaker 2 properties file")
 		return exitUsage
