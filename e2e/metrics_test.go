@@ -88,9 +88,11 @@ func TestMetricsMoveAsTheyShould(t *testing.T) {
 	for p := int32(0); p < 3; p++ {
 		d.waitState(ctx, topic, p, "PAUSED")
 	}
-	produce(300, 600)
+	produce(300, 600) // spread over the partitions by key
 	d.waitMetric(t, ctx, "the lag of every partition to rise while paused", func(pg scrapePage) bool {
-		return pg.sum("kmirror_max_lag", m) >= 100 && pg.min("kmirror_consumer_lag", with(m, "topic", topic)) >= 100
+		lags := with(m, "topic", topic)
+		return pg.min("kmirror_consumer_lag", lags) > 0 && pg.sum("kmirror_consumer_lag", lags) == 300 &&
+			pg.sum("kmirror_max_lag", m) == pg.max("kmirror_consumer_lag", lags)
 	})
 	if code, _, errOut := d.cli("mirrors", "resume", "--mirror", d.mirror, "--topics", topic); code != 0 {
 		t.Fatalf("resume: exit %d: %s", code, errOut)
@@ -213,6 +215,13 @@ func (p scrapePage) min(name string, want map[string]string) float64 {
 			m, seen = v, true
 		}
 	})
+	return m
+}
+
+// max is the largest value of the matching series (-1 when none).
+func (p scrapePage) max(name string, want map[string]string) float64 {
+	m := -1.0
+	p.each(name, want, func(v float64) { m = max(m, v) })
 	return m
 }
 
