@@ -2,8 +2,10 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"image/png"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kmirror/kmirror/core/livestatus"
 	"github.com/kmirror/kmirror/e2e/kafkatest"
 )
 
@@ -40,6 +43,38 @@ func TestStatusPageInChromium(t *testing.T) {
 	}
 	d := startKmirror(t, topic)
 	d.waitMirrored(ctx, topic, 3)
+	// Traffic while the daemon samples (every 5 s), so that the page has
+	// throughput to chart; then the topic settles, so that the page and
+	// describe can be compared.
+	trickle, stopTrickle := context.WithCancel(ctx)
+	trickled := make(chan struct{})
+	go func() { // owned by the test: stopTrickle ends it, trickled says so
+		defer close(trickled)
+		for i := 0; trickle.Err() == nil; i++ {
+			producer.Produce(trickle, &kgo.Record{Key: fmt.Appendf(nil, "t%d", i), Value: fmt.Appendf(nil, "trickle %d", i)}, nil)
+			select {
+			case <-trickle.Done():
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	waitLive(t, ctx, d, func(l livestatus.Live) bool {
+		if len(l.Mirrors) != 1 || len(l.Mirrors[0].History) < 3 {
+			return false
+		}
+		for _, p := range l.Mirrors[0].History {
+			if p.BytesPerSecond > 0 && p.RecordsPerSecond > 0 {
+				return true
+			}
+		}
+		return false
+	})
+	stopTrickle()
+	<-trickled
+	if err := producer.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	d.waitMirrored(ctx, topic, 3)
 
 	url := "http://" + d.httpAddr + "/"
 	dom := runChromium(t, ctx, chromium, "--dump-dom", url)
@@ -48,6 +83,16 @@ func TestStatusPageInChromium(t *testing.T) {
 	}
 	if !regexp.MustCompile(`data-mirror="` + regexp.QuoteMeta(d.mirror) + `"[^>]*data-partitions="3"`).MatchString(dom) {
 		t.Errorf("the page does not show mirror %s with 3 partitions:\n%s", d.mirror, tail(dom, 40))
+	}
+	for _, chart := range []string{"bytes_per_second", "records_per_second"} {
+		m := regexp.MustCompile(`data-chart="` + chart + `" data-max="([0-9.e+]+)" data-points="([0-9]+)"`).FindStringSubmatch(dom)
+		if m == nil {
+			t.Errorf("the page has no %s chart", chart)
+			continue
+		}
+		if top, _ := strconv.ParseFloat(m[1], 64); top <= 0 {
+			t.Errorf("the %s chart peaks at %s over %s samples while traffic ran", chart, m[1], m[2])
+		}
 	}
 	rows := pageRows(dom, topic)
 	st, ok := d.status()
@@ -108,6 +153,27 @@ func TestStatusPageInChromium(t *testing.T) {
 		t.Errorf("the screenshot has %d colours: a blank page?", len(colours))
 	}
 	t.Logf("status page screenshot: %s", shot)
+}
+
+// waitLive polls the daemon's /v1/live until cond holds.
+func waitLive(t *testing.T, ctx context.Context, d *daemon, cond func(livestatus.Live) bool) {
+	t.Helper()
+	var last livestatus.Live
+	for {
+		resp, err := http.Get("http://" + d.httpAddr + "/v1/live")
+		if err == nil {
+			_ = json.NewDecoder(resp.Body).Decode(&last)
+			resp.Body.Close()
+			if cond(last) {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the status page's data never got there: %+v", last)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 }
 
 // runChromium runs headless Chromium with args and returns its standard
