@@ -67,7 +67,19 @@ func TestMetricsMoveAsTheyShould(t *testing.T) {
 	if mirrored <= 0 || abs(mirrored-float64(logSize)) > 0.05*float64(logSize) {
 		t.Errorf("kmirror_mirrored_bytes_total %v, the destination log holds %d bytes: more than 5%% apart", mirrored, logSize)
 	}
-	for _, name := range []string{"kmirror_produce_requests_total", "kmirror_fetch_requests_total", "kmirror_produce_bytes_total", "kmirror_fetch_bytes_total"} {
+	// No marker and no retry here: what was sent in ProduceRequests is
+	// what the destination holds.
+	if v := page.sum("kmirror_produce_bytes_total", m); abs(v-float64(logSize)) > 0.05*float64(logSize) {
+		t.Errorf("kmirror_produce_bytes_total %v, the destination log holds %d bytes: more than 5%% apart", v, logSize)
+	}
+	// The client metrics see at least the batches' bytes, in and out.
+	if v := page.sum("kmirror_client_incoming_bytes_total", with(m, "cluster", "source")); v < mirrored {
+		t.Errorf("kmirror_client_incoming_bytes_total of the source %v below the bytes mirrored %v", v, mirrored)
+	}
+	if v := page.sum("kmirror_client_outgoing_bytes_total", map[string]string{"cluster": "destination"}); v < mirrored {
+		t.Errorf("kmirror_client_outgoing_bytes_total to the destination %v below the bytes mirrored %v", v, mirrored)
+	}
+	for _, name := range []string{"kmirror_produce_requests_total", "kmirror_fetch_requests_total", "kmirror_fetch_bytes_total", "kmirror_replication_byte_rate", "kmirror_min_fetch_rate"} {
 		if v := page.sum(name, m); v <= 0 {
 			t.Errorf("%s = %v under load, want > 0", name, v)
 		}
