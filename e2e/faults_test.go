@@ -379,6 +379,14 @@ func TestBlackholedDestinationDuringAnAppendLosesAndDuplicatesNothing(t *testing
 		t.Logf("destination black-holed for %s (%d connections held)", blackholeDuration, p.Conns())
 		hold(t, ctx, began, blackholeDuration)
 		p.Resume()
+		// Test premise: appends were cut off by the hole and sent again
+		// (kmirror logs each at debug level).
+		lg := d.log()
+		resent, retried := strings.Count(lg, "resending pipelined appends"), strings.Count(lg, "retrying append")
+		t.Logf("after the hole: pipelines resent %d times, appends retried %d times", resent, retried)
+		if resent+retried == 0 {
+			t.Fatal("no append was resent or retried: the black hole did not reach an append (test premise)")
+		}
 	})
 }
 
