@@ -26,9 +26,12 @@ import (
 // kmirror reaches the cluster under test through the PROXIED listener, whose
 // fault proxies (kafkatest.Options.FaultProxies) cut, black-hole or slow its
 // traffic; the test's own producers and the record-by-record check use the
-// PLAINTEXT listener, which no fault touches. Each scenario ends with
-// verifyTopic: the destination holds what the source holds, offset by
-// offset, markers and transactional visibility included.
+// PLAINTEXT listener, which no fault touches. Each scenario ends with the
+// record-by-record check (verifyCopy): the destination holds what the
+// source holds, offset by offset, markers and transactional visibility
+// included. The two cuts run in parallel (t.Parallel: each goes through
+// other proxies, and Go runs them after the package's other tests); the
+// other scenarios share proxies or the destination broker and run alone.
 
 // cutDuration is how long a network cut lasts: the 60 s. Set
 // E2E_FAULT_CUT (a Go duration, e.g. 10s) to shorten it for a
@@ -81,6 +84,7 @@ type traffic struct {
 	errs     chan error
 	txns     atomic.Int64
 	records  atomic.Int64
+	refused  atomic.Int64 // writes the source refused (a broker lost)
 	stopOnce sync.Once
 }
 
@@ -116,13 +120,21 @@ func startTraffic(t testing.TB, ctx context.Context, topic string, partitions in
 					recs = append(recs, &kgo.Record{Partition: r.Int32N(partitions), Key: fmt.Appendf(nil, "tx%d-%d-%d", i, n, k),
 						Value: fmt.Appendf(nil, "txn %d/%d/%d", i, n, k), Headers: []kgo.RecordHeader{{Key: "txn", Value: fmt.Appendf(nil, "%d", n)}}})
 				}
-				if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-					fail(err)
-					return
+				err := cl.ProduceSync(ctx, recs...).FirstErr()
+				if err == nil {
+					err = cl.EndTransaction(ctx, kgo.TransactionEndTry(r.IntN(3) != 0))
 				}
-				if err := cl.EndTransaction(ctx, kgo.TransactionEndTry(r.IntN(3) != 0)); err != nil {
-					fail(err)
-					return
+				if err != nil {
+					// A source broker lost mid-transaction can refuse it
+					// (TRANSACTION_ABORTABLE and the like): abort it and go on.
+					// Whatever the source ends up holding is what the check
+					// compares with.
+					tr.refused.Add(1)
+					if err := cl.EndTransaction(ctx, kgo.TryAbort); err != nil {
+						fail(fmt.Errorf("aborting a transaction the source refused: %w", err))
+						return
+					}
+					continue
 				}
 				tr.txns.Add(1)
 				tr.records.Add(int64(len(recs)))
@@ -142,8 +154,12 @@ func startTraffic(t testing.TB, ctx context.Context, topic string, partitions in
 			rec := &kgo.Record{Key: fmt.Appendf(nil, "plain-%d", n), Value: fmt.Appendf(nil, "plain %d", n),
 				Timestamp: time.Now().Add(-time.Minute).Truncate(time.Millisecond)}
 			if err := plain.ProduceSync(ctx, rec).FirstErr(); err != nil {
-				fail(err)
-				return
+				if ctx.Err() != nil {
+					fail(err)
+					return
+				}
+				tr.refused.Add(1) // a source broker lost: go on
+				continue
 			}
 			tr.records.Add(1)
 		}
@@ -162,7 +178,7 @@ func (tr *traffic) stop() {
 		for err := range tr.errs {
 			tr.t.Errorf("producing to the source: %v", err)
 		}
-		tr.t.Logf("traffic: %d transactions, %d records", tr.txns.Load(), tr.records.Load())
+		tr.t.Logf("traffic: %d transactions, %d records; %d writes refused by the source", tr.txns.Load(), tr.records.Load(), tr.refused.Load())
 	})
 }
 
@@ -426,9 +442,38 @@ func TestSourceBehindA50msRoundTripWithJitterLosesAndDuplicatesNothing(t *testin
 		// now, and then some.
 		want := endOffsets(t, ctx, source, topic, 3)
 		for i := range want {
-			want[i] += 20
+			want[i] += 100
 		}
 		d.waitProgress(ctx, topic, want)
+	})
+}
+
+// The source leader of a partition killed (SIGKILL) while source
+// transactions are open (they span the partitions), and restarted: the
+// fetcher follows the new leader, and the copy is identical (what the
+// source kept, aborted transactions included).
+func TestSourceLeaderKilledMidTransactionLosesAndDuplicatesNothing(t *testing.T) {
+	faultScenario(t, false, false, nil, func(ctx context.Context, d *daemon, topic string) {
+		adm := superAdmin(t, source)
+		leader, _ := partitionState(t, ctx, adm, topic)
+		waitOpenTransaction(t, ctx, source)
+		if err := source.KillBroker(int(leader)); err != nil {
+			t.Fatal(err)
+		}
+		for { // the controller elects another leader
+			if l, _ := partitionState(t, ctx, adm, topic); l != leader && l >= 0 {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatalf("partition 0 of %s kept leader %d", topic, leader)
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+		if err := source.RestartBroker(ctx, int(leader)); err != nil {
+			t.Fatal(err)
+		}
+		waitFullISR(t, ctx, adm, topic)
 	})
 }
 
@@ -437,16 +482,22 @@ func TestSourceBehindA50msRoundTripWithJitterLosesAndDuplicatesNothing(t *testin
 // transactions there meanwhile).
 func waitOpenDestinationTransaction(t testing.TB, ctx context.Context) {
 	t.Helper()
-	adm := superAdmin(t, destination)
+	waitOpenTransaction(t, ctx, destination)
+}
+
+// waitOpenTransaction waits until cluster c has an ongoing transaction.
+func waitOpenTransaction(t testing.TB, ctx context.Context, c *kafkatest.Cluster) {
+	t.Helper()
+	adm := superAdmin(t, c)
 	for {
 		txns, err := adm.ListTransactions(ctx, nil, []string{"Ongoing"})
 		if err == nil && len(txns) > 0 {
-			t.Logf("%d ongoing transaction(s) on the destination, e.g. %s", len(txns), txns.TransactionalIDs()[0])
+			t.Logf("%d ongoing transaction(s) on %s, e.g. %s", len(txns), c.Name(), txns.TransactionalIDs()[0])
 			return
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("no ongoing transaction on the destination (last error %v)", err)
+			t.Fatalf("no ongoing transaction on %s (last error %v)", c.Name(), err)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
