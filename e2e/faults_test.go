@@ -274,7 +274,9 @@ func faultScenario(t *testing.T, srcProxied, dstProxied bool, daemonKeys []strin
 
 	fault(ctx, d, topic)
 
+	ended := time.Now()
 	d.waitProgress(ctx, topic, endOffsets(t, ctx, source, topic, partitions))
+	t.Logf("caught up with the source %s after the fault ended", time.Since(ended).Round(time.Millisecond))
 	tr.stop()
 	d.waitMirrored(ctx, topic, partitions)
 	var entries, markers int
