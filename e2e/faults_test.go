@@ -356,11 +356,26 @@ func cutFor(t testing.TB, ctx context.Context, dm *daemon, cluster string, proxi
 	t.Logf("%s cut for %s", cluster, d)
 	dm.waitReachable(ctx, cluster, false)
 	hold(t, ctx, began, d)
+	dm.logPartitions()
 	for _, p := range proxies {
 		p.Resume()
 	}
 	dm.waitReachable(ctx, cluster, true)
 	t.Logf("%s back; the daemon saw it again %s after the cut began", cluster, time.Since(began).Round(time.Millisecond))
+}
+
+// logPartitions logs the state of every partition of the daemon's mirror
+// (what the fault left them in).
+func (d *daemon) logPartitions() {
+	st, _ := d.status()
+	for _, m := range st.Mirrors {
+		if m.Name != d.mirror {
+			continue
+		}
+		for _, ps := range m.Partitions {
+			d.t.Logf("%s[%d]: %s %s lag %d %s", ps.Topic, ps.Partition, ps.State, ps.Retry, ps.Lag, ps.LastError)
+		}
+	}
 }
 
 // A minute's network cut between kmirror and every source broker, while

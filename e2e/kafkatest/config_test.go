@@ -243,3 +243,24 @@ func TestNodeConfigProxiedListener(t *testing.T) {
 		}
 	}
 }
+
+// Clients of the Proxied listener bootstrap at the fault proxies, those of
+// the other listeners at the brokers.
+func TestBootstrapOfTheProxiedListenerIsTheProxies(t *testing.T) {
+	s := specFor(t, Options{Brokers: 3, FaultProxies: true})
+	s.proxyAddrs = []string{"127.0.0.1:30000", "127.0.0.1:30001", "127.0.0.1:30002"}
+	c := &Cluster{opts: s.opts, spec: *s}
+	if got := c.BootstrapServers(Proxied); got != strings.Join(s.proxyAddrs, ",") {
+		t.Errorf("Bootstrap(PROXIED) = %s, want the proxies %v", got, s.proxyAddrs)
+	}
+	if got, want := c.Bootstrap(Plaintext)[1], addr(s.ports[1][Plaintext]); got != want {
+		t.Errorf("Bootstrap(PLAINTEXT)[1] = %s, want the broker's %s", got, want)
+	}
+	if c.Proxy(0) != nil || c.Proxies() != nil {
+		t.Error("a cluster that started no proxy returned one")
+	}
+	plain := &Cluster{spec: *specFor(t, Options{})}
+	if got := plain.Bootstrap(Proxied); got != nil {
+		t.Errorf("Bootstrap(PROXIED) without FaultProxies = %v, want nil", got)
+	}
+}
