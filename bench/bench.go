@@ -22,7 +22,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmirror/kmirror/bench/internal/contender"
-	"github.com/kmirror/kmirror/bench/internal/delayproxy"
 	"github.com/kmirror/kmirror/bench/internal/load"
 	"github.com/kmirror/kmirror/bench/internal/proc"
 	"github.com/kmirror/kmirror/bench/internal/report"
@@ -37,13 +36,13 @@ type bench struct {
 	src, dst        *kafkatest.Cluster
 	srcAdm, dstAdm  *kadm.Client
 	srcCl, dstCl    *kgo.Client
-	// srcProxy and dstProxy delay the contenders' traffic in WAN
-	// scenarios; each cluster advertises its proxy on its WAN listener.
-	srcProxy, dstProxy *delayproxy.Proxy
-	contenders         []contender.Contender
-	timeout            time.Duration
-	profile            time.Duration         // -profile: CPU profile length, 0 none
-	warm               []contender.Contender // run over the warm-up backlog, results discarded
+	// The clusters' fault proxies (kafkatest.Options.FaultProxies) delay
+	// the contenders' traffic in WAN scenarios; each cluster advertises
+	// its proxy on its Proxied listener.
+	contenders []contender.Contender
+	timeout    time.Duration
+	profile    time.Duration         // -profile: CPU profile length, 0 none
+	warm       []contender.Contender // run over the warm-up backlog, results discarded
 	// scenarioWarm copy each scenario's backlog once each before the
 	// measured contenders, their results discarded (-no-warm-up: none).
 	scenarioWarm []contender.Contender
@@ -251,28 +250,16 @@ func benchMain(args []string) error {
 	return ctx.Err()
 }
 
-// wanListener is the listener a cluster advertises its delaying proxy on.
-const wanListener = "WAN"
-
 func (b *bench) startClusters(ctx context.Context) error {
 	specs := []struct {
-		into  **kafkatest.Cluster
-		proxy **delayproxy.Proxy
-		name  string
-	}{{&b.src, &b.srcProxy, "bench-source"}, {&b.dst, &b.dstProxy, "bench-destination"}}
+		into **kafkatest.Cluster
+		name string
+	}{{&b.src, "bench-source"}, {&b.dst, "bench-destination"}}
 	errs := make([]error, len(specs))
 	var wg sync.WaitGroup
 	for i, s := range specs {
-		port, err := contender.FreePort()
-		if err != nil {
-			return err
-		}
-		if *s.proxy, err = delayproxy.Start(fmt.Sprintf("127.0.0.1:%d", port)); err != nil {
-			return err
-		}
-		wan := kafkatest.ProxiedListener{Name: wanListener, Port: port, Advertised: (*s.proxy).Addr()}
 		wg.Go(func() {
-			*s.into, errs[i] = kafkatest.Start(ctx, kafkatest.Options{Name: s.name, Brokers: 1, JVMOptions: brokerJVM, ProxiedListeners: []kafkatest.ProxiedListener{wan}})
+			*s.into, errs[i] = kafkatest.Start(ctx, kafkatest.Options{Name: s.name, Brokers: 1, JVMOptions: brokerJVM, FaultProxies: true})
 		})
 	}
 	wg.Wait()
@@ -308,21 +295,16 @@ func (b *bench) close() {
 			}
 		}
 	}
-	for _, p := range []*delayproxy.Proxy{b.srcProxy, b.dstProxy} {
-		if p != nil {
-			p.Close()
-		}
-	}
 }
 
 // bootstrap returns the address a contender reaches cluster c at: the
-// plain listener, or the delaying proxy with the round trip rtt.
-func bootstrap(c *kafkatest.Cluster, p *delayproxy.Proxy, rtt time.Duration) string {
+// plain listener, or its fault proxy with the round trip rtt.
+func bootstrap(c *kafkatest.Cluster, rtt time.Duration) string {
 	if rtt <= 0 {
 		return c.BootstrapServers(kafkatest.Plaintext)
 	}
-	p.SetDelay(rtt / 2)
-	return p.Addr()
+	c.Proxy(0).SetLatency(rtt/2, 0)
+	return c.BootstrapServers(kafkatest.Proxied)
 }
 
 // runScenario loads the scenario's backlog once and runs every contender
@@ -449,7 +431,7 @@ func (b *bench) runContender(ctx context.Context, c contender.Contender, sc scen
 		r.Err = err.Error()
 		return r
 	}
-	spec := contender.RunSpec{Dir: dir, Topics: []string{topic}, Scenario: sc, Source: bootstrap(b.src, b.srcProxy, sc.SourceRTT), Destination: bootstrap(b.dst, b.dstProxy, sc.DestinationRTT), Seq: b.seq}
+	spec := contender.RunSpec{Dir: dir, Topics: []string{topic}, Scenario: sc, Source: bootstrap(b.src, sc.SourceRTT), Destination: bootstrap(b.dst, sc.DestinationRTT), Seq: b.seq}
 	// The latency phase writes to a topic of the run's own, created empty
 	// before the contender starts, so the backlog stays the same for every
 	// contender.

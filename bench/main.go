@@ -28,12 +28,12 @@
 //	contender   kmirror, MirrorMaker 2 and raw: configured, started, stopped as processes
 //	proc        CPU time and peak RSS of a process tree, the quiet gate, the machine
 //	topics      create (in steps), delete and list offsets of the bench's topics
-//	delayproxy  the loopback proxy that adds a WAN round trip
 //	raw         the raw forwarder (`kmirror-bench raw`) and its pipelined connection
 //	report      results, the Markdown report, its charts and the targets' verdicts
 //	stats       quantiles, rates and ratios
 //
-// Imports run one way: scenario, stats, proc, topics and delayproxy import
+// The WAN round trip comes from the clusters' fault proxies
+// (e2e/kafkatest/faultproxy). Imports run one way: scenario, stats, proc and topics import
 // nothing of the bench's; report imports scenario, stats and proc; load and
 // contender import scenario and report; raw imports topics.
 package main

@@ -18,9 +18,11 @@ import (
 
 // Clusters shared by every test of the package, started by TestMain.
 var (
-	// source is a three-broker cluster with a PLAINTEXT listener only.
+	// source is a three-broker cluster with a PLAINTEXT listener, and the
+	// PROXIED listener behind a fault proxy per broker (faults_test.go).
 	source *kafkatest.Cluster
-	// destination is a one-broker cluster with a PLAINTEXT listener only.
+	// destination is a one-broker cluster with a PLAINTEXT listener, and
+	// the PROXIED listener behind a fault proxy.
 	destination *kafkatest.Cluster
 	// secured is a one-broker cluster with every listener (PLAINTEXT,
 	// SASL_PLAINTEXT, SSL with client certificates required, SASL_SSL), the
@@ -105,8 +107,8 @@ func runMain(m *testing.M) int {
 		into **kafkatest.Cluster
 		opts kafkatest.Options
 	}{
-		{&source, kafkatest.Options{Name: "source", Brokers: 3}},
-		{&destination, kafkatest.Options{Name: "destination", Brokers: 1}},
+		{&source, kafkatest.Options{Name: "source", Brokers: 3, FaultProxies: true}},
+		{&destination, kafkatest.Options{Name: "destination", Brokers: 1, FaultProxies: true}},
 		{&secured, kafkatest.Options{
 			Name:    "secured",
 			Brokers: 1,

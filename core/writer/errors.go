@@ -80,10 +80,17 @@ type OffsetMismatchError struct {
 }
 
 func (e *OffsetMismatchError) Error() string {
-	return fmt.Sprintf("writer: mirror %q, destination %s/%d: %s: expected offset %d, got %d: %v "+
-		"(the destination partition holds records kmirror did not write there, or the resume point is wrong; "+
-		"compare it with the source, and run it in map mode or empty it)",
-		e.Mirror, e.Topic, e.Partition, e.What, e.Expected, e.Got, ErrOffsetMismatch)
+	hint := "the destination partition holds records kmirror did not write there, or the resume point is wrong; " +
+		"compare it with the source, and run it in map mode or empty it"
+	if e.Got < e.Expected {
+		// Shorter than kmirror left it: nothing foreign in the way, offsets
+		// kmirror wrote are gone.
+		hint = "the destination partition ends before offsets kmirror wrote there: the destination topic was deleted " +
+			"(and created again) or lost records (an unclean leader election); delete the destination topic and reset " +
+			"the partition to copy it again"
+	}
+	return fmt.Sprintf("writer: mirror %q, destination %s/%d: %s: expected offset %d, got %d: %v (%s)",
+		e.Mirror, e.Topic, e.Partition, e.What, e.Expected, e.Got, ErrOffsetMismatch, hint)
 }
 
 // Is reports whether target is ErrOffsetMismatch.

@@ -60,7 +60,8 @@ func (c *Cluster) AdminIdentity() Identity {
 }
 
 // Bootstrap returns the addresses of listener l on every broker (running or
-// not), or nil when the cluster has no such listener.
+// not), or nil when the cluster has no such listener. For Proxied they are
+// the fault proxies' addresses.
 func (c *Cluster) Bootstrap(l Listener) []string {
 	if l == controller || len(c.spec.ports) == 0 {
 		return nil
@@ -71,6 +72,9 @@ func (c *Cluster) Bootstrap(l Listener) []string {
 	out := make([]string, len(c.spec.ports))
 	for i, p := range c.spec.ports {
 		out[i] = addr(p[l])
+		if l == Proxied {
+			out[i] = c.spec.proxyAddrs[i]
+		}
 	}
 	return out
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +20,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/e2e/kafkatest/faultproxy"
 )
 
 // Errors callers can branch on.
@@ -45,6 +48,9 @@ type Cluster struct {
 	certs map[string]*Cert // client certificates by name
 	// caFile is the CA certificate's path (TLS only).
 	caFile string
+	// proxies by node id (FaultProxies only): each forwards to its
+	// broker's Proxied listener. They live as long as the cluster.
+	proxies []*faultproxy.Proxy
 
 	mu     sync.Mutex // guards nodes' processes and closed
 	nodes  []*node
@@ -185,6 +191,16 @@ func (c *Cluster) prepare() error {
 		}
 		c.nodes = append(c.nodes, n)
 		c.spec.dataDirs = append(c.spec.dataDirs, filepath.Join(n.dir, "data"))
+		if c.opts.FaultProxies {
+			// Listening before the ports are picked, so that no broker port
+			// is the proxy's; the target follows the picked port (boot).
+			p, err := faultproxy.Start("")
+			if err != nil {
+				return fmt.Errorf("kafkatest: fault proxy of broker %d: %w", i, err)
+			}
+			c.proxies = append(c.proxies, p)
+			c.spec.proxyAddrs = append(c.spec.proxyAddrs, p.Addr())
+		}
 	}
 	return nil
 }
@@ -203,6 +219,9 @@ func (c *Cluster) boot(ctx context.Context) error {
 		for j, l := range ls {
 			c.spec.ports[i][l] = ports[i*len(ls)+j]
 		}
+	}
+	for i, p := range c.proxies {
+		p.SetTarget(addr(c.spec.ports[i][Proxied]))
 	}
 	for _, n := range c.nodes {
 		if err := writeProperties(n.config, c.spec.nodeConfig(n.id)); err != nil {
@@ -522,6 +541,9 @@ func (c *Cluster) Close() error {
 	c.closed = true
 	c.mu.Unlock()
 	c.killAll()
+	for _, p := range c.proxies {
+		p.Close()
+	}
 	if os.Getenv("KMIRROR_E2E_KEEP") == "1" {
 		c.opts.Logf("kafkatest: cluster %q closed; kept %s (KMIRROR_E2E_KEEP=1)", c.opts.Name, c.dir)
 		return nil
@@ -577,6 +599,19 @@ func (c *Cluster) BrokerLog(i int) string {
 	}
 	return c.nodes[i].logPath
 }
+
+// Proxy returns the fault proxy in front of broker i's Proxied listener, or
+// nil when the cluster has none (Options.FaultProxies unset) or no broker i.
+func (c *Cluster) Proxy(i int) *faultproxy.Proxy {
+	if i < 0 || i >= len(c.proxies) {
+		return nil
+	}
+	return c.proxies[i]
+}
+
+// Proxies returns every broker's fault proxy, by broker (nil without
+// Options.FaultProxies).
+func (c *Cluster) Proxies() []*faultproxy.Proxy { return slices.Clone(c.proxies) }
 
 // Running reports whether broker i's JVM is running.
 func (c *Cluster) Running(i int) bool {

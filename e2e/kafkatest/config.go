@@ -23,8 +23,11 @@ func (o Options) allListeners() []Listener {
 
 // securityProtocol returns the protocol of a listener.
 func securityProtocol(l Listener) string {
-	if l == controller || l == Internal {
+	switch l {
+	case controller, Internal:
 		return "SASL_PLAINTEXT"
+	case Proxied:
+		return "PLAINTEXT"
 	}
 	return string(l)
 }
@@ -37,6 +40,9 @@ type clusterSpec struct {
 	// dataDirs by node id; tlsKeystore and tlsTruststore are set with TLS.
 	dataDirs                   []string
 	tlsKeystore, tlsTruststore string
+	// proxyAddrs by node id, with FaultProxies: what the Proxied listener
+	// advertises.
+	proxyAddrs []string
 }
 
 // jaasPlainAdmin is the JAAS config of the INTERNAL and CONTROLLER listeners:
@@ -92,15 +98,14 @@ func (s *clusterSpec) nodeConfig(id int) map[string]string {
 	for _, l := range o.allListeners() {
 		a := addr(s.ports[id][l])
 		listeners = append(listeners, fmt.Sprintf("%s://%s", l, a))
-		if l != controller {
+		switch l {
+		case controller:
+		case Proxied:
+			advertised = append(advertised, fmt.Sprintf("%s://%s", l, s.proxyAddrs[id]))
+		default:
 			advertised = append(advertised, fmt.Sprintf("%s://%s", l, a))
 		}
 		protoMap = append(protoMap, fmt.Sprintf("%s:%s", l, securityProtocol(l)))
-	}
-	for _, pl := range o.ProxiedListeners {
-		listeners = append(listeners, fmt.Sprintf("%s://%s", pl.Name, addr(pl.Port)))
-		advertised = append(advertised, fmt.Sprintf("%s://%s", pl.Name, pl.Advertised))
-		protoMap = append(protoMap, pl.Name+":PLAINTEXT")
 	}
 	cfg["controller.quorum.voters"] = strings.Join(voters, ",")
 	cfg["listeners"] = strings.Join(listeners, ",")

@@ -58,10 +58,6 @@ func TestOptionsDefaultsAndValidation(t *testing.T) {
 		{TLS: &TLSOptions{ClientCerts: []string{"CN=x"}}},
 		{SuperUsers: []string{"User:alice"}}, // without Authorizer
 		{Authorizer: true, SuperUsers: []string{"alice"}},
-		{Brokers: 3, ProxiedListeners: []ProxiedListener{{Name: "WAN", Port: 1, Advertised: "127.0.0.1:2"}}},
-		{ProxiedListeners: []ProxiedListener{{Name: "PLAINTEXT", Port: 1, Advertised: "127.0.0.1:2"}}},
-		{ProxiedListeners: []ProxiedListener{{Name: "wan", Port: 1, Advertised: "127.0.0.1:2"}}},
-		{ProxiedListeners: []ProxiedListener{{Name: "WAN", Advertised: "127.0.0.1:2"}}},
 	}
 	for _, b := range bad {
 		if _, err := b.withDefaults(); !errors.Is(err, ErrInvalidOptions) {
@@ -225,21 +221,46 @@ func TestSweepStaleRemovesDirsOfDeadProcesses(t *testing.T) {
 	}
 }
 
-// A proxied listener binds its own port and advertises the proxy's address,
-// as a PLAINTEXT listener; the harness's listeners are unchanged.
+// The Proxied listener binds its own port on every broker and advertises the
+// broker's fault proxy, as a PLAINTEXT listener; the harness's listeners are
+// unchanged.
 func TestNodeConfigProxiedListener(t *testing.T) {
-	s := specFor(t, Options{ProxiedListeners: []ProxiedListener{{Name: "WAN", Port: 20000, Advertised: "127.0.0.1:30000"}}})
-	cfg := s.nodeConfig(0)
-	for key, want := range map[string]string{
-		"listeners":                      "WAN://127.0.0.1:20000",
-		"advertised.listeners":           "WAN://127.0.0.1:30000",
-		"listener.security.protocol.map": "WAN:PLAINTEXT",
-	} {
-		if !strings.Contains(cfg[key], want) {
-			t.Errorf("%s = %q, want it to hold %q", key, cfg[key], want)
+	s := specFor(t, Options{Brokers: 3, FaultProxies: true})
+	s.proxyAddrs = []string{"127.0.0.1:30000", "127.0.0.1:30001", "127.0.0.1:30002"}
+	for id := range 3 {
+		cfg := s.nodeConfig(id)
+		for key, want := range map[string]string{
+			"listeners":                      "PROXIED://127.0.0.1:" + strconv.Itoa(s.ports[id][Proxied]),
+			"advertised.listeners":           "PROXIED://" + s.proxyAddrs[id],
+			"listener.security.protocol.map": "PROXIED:PLAINTEXT",
+		} {
+			if !strings.Contains(cfg[key], want) {
+				t.Errorf("broker %d: %s = %q, want it to hold %q", id, key, cfg[key], want)
+			}
+		}
+		if want := "PLAINTEXT://127.0.0.1:" + strconv.Itoa(s.ports[id][Plaintext]); !strings.Contains(cfg["advertised.listeners"], want) {
+			t.Errorf("broker %d: advertised.listeners = %q lost %s", id, cfg["advertised.listeners"], want)
 		}
 	}
-	if !strings.Contains(cfg["advertised.listeners"], "PLAINTEXT://127.0.0.1:") {
-		t.Errorf("advertised.listeners = %q lost the PLAINTEXT listener", cfg["advertised.listeners"])
+}
+
+// Clients of the Proxied listener bootstrap at the fault proxies, those of
+// the other listeners at the brokers.
+func TestBootstrapOfTheProxiedListenerIsTheProxies(t *testing.T) {
+	s := specFor(t, Options{Brokers: 3, FaultProxies: true})
+	s.proxyAddrs = []string{"127.0.0.1:30000", "127.0.0.1:30001", "127.0.0.1:30002"}
+	c := &Cluster{opts: s.opts, spec: *s}
+	if got := c.BootstrapServers(Proxied); got != strings.Join(s.proxyAddrs, ",") {
+		t.Errorf("Bootstrap(PROXIED) = %s, want the proxies %v", got, s.proxyAddrs)
+	}
+	if got, want := c.Bootstrap(Plaintext)[1], addr(s.ports[1][Plaintext]); got != want {
+		t.Errorf("Bootstrap(PLAINTEXT)[1] = %s, want the broker's %s", got, want)
+	}
+	if c.Proxy(0) != nil || c.Proxies() != nil {
+		t.Error("a cluster that started no proxy returned one")
+	}
+	plain := &Cluster{spec: *specFor(t, Options{})}
+	if got := plain.Bootstrap(Proxied); got != nil {
+		t.Errorf("Bootstrap(PROXIED) without FaultProxies = %v, want nil", got)
 	}
 }

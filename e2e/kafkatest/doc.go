@@ -21,8 +21,12 @@
 //   - SSL, when [Options.TLS] is set (client certificates required when
 //     [TLSOptions.ClientAuth] is true);
 //   - SASL_SSL, when both are set (no client certificate asked for);
-//   - any [Options.ProxiedListeners]: PLAINTEXT listeners advertising the
-//     address of a proxy in front of the broker (the benchmark's WAN delay).
+//   - PROXIED, when [Options.FaultProxies] is set: a PLAINTEXT listener
+//     each broker advertises at the address of a fault proxy in front of it
+//     ([Cluster.Proxy], package faultproxy), so that a test can cut,
+//     black-hole, slow or throttle the traffic of the clients that bootstrap
+//     there, and only theirs (the benchmark's WAN delay, the e2e fault
+//     scenarios).
 //
 // SSL principals are mapped to the certificate's common name, so a client
 // certificate issued for "alice" authenticates as User:alice, the same

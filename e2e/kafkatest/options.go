@@ -24,6 +24,11 @@ const (
 	SSL Listener = "SSL"
 	// SASLSSL is present when both Options.SASL and Options.TLS are set.
 	SASLSSL Listener = "SASL_SSL"
+	// Proxied is present when Options.FaultProxies is set: a PLAINTEXT
+	// listener each broker advertises at the address of its fault proxy
+	// (Cluster.Proxy), so that its clients keep connecting through the
+	// proxy. Its clients are User:ANONYMOUS.
+	Proxied Listener = "PROXIED"
 	// Internal is the inter-broker listener (SASL_PLAINTEXT, PLAIN); only
 	// the cluster's own super user (AdminIdentity) can log in on it.
 	Internal Listener = "INTERNAL"
@@ -79,26 +84,17 @@ type Options struct {
 	// -XX:+UseSerialGC, -XX:TieredStopAtLevel=1, ...); HotSpot takes the
 	// last occurrence of a flag, so they override.
 	JVMOptions []string
-	// ProxiedListeners are extra PLAINTEXT listeners that advertise another
-	// address than the one they bind: a proxy in front of the broker (the
-	// benchmark's delaying proxy, for WAN latency), through which clients
-	// that bootstrap there keep connecting. One-broker clusters only.
-	ProxiedListeners []ProxiedListener
+	// FaultProxies adds the Proxied listener and starts a fault proxy
+	// (package faultproxy) in front of it on every broker; Cluster.Proxy(i)
+	// returns broker i's, whose faults only clients of the Proxied
+	// listener see. The proxies' addresses do not change when a broker
+	// restarts. Default false.
+	FaultProxies bool
 	// StartTimeout bounds how long Start and RestartBroker wait for brokers to
 	// serve. Default 2 minutes.
 	StartTimeout time.Duration
 	// Logf receives the harness's progress lines. Default log.Printf.
 	Logf func(format string, args ...any)
-}
-
-// ProxiedListener is a PLAINTEXT listener bound on 127.0.0.1:Port and
-// advertised as Advertised (host:port).
-type ProxiedListener struct {
-	// Name is the listener's name, upper case (e.g. "WAN"); it must not be
-	// one of the harness's own listener names.
-	Name       string
-	Port       int
-	Advertised string
 }
 
 // SASLOptions configure the SASL listeners.
@@ -140,9 +136,6 @@ type TLSOptions struct {
 var (
 	nameRE     = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]*$`)
 	passwordRE = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
-	// listenerNameRE: Kafka listener names are case-insensitive; the
-	// harness's are upper case.
-	listenerNameRE = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
 )
 
 // adminUser is the cluster's own super user on the INTERNAL and CONTROLLER
@@ -222,17 +215,6 @@ func (o Options) withDefaults() (Options, error) {
 	if len(o.SuperUsers) > 0 && !o.Authorizer {
 		return bad("SuperUsers is set but Authorizer is not")
 	}
-	for _, pl := range o.ProxiedListeners {
-		if o.Brokers != 1 {
-			return bad("ProxiedListeners need a one-broker cluster (Brokers is %d)", o.Brokers)
-		}
-		if !listenerNameRE.MatchString(pl.Name) || slices.Contains(o.allListeners(), Listener(pl.Name)) {
-			return bad("proxied listener name %q must match %s and not be one of the harness's listeners", pl.Name, listenerNameRE)
-		}
-		if pl.Port <= 0 || pl.Port > 65535 || pl.Advertised == "" {
-			return bad("proxied listener %s needs a port and an advertised address", pl.Name)
-		}
-	}
 	return o, nil
 }
 
@@ -247,6 +229,9 @@ func (o Options) listeners() []Listener {
 	}
 	if o.SASL != nil && o.TLS != nil {
 		ls = append(ls, SASLSSL)
+	}
+	if o.FaultProxies {
+		ls = append(ls, Proxied)
 	}
 	return ls
 }
