@@ -118,14 +118,6 @@ func (l *partitionLog) version(key string) int64 {
 	return 0
 }
 
-// lastVersion is the version of key's last record, a tombstone included:
-// 0 when none was read.
-func (l *partitionLog) lastVersion(key string) int64 {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	return l.mem[key].version
-}
-
 func (l *partitionLog) list(match func(string) bool) []statestore.Entry {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
