@@ -98,8 +98,8 @@ type Config struct {
 	dial func(ctx context.Context, network, host string) (net.Conn, error)
 	// afterProduce, when set, runs after a write's record is produced
 	// and before it is checked and committed (tests pause or cut a
-	// writer there).
-	afterProduce func()
+	// writer there); beforeCommit right before the commit is sent.
+	afterProduce, beforeCommit func()
 }
 
 // DefaultConfig returns the defaults of every field but Brokers.

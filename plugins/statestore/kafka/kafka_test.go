@@ -331,11 +331,16 @@ func TestFencedWriterStartsOver(t *testing.T) {
 	elsewhere := keyElsewhere(other, key)
 	var attempts atomic.Int32
 	var otherErr error
+	var during statestore.Entry
 	fenced := cfg
 	fenced.afterProduce = func() {
 		if attempts.Add(1) == 1 {
-			// Another daemon writes while this transaction is open:
-			// its producer's start fences this one.
+			// Another daemon reads while this transaction is open: it
+			// is not blocked, and sees the committed value only.
+			if during, otherErr = other.Get(t.Context(), key); otherErr != nil {
+				return
+			}
+			// Then it writes: its producer's start fences this one.
 			_, otherErr = other.Put(t.Context(), elsewhere, []byte("other"), statestore.Absent)
 		}
 	}
@@ -343,6 +348,9 @@ func TestFencedWriterStartsOver(t *testing.T) {
 	nv, err := writer.Put(t.Context(), key, []byte("writer"), v)
 	if otherErr != nil {
 		t.Fatalf("the other client's write while the writer's transaction is open: %v", otherErr)
+	}
+	if string(during.Value) != "start" || during.Version != v {
+		t.Fatalf("a read during the open transaction got %q v%d, want the committed %q v%d", during.Value, during.Version, "start", v)
 	}
 	if err != nil {
 		t.Fatalf("the fenced writer's write: %v; want it to start over and succeed", err)
@@ -438,6 +446,7 @@ func TestWriterFencedEveryTimeGivesUp(t *testing.T) {
 type cutDialer struct {
 	mu    sync.Mutex
 	cut   bool
+	lose  bool
 	conns []net.Conn
 }
 
@@ -448,10 +457,39 @@ func (d *cutDialer) dial(ctx context.Context, network, host string) (net.Conn, e
 		return nil, errors.New("cut off (test)")
 	}
 	c, err := (&net.Dialer{}).DialContext(ctx, network, host)
-	if err == nil {
-		d.conns = append(d.conns, c)
+	if err != nil {
+		return nil, err
 	}
-	return c, err
+	d.conns = append(d.conns, c)
+	return &answerLosingConn{Conn: c, d: d}, nil
+}
+
+// loseNextAnswer makes the next request written on any connection reach
+// the broker and its answer be lost: the connection is closed right after
+// the request is written.
+func (d *cutDialer) loseNextAnswer() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.lose = true
+}
+
+// answerLosingConn closes itself after writing a request when its dialer
+// was told to lose the next answer.
+type answerLosingConn struct {
+	net.Conn
+	d *cutDialer
+}
+
+func (c *answerLosingConn) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	c.d.mu.Lock()
+	lose := c.d.lose
+	c.d.lose = false
+	c.d.mu.Unlock()
+	if lose {
+		c.Conn.Close()
+	}
+	return n, err
 }
 
 func (d *cutDialer) setCut(cut bool) {
@@ -519,6 +557,68 @@ func TestCutOffMidWrite(t *testing.T) {
 	p := writer.partition(key)
 	if all, committed := countRecords(t, cfg.Topic, p, false), countRecords(t, cfg.Topic, p, true); all != 5 || committed != 3 {
 		t.Fatalf("partition %d holds %d records, %d committed; want 5 (start, cut, other, stale, after), 3 committed (start, other, after): the cut write was appended and aborted", p, all, committed)
+	}
+}
+
+// TestCommitAnswerLost: the answer to a write's commit is lost (the
+// connection closes right after the request is written). The write
+// learns whether the commit happened before it decides again: it reports
+// success exactly when the record is committed, and never commits it twice.
+func TestCommitAnswerLost(t *testing.T) {
+	t.Parallel()
+	cfg := config(t)
+	d := &cutDialer{}
+	lossy := cfg
+	lossy.dial = d.dial
+	var commits atomic.Int32
+	lossy.beforeCommit = func() {
+		if commits.Add(1) == 1 {
+			d.loseNextAnswer()
+		}
+	}
+	writer := open(t, lossy)
+	const key = "mirrors/m/partitions/t/0"
+	v, err := writer.Put(t.Context(), key, []byte("once"), statestore.Absent)
+	if err != nil {
+		t.Fatalf("a write whose commit answer was lost: %v; want it to find out and succeed", err)
+	}
+	t.Logf("%d commit(s) sent", commits.Load())
+	e, err := open(t, cfg).Get(t.Context(), key)
+	if err != nil || string(e.Value) != "once" || e.Version != v {
+		t.Fatalf("key reads %q v%d (%v), want %q v%d", e.Value, e.Version, err, "once", v)
+	}
+	if n := countRecords(t, cfg.Topic, writer.partition(key), true); n != 1 {
+		t.Fatalf("%d records committed, want exactly 1", n)
+	}
+}
+
+// TestUnconfirmedCommitThatHappenedIsSuccess: when an attempt finds that
+// an earlier attempt's unconfirmed commit went through after all (the
+// branch a lost answer with no retry inside the client leads to), the
+// write reports that version, its new transaction is aborted, and the
+// record is committed once.
+func TestUnconfirmedCommitThatHappenedIsSuccess(t *testing.T) {
+	t.Parallel()
+	cfg := config(t)
+	s := open(t, cfg)
+	const key = "mirrors/m/partitions/t/0"
+	v, err := s.Put(t.Context(), key, []byte("once"), statestore.Absent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As if the commit of the record at offset v-1 had been unanswered:
+	// the next attempt, with the same expected version (Absent, which
+	// no longer matches), must recognise its own record.
+	w := &writeOp{s: s, p: s.partition(key), key: key, rec: append([]byte{formatV1}, "once"...), expect: statestore.Absent, pending: v - 1}
+	s.wmu.Lock()
+	got, again, err := w.attempt(t.Context())
+	s.wmu.Unlock()
+	if err != nil || again || got != v {
+		t.Fatalf("attempt after an unconfirmed commit that happened = v%d, again %v, %v; want v%d, done", got, again, err, v)
+	}
+	p := s.partition(key)
+	if all, committed := countRecords(t, cfg.Topic, p, false), countRecords(t, cfg.Topic, p, true); all != 2 || committed != 1 {
+		t.Fatalf("partition %d holds %d records, %d committed; want 2, 1 committed (the second attempt's aborted)", p, all, committed)
 	}
 }
 

@@ -129,6 +129,9 @@ func (w *writeOp) attempt(ctx context.Context) (version int64, again bool, err e
 		return 0, false, err
 	}
 	s.log.watch(w.p, o)
+	if s.cfg.beforeCommit != nil {
+		s.cfg.beforeCommit()
+	}
 	if err := prod.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		s.dropProducer()
 		w.pending = o
