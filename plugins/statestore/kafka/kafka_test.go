@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"net"
@@ -29,7 +30,10 @@ var cluster *kafkatest.Cluster
 // fails, saying what is missing: nothing is skipped.
 func TestMain(m *testing.M) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	c, err := kafkatest.Start(ctx, kafkatest.Options{Name: "statestore"})
+	c, err := kafkatest.Start(ctx, kafkatest.Options{Name: "statestore",
+		// The log cleaner looks for work often, so that
+		// TestReopenAfterCompaction sees it run within seconds.
+		BrokerConfig: map[string]string{"log.cleaner.backoff.ms": "100"}})
 	cancel()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "the Kafka state store's tests need a real Kafka broker (scripts/install-deps.sh installs Java; scripts/kafka/fetch.sh the jars): %v\n", err)
@@ -135,8 +139,8 @@ func TestOpenRefusesATopicOfTheWrongShape(t *testing.T) {
 	str := func(s string) *string { return &s }
 
 	notCompacted := config(t)
-	if _, err := adm.CreateTopic(t.Context(), 3, 1, map[string]*string{"cleanup.policy": str("delete")}, notCompacted.Topic); err != nil {
-		t.Fatal(err)
+	if resp, err := adm.CreateTopic(t.Context(), 3, 1, map[string]*string{"cleanup.policy": str("delete")}, notCompacted.Topic); err != nil || resp.Err != nil {
+		t.Fatal(err, resp.Err)
 	}
 	_, err := Open(t.Context(), notCompacted)
 	if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), `cleanup.policy="delete"`) || !strings.Contains(err.Error(), notCompacted.Topic) {
@@ -144,8 +148,8 @@ func TestOpenRefusesATopicOfTheWrongShape(t *testing.T) {
 	}
 
 	otherCount := config(t)
-	if _, err := adm.CreateTopic(t.Context(), 5, 1, map[string]*string{"cleanup.policy": str("compact")}, otherCount.Topic); err != nil {
-		t.Fatal(err)
+	if resp, err := adm.CreateTopic(t.Context(), 5, 1, map[string]*string{"cleanup.policy": str("compact")}, otherCount.Topic); err != nil || resp.Err != nil {
+		t.Fatal(err, resp.Err)
 	}
 	_, err = Open(t.Context(), otherCount)
 	if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "5 partitions") || !strings.Contains(err.Error(), KeyPartitions+" is 3") {
@@ -217,6 +221,106 @@ func TestReopenReadsBackState(t *testing.T) {
 	if err != nil || v <= 0 {
 		t.Fatalf("re-create after reopen: v%d, %v", v, err)
 	}
+}
+
+// TestReopenAfterCompaction: once the log cleaner has compacted the topic
+// (old values, transaction markers and tombstones removed, leaving gaps
+// in the offsets), a store opened on it reads back exactly the state: the
+// last value of each key at its version, deleted keys absent; and it
+// writes on.
+func TestReopenAfterCompaction(t *testing.T) {
+	t.Parallel()
+	cfg := config(t)
+	cfg.Partitions = 1
+	str := func(s string) *string { return &s }
+	resp, err := admin(t).CreateTopic(t.Context(), 1, 1, map[string]*string{
+		"cleanup.policy":            str("compact"),
+		"segment.bytes":             str("1048576"),
+		"min.cleanable.dirty.ratio": str("0.01"),
+		"min.compaction.lag.ms":     str("0"),
+		"delete.retention.ms":       str("0"),
+	}, cfg.Topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		t.Fatalf("create %s: %v %s", cfg.Topic, err, resp.ErrMessage)
+	}
+	s := open(t, cfg)
+	keys := []string{"mirrors/m/offsetmaps/t/0", "mirrors/m/offsetmaps/t/1", "mirrors/m/offsetmaps/t/2"}
+	want := map[string]statestore.Entry{}
+	value := make([]byte, 8<<10)
+	written := 0
+	for range 150 {
+		for _, k := range keys {
+			rand.Read(value) // incompressible, so that the segments fill
+			v, err := s.Put(t.Context(), k, value, statestore.AnyVersion)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want[k] = statestore.Entry{Key: k, Value: append([]byte{}, value...), Version: v}
+			written++
+		}
+	}
+	gone := keys[2]
+	if err := s.Delete(t.Context(), gone, statestore.AnyVersion); err != nil {
+		t.Fatal(err)
+	}
+	delete(want, gone)
+	// A few small writes roll the last large segment, so the cleaner
+	// may take it too.
+	for i := range 3 {
+		k := fmt.Sprintf("mirrors/m/partitions/t/%d", i)
+		v, err := s.Put(t.Context(), k, []byte("small"), statestore.Absent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[k] = statestore.Entry{Key: k, Value: []byte("small"), Version: v}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		n := countRecords(t, cfg.Topic, 0, false)
+		if n < written/2 {
+			t.Logf("%d records written, %d left after compaction", written+4, n)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d records still there after 60s: the log cleaner did not run", n, written+4)
+		}
+		time.Sleep(200 * time.Millisecond) // polling the condition: the cleaner compacted the log
+	}
+
+	again := open(t, cfg)
+	got, err := again.List(t.Context(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("after compaction the store holds %v, want %d keys", keysOf(got), len(want))
+	}
+	for _, e := range got {
+		w := want[e.Key]
+		if e.Version != w.Version || string(e.Value) != string(w.Value) {
+			t.Fatalf("%s after compaction: v%d (%d bytes), want v%d (%d bytes)", e.Key, e.Version, len(e.Value), w.Version, len(w.Value))
+		}
+	}
+	if _, err := again.Put(t.Context(), keys[0], []byte("after"), want[keys[0]].Version); err != nil {
+		t.Fatalf("write after compaction: %v", err)
+	}
+	if _, err := again.Put(t.Context(), gone, []byte("back"), statestore.Absent); err != nil {
+		t.Fatalf("re-create of a key whose tombstone was compacted away: %v", err)
+	}
+}
+
+func keysOf(es []statestore.Entry) []string {
+	out := make([]string, len(es))
+	for i, e := range es {
+		out[i] = e.Key
+	}
+	return out
 }
 
 // TestSeveralClientsOneWinsEachRound: three daemons (three clients of the
