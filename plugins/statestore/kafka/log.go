@@ -168,9 +168,16 @@ func (l *partitionLog) catchUp(ctx context.Context, parts []int32, target int64)
 	pending := append([]int32(nil), parts...)
 	alone := map[int32]bool{} // partitions to fetch in a request of their own
 	backoff := 10 * time.Millisecond
+	var lastErr error // the last retriable error, for the message when the deadline ends the retries
+	ended := func() error {
+		if lastErr != nil {
+			return fmt.Errorf("%w (retrying after: %v)", ctx.Err(), lastErr)
+		}
+		return ctx.Err()
+	}
 	for len(pending) > 0 {
-		if err := ctx.Err(); err != nil {
-			return err
+		if ctx.Err() != nil {
+			return ended()
 		}
 		reqs := l.plan(pending, alone)
 		var still []int32
@@ -181,7 +188,7 @@ func (l *partitionLog) catchUp(ctx context.Context, parts []int32, target int64)
 				if !retriable(err) {
 					return err
 				}
-				retry = true
+				retry, lastErr = true, err
 			}
 			for _, p := range ps {
 				res, ok := got[p]
@@ -195,12 +202,12 @@ func (l *partitionLog) catchUp(ctx context.Context, parts []int32, target int64)
 		}
 		pending = still
 		if retry {
-			if err := l.refreshMeta(ctx); err != nil && ctx.Err() != nil {
+			if err := l.refreshMeta(ctx); errors.Is(err, errPartitionCount) {
 				return err
 			}
 			select {
 			case <-ctx.Done():
-				return ctx.Err()
+				return ended()
 			case <-time.After(backoff): // retrying after a leader change or a lost connection
 			}
 			backoff = min(2*backoff, 500*time.Millisecond)
@@ -237,6 +244,9 @@ type fetchResult struct {
 	done     bool // read up to the target
 	progress bool // read further than before
 }
+
+// errPartitionCount: the topic's partition count changed under the store.
+var errPartitionCount = errors.New("the state topic's partition count changed")
 
 // errNoLeader: a partition has no leader known.
 var errNoLeader = errors.New("no leader known")
@@ -342,7 +352,8 @@ func (l *partitionLog) refreshMeta(ctx context.Context) error {
 	l.metaMu.Lock()
 	defer l.metaMu.Unlock()
 	if len(m.leaders) != len(l.meta.leaders) {
-		return fmt.Errorf("the topic now has %d partitions, not %d: a key's partition changed; restore the topic's partition count", len(m.leaders), len(l.meta.leaders))
+		return fmt.Errorf("%w: it now has %d partitions, not %d, and a key's partition depends on the count: the store stops rather than look keys up in the wrong partitions (Kafka cannot remove partitions; the state must be copied to a topic of its own)",
+			errPartitionCount, len(m.leaders), len(l.meta.leaders))
 	}
 	l.meta = m
 	return nil
