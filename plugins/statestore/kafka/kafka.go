@@ -35,31 +35,36 @@
 // transactional.id (Config.TransactionalID). When a client's producer
 // starts (InitProducerId), the transaction coordinator fences every other
 // client's producer and aborts any transaction it left open: from then on
-// only this client can append. A write is:
+// only this client can append. Writes of one client issued at the same
+// time share a transaction (group commit). A batch of writes is:
 //
-//  1. begin a transaction and produce the record (acks=all, idempotent);
-//     it lands at offset o, invisible to read_committed readers;
-//  2. read the key's partition up to o: everything committed before the
-//     record, since no other producer can have appended after our
-//     producer started;
-//  3. check the expected version against that state; on a mismatch abort,
-//     else commit;
-//  4. read the partition past o, so the write is in memory (and visible to
-//     every reader) when Put returns.
+//  1. begin a transaction and produce the records (acks=all, idempotent);
+//     they land at offsets o1, o2, ..., invisible to read_committed
+//     readers;
+//  2. read each partition involved up to our first record in it:
+//     everything committed before our records, since no other producer
+//     can have appended after our producer started;
+//  3. check each write's expected version against that state and the
+//     writes before it in the batch; if all pass, commit; else abort, and
+//     produce and commit the ones that passed in a second transaction
+//     (no new read is needed: a write by anybody else since our producer
+//     started would make the commit fail);
+//  4. read the partitions past our records, so that the writes are in
+//     memory (and visible to every reader) when they return.
 //
 // If another client started its producer in between, the coordinator
 // aborted our transaction and our commit fails: nothing of ours is
 // visible. The client then starts a new producer (fencing the other in
 // turn) and tries again from step 1; before deciding, it looks whether
-// its earlier record was committed after all (an unanswered commit), so a
-// write is never applied twice nor reported lost when it happened. Of
+// its earlier records were committed after all (an unanswered commit), so
+// a write is never applied twice nor reported lost when it happened. Of
 // several clients writing with the same expected version, exactly one
 // wins: the brokers enforce it, not timing.
 //
 // The cost: writes of all daemons go through one producer at a time. A
 // daemon writing after another one's write starts a new producer (about
 // three more round trips), and its predecessor does the same for its next
-// write. Writes of one client are serialised. See the design document.
+// write. See the design document.
 //
 // # Leases
 //
@@ -94,10 +99,13 @@ type Store struct {
 	adm *kadm.Client
 	log *partitionLog
 
-	// wmu serialises writes: one transaction at a time. It guards
-	// producer.
+	// wmu serialises writes: one batch of transactions at a time. It
+	// guards producer.
 	wmu      sync.Mutex
 	producer *kgo.Client // nil until the first write, or after a failure
+	// qmu guards queue: the writes waiting for the next batch.
+	qmu   sync.Mutex
+	queue []*writeOp
 
 	// closeMu is held shared by every operation and exclusively by
 	// Close, so that an operation either runs on an open store or fails

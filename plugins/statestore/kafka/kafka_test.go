@@ -713,17 +713,85 @@ func TestUnconfirmedCommitThatHappenedIsSuccess(t *testing.T) {
 	// As if the commit of the record at offset v-1 had been unanswered:
 	// the next attempt, with the same expected version (Absent, which
 	// no longer matches), must recognise its own record.
-	w := &writeOp{s: s, p: s.partition(key), key: key, rec: append([]byte{formatV1}, "once"...), expect: statestore.Absent, pending: v - 1}
+	w := &writeOp{ctx: t.Context(), p: s.partition(key), key: key, rec: append([]byte{formatV1}, "once"...),
+		expect: statestore.Absent, pending: v - 1, done: make(chan struct{})}
 	s.wmu.Lock()
-	got, again, err := w.attempt(t.Context())
+	again, err := s.attempt(t.Context(), []*writeOp{w})
 	s.wmu.Unlock()
-	if err != nil || again || got != v {
-		t.Fatalf("attempt after an unconfirmed commit that happened = v%d, again %v, %v; want v%d, done", got, again, err, v)
+	if again || !w.finished || w.err != nil || w.version != v {
+		t.Fatalf("attempt after an unconfirmed commit that happened: again %v (%v), finished %v, v%d, %v; want done, v%d", again, err, w.finished, w.version, w.err, v)
 	}
 	p := s.partition(key)
 	if all, committed := countRecords(t, cfg.Topic, p, false), countRecords(t, cfg.Topic, p, true); all != 2 || committed != 1 {
 		t.Fatalf("partition %d holds %d records, %d committed; want 2, 1 committed (the second attempt's aborted)", p, all, committed)
 	}
+}
+
+// TestConcurrentWritesShareTransactions: writes of one client issued at
+// the same time are committed together (group commit): fewer transactions
+// than writes, every write committed once, compare-and-set failures among
+// them not committed.
+func TestConcurrentWritesShareTransactions(t *testing.T) {
+	t.Parallel()
+	cfg := config(t)
+	cfg.Partitions = 1
+	s := open(t, cfg)
+	const n = 60
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	var start sync.WaitGroup
+	start.Add(1)
+	for i := range n {
+		wg.Go(func() {
+			start.Wait()
+			// Every third write creates a shared key: one of them wins.
+			key := fmt.Sprintf("mirrors/m/partitions/t/%d", i)
+			if i%3 == 0 {
+				key = "mirrors/m/control"
+			}
+			_, errs[i] = s.Put(t.Context(), key, fmt.Appendf(nil, "write %d", i), statestore.Absent)
+		})
+	}
+	start.Done()
+	wg.Wait()
+	won := 0
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			won++
+		case i%3 != 0 || !errors.Is(err, statestore.ErrVersionMismatch):
+			t.Fatalf("write %d: %v", i, err)
+		}
+	}
+	if want := n - n/3 + 1; won != want {
+		t.Fatalf("%d writes succeeded, want %d (the distinct keys and one of the shared key's)", won, want)
+	}
+	data, markers := countAll(t, cfg.Topic, 0)
+	if data.committed != won {
+		t.Fatalf("%d records committed, want %d", data.committed, won)
+	}
+	if markers >= won {
+		t.Fatalf("%d transactions for %d concurrent writes: want them batched", markers, won)
+	}
+	t.Logf("%d writes in %d transactions (%d records appended, aborted ones included)", won, markers, data.all)
+}
+
+// recordCounts counts a partition's data records.
+type recordCounts struct{ all, committed int }
+
+// countAll counts partition p's data records (all, and committed) and its
+// transaction markers.
+func countAll(t *testing.T, topic string, p int32) (recordCounts, int) {
+	t.Helper()
+	all := countRecords(t, topic, p, false)
+	committed := countRecords(t, topic, p, true)
+	ends, err := admin(t).ListEndOffsets(t.Context(), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end, _ := ends.Lookup(topic, p)
+	// Every offset holds a data record or a marker (nothing was compacted).
+	return recordCounts{all: all, committed: committed}, int(end.Offset) - all
 }
 
 // countRecords reads partition p of topic to its end, committed records

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -52,10 +53,9 @@ type partitionLog struct {
 
 	mu  sync.RWMutex
 	mem map[string]entry
-	// watchOff[p] is an offset of partition p whose record a writer
-	// waits to learn about (-1: none), watchHit[p] whether it was read.
-	watchOff []int64
-	watchHit []bool
+	// watching[p] holds offsets of partition p whose records a writer
+	// waits to learn about, each true once read (committed).
+	watching []map[int64]bool
 
 	metaMu sync.Mutex
 	meta   topicMeta
@@ -67,20 +67,21 @@ func newPartitionLog(cl *kgo.Client, topic string, meta topicMeta) *partitionLog
 		cl: cl, topic: topic, dec: kgo.DefaultDecompressor(),
 		pmu: make([]sync.Mutex, n), next: make([]int64, n),
 		mem: make(map[string]entry), meta: meta,
-		watchOff: make([]int64, n), watchHit: make([]bool, n),
-	}
-	for i := range l.watchOff {
-		l.watchOff[i] = -1
+		watching: make([]map[int64]bool, n),
 	}
 	return l
 }
 
-// watch starts looking out for the record at offset off of partition p:
-// watched reports whether it was read (committed) since.
-func (l *partitionLog) watch(p int32, off int64) {
+// watch starts looking out for the records at offsets offs of partition
+// p, forgetting those it watched before: watched reports whether one was
+// read (committed) since.
+func (l *partitionLog) watch(p int32, offs ...int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.watchOff[p], l.watchHit[p] = off, false
+	l.watching[p] = make(map[int64]bool, len(offs))
+	for _, o := range offs {
+		l.watching[p][o] = false
+	}
 }
 
 // watched reports whether the record at offset off of partition p, which
@@ -88,7 +89,7 @@ func (l *partitionLog) watch(p int32, off int64) {
 func (l *partitionLog) watched(p int32, off int64) bool {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	return l.watchOff[p] == off && l.watchHit[p]
+	return l.watching[p][off]
 }
 
 // all lists every partition.
@@ -140,8 +141,10 @@ func (l *partitionLog) apply(recs []*kgo.Record) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, r := range recs {
-		if r.Offset == l.watchOff[r.Partition] {
-			l.watchHit[r.Partition] = true
+		if w := l.watching[r.Partition]; w != nil {
+			if _, ok := w[r.Offset]; ok {
+				w[r.Offset] = true
+			}
 		}
 		e := entry{version: r.Offset + 1}
 		switch {
@@ -157,15 +160,29 @@ func (l *partitionLog) apply(recs []*kgo.Record) {
 	}
 }
 
-// catchUp reads parts (sorted, distinct) until each has been read up to
-// target, or with toEnd up to the last stable offset a fetch issued after
-// catchUp began reports. Records of aborted transactions are skipped.
+// catchUp reads parts (distinct) until each has been read up to target,
+// or with toEnd up to the last stable offset a fetch issued after catchUp
+// began reports. Records of aborted transactions are skipped.
 func (l *partitionLog) catchUp(ctx context.Context, parts []int32, target int64) error {
+	targets := make(map[int32]int64, len(parts))
+	for _, p := range parts {
+		targets[p] = target
+	}
+	return l.catchUpTo(ctx, targets)
+}
+
+// catchUpTo is catchUp with a target of its own for each partition.
+func (l *partitionLog) catchUpTo(ctx context.Context, targets map[int32]int64) error {
+	parts := make([]int32, 0, len(targets))
+	for p := range targets {
+		parts = append(parts, p)
+	}
+	slices.Sort(parts) // locked in order: no deadlock between callers
 	for _, p := range parts {
 		l.pmu[p].Lock()
 		defer l.pmu[p].Unlock()
 	}
-	pending := append([]int32(nil), parts...)
+	pending := parts
 	alone := map[int32]bool{} // partitions to fetch in a request of their own
 	backoff := 10 * time.Millisecond
 	var lastErr error // the last retriable error, for the message when the deadline ends the retries
@@ -183,7 +200,7 @@ func (l *partitionLog) catchUp(ctx context.Context, parts []int32, target int64)
 		var still []int32
 		retry := false
 		for leader, ps := range reqs {
-			got, err := l.fetch(ctx, leader, ps, target)
+			got, err := l.fetch(ctx, leader, ps, targets)
 			if err != nil {
 				if !retriable(err) {
 					return err
@@ -263,7 +280,7 @@ func retriable(err error) bool {
 
 // fetch sends one Fetch request for ps to t's leader and applies what
 // comes back.
-func (l *partitionLog) fetch(ctx context.Context, t fetchTarget, ps []int32, target int64) (map[int32]fetchResult, error) {
+func (l *partitionLog) fetch(ctx context.Context, t fetchTarget, ps []int32, targets map[int32]int64) (map[int32]fetchResult, error) {
 	if t.leader < 0 {
 		return nil, fmt.Errorf("partition %d: %w", ps[0], errNoLeader)
 	}
@@ -276,8 +293,10 @@ func (l *partitionLog) fetch(ctx context.Context, t fetchTarget, ps []int32, tar
 	req.MaxBytes = 64 << 20
 	req.IsolationLevel = 1 // read_committed
 	req.SessionEpoch = -1
-	if target != toEnd {
-		req.MaxWaitMillis = int32(fetchWait / time.Millisecond)
+	for _, p := range ps {
+		if targets[p] != toEnd {
+			req.MaxWaitMillis = int32(fetchWait / time.Millisecond)
+		}
 	}
 	rt := kmsg.NewFetchRequestTopic()
 	rt.Topic, rt.TopicID = l.topic, id
@@ -333,7 +352,7 @@ func (l *partitionLog) fetch(ctx context.Context, t fetchTarget, ps []int32, tar
 			if len(ps) == 1 && len(rp.RecordBatches) == 0 && rp.LastStableOffset > l.next[p] {
 				l.next[p] = rp.LastStableOffset
 			}
-			end := target
+			end := targets[p]
 			if end == toEnd {
 				end = rp.LastStableOffset
 			}

@@ -21,129 +21,268 @@ var errOutcomeUnknown = errors.New("the write may have happened or still happen;
 // write, so the brokers aborted it; the store retries.
 var errFenced = errors.New("fenced by another client of the store")
 
-// maxAttempts bounds how often a write starts over after another client
-// fenced it.
+// maxAttempts bounds how often a batch of writes starts over after
+// another client fenced it.
 const maxAttempts = 10
 
-// write appends key's record (rec; a tombstone when del) if the key is at
-// version expect, and returns the record's version. See the package
-// documentation for why the result is a sound compare-and-set.
-func (s *Store) write(ctx context.Context, key string, rec []byte, expect int64, del bool) (int64, error) {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	p := s.partition(key)
-	w := &writeOp{s: s, p: p, key: key, rec: rec, expect: expect, del: del, pending: -1}
-	var err error
-	for attempt := range maxAttempts {
-		if attempt > 0 {
-			// Several clients fencing each other in turn: back off by
-			// a random few milliseconds so that one gets through.
-			d := time.Duration(rand.Int64N(int64(10*time.Millisecond<<min(attempt, 5)))) + time.Millisecond
-			select {
-			case <-ctx.Done():
-				return 0, w.ended(ctx, err)
-			case <-time.After(d):
-			}
-		}
-		var v int64
-		var again bool
-		v, again, err = w.attempt(ctx)
-		if !again {
-			return v, err
-		}
-	}
-	return 0, fmt.Errorf("gave up after %d attempts: %w", maxAttempts, w.ended(ctx, err))
-}
+// maxBatch bounds how many writes share one transaction.
+const maxBatch = 500
 
-// writeOp is one write, over its attempts.
+// writeOp is one Put or Delete, over the attempts of the batch it is in.
 type writeOp struct {
-	s      *Store
-	p      int32
+	ctx    context.Context // the caller's: an op whose caller gave up before its batch starts is dropped
 	key    string
-	rec    []byte
+	p      int32
+	rec    []byte // the record's value; nil: a tombstone
 	expect int64
 	del    bool
 	// pending is the offset of an earlier attempt's record whose commit
 	// was asked for but not confirmed, -1 if none.
 	pending int64
+
+	// offset is the record's offset in the current transaction.
+	offset int64
+	// Set when the op is done.
+	finished bool
+	version  int64
+	err      error
+	done     chan struct{}
 }
 
-// ended is the error of a write given up with err: it says the outcome is
-// unknown when an earlier attempt asked to commit.
-func (w *writeOp) ended(ctx context.Context, err error) error {
-	if err == nil {
-		err = ctx.Err()
+func (w *writeOp) finish(v int64, err error) {
+	if w.finished {
+		return
 	}
+	w.finished, w.version, w.err = true, v, err
+	close(w.done)
+}
+
+// ended is the error of an op given up with err: it says the outcome is
+// unknown when an earlier attempt asked to commit it.
+func (w *writeOp) ended(err error) error {
 	if w.pending >= 0 {
 		return fmt.Errorf("%w: %w", errOutcomeUnknown, err)
 	}
 	return err
 }
 
-// attempt is one try: produce, read up to the record, check, commit or
-// abort, read the record back. again reports that the producer was fenced
-// or failed and the write should start over.
-func (w *writeOp) attempt(ctx context.Context) (version int64, again bool, err error) {
-	s := w.s
-	prod, err := s.producerClient()
-	if err != nil {
-		return 0, false, err
-	}
-	if err := prod.BeginTransaction(); err != nil {
-		s.dropProducer()
-		return 0, true, err
-	}
-	r := &kgo.Record{Topic: s.cfg.Topic, Partition: w.p, Key: []byte(w.key), Value: w.rec}
-	if err := prod.ProduceSync(ctx, r).FirstErr(); err != nil {
-		s.abort(prod)
-		if ctx.Err() != nil || !retryWrite(err) {
-			return 0, false, w.ended(ctx, describe(err))
+// write appends key's record (rec; a tombstone when del) if the key is at
+// version expect, and returns the record's version. Writes of concurrent
+// callers are batched into one transaction (group commit). See the
+// package documentation for why the result is a sound compare-and-set.
+func (s *Store) write(ctx context.Context, key string, rec []byte, expect int64, del bool) (int64, error) {
+	w := &writeOp{ctx: ctx, key: key, p: s.partition(key), rec: rec, expect: expect, del: del, pending: -1, done: make(chan struct{})}
+	s.qmu.Lock()
+	s.queue = append(s.queue, w)
+	s.qmu.Unlock()
+	// Whoever holds wmu runs the writes queued so far, ours included once
+	// it is queued: when we get wmu, ours is done or still queued.
+	for {
+		select {
+		case <-w.done:
+			return w.version, w.err
+		default:
 		}
-		return 0, true, fmt.Errorf("%w: %w", errFenced, err)
+		s.wmu.Lock()
+		s.qmu.Lock()
+		n := min(len(s.queue), maxBatch)
+		batch := append([]*writeOp(nil), s.queue[:n]...)
+		s.queue = s.queue[n:]
+		s.qmu.Unlock()
+		if len(batch) > 0 {
+			s.runBatch(batch)
+		}
+		s.wmu.Unlock()
 	}
-	o := r.Offset
+}
+
+// runBatch runs ops in transactions until each is done, starting over
+// after a fence. The caller holds wmu.
+func (s *Store) runBatch(ops []*writeOp) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
+	defer cancel()
+	var lastErr error
+	tries := 0
+	for attempt := range maxAttempts {
+		var live []*writeOp
+		for _, w := range ops {
+			switch {
+			case w.finished:
+			case w.ctx.Err() != nil && w.pending < 0:
+				w.finish(0, w.ctx.Err()) // nothing of it was written
+			default:
+				live = append(live, w)
+			}
+		}
+		if len(live) == 0 {
+			return
+		}
+		if attempt > 0 {
+			// Several clients fencing each other in turn: back off by
+			// a random few milliseconds so that one gets through.
+			d := time.Duration(rand.Int64N(int64(10*time.Millisecond<<min(attempt, 5)))) + time.Millisecond
+			select {
+			case <-ctx.Done():
+			case <-time.After(d):
+			}
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		tries++
+		again, err := s.attempt(ctx, live)
+		if !again {
+			return
+		}
+		lastErr = err
+	}
+	if lastErr == nil {
+		lastErr = ctx.Err()
+	}
+	for _, w := range ops {
+		w.finish(0, w.ended(fmt.Errorf("gave up after %d attempt(s): %w", tries, lastErr)))
+	}
+}
+
+// attempt is one try of a batch: produce every record, read up to them,
+// check each op, commit the ops that pass (in a second transaction when
+// some did not), read the records back. again reports that the producer
+// was fenced or failed and the ops not done should start over; err is
+// why.
+func (s *Store) attempt(ctx context.Context, ops []*writeOp) (again bool, err error) {
+	prod, again, err := s.produce(ctx, ops)
+	if prod == nil {
+		return again, err
+	}
 	if s.cfg.afterProduce != nil {
 		s.cfg.afterProduce()
 	}
-	// No other producer appends after ours started, so everything
-	// committed before our record is below it: read up to it.
-	if err := s.log.catchUp(ctx, []int32{w.p}, o); err != nil {
-		s.abort(prod)
-		return 0, false, w.ended(ctx, fmt.Errorf("reading partition %d up to offset %d: %w", w.p, o, err))
-	}
-	if w.pending >= 0 {
-		if s.log.watched(w.p, w.pending) {
-			// The earlier attempt's commit went through after all.
-			s.abort(prod)
-			return w.pending + 1, false, nil
+	// No other producer appends after ours started (before its first
+	// record), so everything committed before our records is below
+	// them: read up to them.
+	upTo := map[int32]int64{}
+	for _, w := range ops {
+		if o, ok := upTo[w.p]; !ok || w.offset < o {
+			upTo[w.p] = w.offset
 		}
-		w.pending = -1 // it was aborted: its record is below ours and was not read
 	}
-	cur := s.log.version(w.key)
-	if w.del && cur == 0 {
+	if err := s.log.catchUpTo(ctx, upTo); err != nil {
 		s.abort(prod)
-		return 0, false, fmt.Errorf("delete %q: %w", w.key, statestore.ErrNotFound)
+		for _, w := range ops {
+			w.finish(0, w.ended(fmt.Errorf("reading partition %d up to offset %d: %w", w.p, w.offset, err)))
+		}
+		return false, nil
 	}
-	if err := statestore.CheckVersion(w.key, cur, w.expect); err != nil {
+	// Decide each op in order, each seeing the ones before it.
+	overlay := map[string]int64{} // key → version after the ops decided so far (0: absent)
+	var commit []*writeOp
+	for _, w := range ops {
+		if w.pending >= 0 && s.log.watched(w.p, w.pending) {
+			// An earlier attempt's commit went through after all.
+			w.finish(w.pending+1, nil)
+			continue
+		}
+		w.pending = -1 // if there was one, it was aborted: its record is below ours and was not read
+		cur, ok := overlay[w.key]
+		if !ok {
+			cur = s.log.version(w.key)
+		}
+		if w.del && cur == 0 {
+			w.finish(0, fmt.Errorf("delete %q: %w", w.key, statestore.ErrNotFound))
+			continue
+		}
+		if err := statestore.CheckVersion(w.key, cur, w.expect); err != nil {
+			w.finish(0, err)
+			continue
+		}
+		overlay[w.key] = w.offset + 1
+		if w.del {
+			overlay[w.key] = 0
+		}
+		commit = append(commit, w)
+	}
+	if len(commit) < len(ops) {
+		// The transaction holds records that must not be committed:
+		// abort it and write the others again. No read is needed: our
+		// producer started before the read above, so if anybody wrote
+		// since, our commit fails.
+		if !s.abort(prod) {
+			return true, errors.New("abort failed")
+		}
+		if len(commit) == 0 {
+			return false, nil
+		}
+		if prod, again, err = s.produce(ctx, commit); prod == nil {
+			return again, err
+		}
+	}
+	return s.commit(ctx, prod, commit)
+}
+
+// produce begins a transaction and produces the records of ops, setting
+// their offsets. On failure it returns a nil client: again reports
+// whether to start over (ops not done), and ops that cannot succeed are
+// finished.
+func (s *Store) produce(ctx context.Context, ops []*writeOp) (prod *kgo.Client, again bool, err error) {
+	prod, err = s.producerClient()
+	if err != nil {
+		for _, w := range ops {
+			w.finish(0, w.ended(err))
+		}
+		return nil, false, err
+	}
+	if err := prod.BeginTransaction(); err != nil {
+		s.dropProducer()
+		return nil, true, err
+	}
+	recs := make([]*kgo.Record, len(ops))
+	for i, w := range ops {
+		recs[i] = &kgo.Record{Topic: s.cfg.Topic, Partition: w.p, Key: []byte(w.key), Value: w.rec}
+	}
+	if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		s.abort(prod)
-		return 0, false, err
+		if ctx.Err() != nil || !retryWrite(err) {
+			for _, w := range ops {
+				w.finish(0, w.ended(describe(err)))
+			}
+			return nil, false, err
+		}
+		return nil, true, fmt.Errorf("%w: %w", errFenced, err)
 	}
-	s.log.watch(w.p, o)
+	for i, w := range ops {
+		w.offset = recs[i].Offset
+	}
+	return prod, false, nil
+}
+
+// commit commits the transaction holding the records of ops, and reads
+// them back so that they are in memory when the writes return.
+func (s *Store) commit(ctx context.Context, prod *kgo.Client, ops []*writeOp) (again bool, err error) {
+	watch := map[int32][]int64{}
+	past := map[int32]int64{}
+	for _, w := range ops {
+		watch[w.p] = append(watch[w.p], w.offset)
+		past[w.p] = max(past[w.p], w.offset+1)
+	}
+	for p, offs := range watch {
+		s.log.watch(p, offs...)
+	}
 	if s.cfg.beforeCommit != nil {
 		s.cfg.beforeCommit()
 	}
 	if err := prod.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		s.dropProducer()
-		w.pending = o
-		if ctx.Err() != nil {
-			return 0, false, w.ended(ctx, err)
+		for _, w := range ops {
+			w.pending = w.offset
 		}
-		return 0, true, fmt.Errorf("%w: commit: %w", errFenced, err)
+		return true, fmt.Errorf("%w: commit: %w", errFenced, err)
 	}
-	// Committed: read it back, so that it is in memory when Put
-	// returns. It happened whatever comes of the read.
-	_ = s.log.catchUp(ctx, []int32{w.p}, o+1)
-	return o + 1, false, nil
+	// Committed: it happened whatever comes of the read.
+	_ = s.log.catchUpTo(ctx, past)
+	for _, w := range ops {
+		w.finish(w.offset+1, nil)
+	}
+	return false, nil
 }
 
 // retryWrite reports whether a failed produce is worth starting over with
@@ -208,14 +347,16 @@ func (s *Store) dropProducer() {
 	}
 }
 
-// abort ends the open transaction without committing; if that fails the
-// producer is dropped, and the transaction is aborted by the next
-// producer's start or by the transaction timeout. Nothing of it is ever
-// visible. The caller holds wmu.
-func (s *Store) abort(prod *kgo.Client) {
+// abort ends the open transaction without committing and reports whether
+// it could; if not, the producer is dropped, and the transaction is
+// aborted by the next producer's start or by the transaction timeout.
+// Nothing of it is ever visible. The caller holds wmu.
+func (s *Store) abort(prod *kgo.Client) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
 	defer cancel()
 	if err := prod.EndTransaction(ctx, kgo.TryAbort); err != nil {
 		s.dropProducer()
+		return false
 	}
+	return true
 }
