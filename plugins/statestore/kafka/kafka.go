@@ -143,7 +143,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	meta, err := s.ensureTopic(octx)
 	if err != nil {
 		cl.Close()
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, fmt.Errorf("%s: %w", name, describe(err))
 	}
 	s.log = newPartitionLog(cl, cfg.Topic, meta)
 	if err := s.log.catchUp(octx, s.log.all(), toEnd); err != nil {

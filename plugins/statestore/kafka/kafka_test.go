@@ -17,6 +17,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmirror/kmirror/e2e/kafkatest"
+	"github.com/kmirror/kmirror/internal/testpki"
+	"github.com/kmirror/kmirror/sdk/auth"
 	"github.com/kmirror/kmirror/sdk/statestore"
 	"github.com/kmirror/kmirror/sdk/statestore/storetest"
 )
@@ -31,6 +33,8 @@ var cluster *kafkatest.Cluster
 func TestMain(m *testing.M) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	c, err := kafkatest.Start(ctx, kafkatest.Options{Name: "statestore",
+		// A SASL listener for TestSASL.
+		SASL: &kafkatest.SASLOptions{Users: map[string]string{saslUser: saslPassword}},
 		// The log cleaner looks for work often, so that
 		// TestReopenAfterCompaction sees it run within seconds.
 		BrokerConfig: map[string]string{"log.cleaner.backoff.ms": "100"}})
@@ -46,6 +50,9 @@ func TestMain(m *testing.M) {
 }
 
 var topicSeq atomic.Int64
+
+// The SASL user of the test cluster.
+const saslUser, saslPassword = "kmirror", "state-store-pw"
 
 // config is a configuration on a topic of t's own: 3 partitions, one
 // replica (the test cluster has one broker).
@@ -169,6 +176,34 @@ func TestOpenRefusesATopicOfTheWrongShape(t *testing.T) {
 	if d, ok := details[tooMany.Topic]; ok && d.Err == nil {
 		t.Errorf("topic %s was created with %d replicas; want none created", tooMany.Topic, d.Partitions.NumReplicas())
 	}
+}
+
+// TestSASL: the store works through a SASL listener with SCRAM and a
+// password file; a wrong password fails Open without showing it.
+func TestSASL(t *testing.T) {
+	t.Parallel()
+	cfg := config(t)
+	cfg.Brokers = cluster.Bootstrap(kafkatest.SASLPlaintext)
+	cfg.SecurityProtocol, cfg.SASLMechanism, cfg.SASLUsername = "SASL_PLAINTEXT", "SCRAM-SHA-512", saslUser
+	cfg.SASLPasswordFile = testpki.WriteFile(t, t.TempDir(), "pw", saslPassword+"\n")
+	s := open(t, cfg)
+	v, err := s.Put(t.Context(), "k", []byte("v"), statestore.Absent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, err := s.Get(t.Context(), "k"); err != nil || e.Version != v {
+		t.Fatalf("Get over SASL = %+v, %v", e, err)
+	}
+
+	bad := cfg
+	bad.SASLPasswordFile = ""
+	bad.SASLPassword = auth.NewSecret("wrong-pw-never-shown")
+	bad.RequestTimeout = 5 * time.Second
+	_, err = Open(t.Context(), bad)
+	if err == nil || strings.Contains(err.Error(), "wrong-pw-never-shown") || !strings.Contains(err.Error(), "check sasl.username and the password") {
+		t.Fatalf("Open with a wrong password: %v; want an error saying to check the credentials, without the password", err)
+	}
+	t.Logf("wrong password: %v", err)
 }
 
 // TestReopenReadsBackState: a store opened on a topic that holds state

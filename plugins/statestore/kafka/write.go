@@ -297,8 +297,8 @@ func retryWrite(err error) bool {
 	return true
 }
 
-// describe adds what the operator can do to produce errors with an
-// obvious remedy.
+// describe adds what the operator can do to errors with an obvious
+// remedy.
 func describe(err error) error {
 	switch {
 	case errors.Is(err, kerr.MessageTooLarge), errors.Is(err, kerr.RecordListTooLarge):
@@ -306,7 +306,11 @@ func describe(err error) error {
 	case errors.Is(err, kerr.TransactionalIDAuthorizationFailed):
 		return fmt.Errorf("grant kmirror's principal WRITE and DESCRIBE on the transactional id: %w", err)
 	case errors.Is(err, kerr.TopicAuthorizationFailed):
-		return fmt.Errorf("grant kmirror's principal READ, WRITE and DESCRIBE on the state topic: %w", err)
+		return fmt.Errorf("grant kmirror's principal READ, WRITE, DESCRIBE and DESCRIBE_CONFIGS on the state topic (and CREATE, unless you create it): %w", err)
+	case errors.Is(err, kerr.ClusterAuthorizationFailed):
+		return fmt.Errorf("grant kmirror's principal CREATE on the cluster, or create the state topic yourself: %w", err)
+	case errors.Is(err, kerr.SaslAuthenticationFailed):
+		return fmt.Errorf("the brokers refused the credentials (check sasl.username and the password): %w", err)
 	}
 	return err
 }
