@@ -33,8 +33,9 @@ var cluster *kafkatest.Cluster
 func TestMain(m *testing.M) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	c, err := kafkatest.Start(ctx, kafkatest.Options{Name: "statestore",
-		// A SASL listener for TestSASL.
+		// SASL and SSL listeners for TestSASL and TestTLS.
 		SASL: &kafkatest.SASLOptions{Users: map[string]string{saslUser: saslPassword}},
+		TLS:  &kafkatest.TLSOptions{},
 		// The log cleaner looks for work often, so that
 		// TestReopenAfterCompaction sees it run within seconds.
 		BrokerConfig: map[string]string{"log.cleaner.backoff.ms": "100"}})
@@ -204,6 +205,25 @@ func TestSASL(t *testing.T) {
 		t.Fatalf("Open with a wrong password: %v; want an error saying to check the credentials, without the password", err)
 	}
 	t.Logf("wrong password: %v", err)
+}
+
+// TestTLS: the store works through a TLS listener whose CA it is given,
+// and refuses brokers whose certificate it cannot verify.
+func TestTLS(t *testing.T) {
+	t.Parallel()
+	cfg := config(t)
+	cfg.Brokers = cluster.Bootstrap(kafkatest.SSL)
+	cfg.SecurityProtocol, cfg.CAFile = "SSL", cluster.CAFile()
+	s := open(t, cfg)
+	if _, err := s.Put(t.Context(), "k", []byte("v"), statestore.Absent); err != nil {
+		t.Fatal(err)
+	}
+	untrusted := cfg
+	untrusted.CAFile = ""
+	untrusted.RequestTimeout = 3 * time.Second
+	if _, err := Open(t.Context(), untrusted); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Fatalf("Open without the brokers' CA: %v; want a certificate error", err)
+	}
 }
 
 // TestReopenReadsBackState: a store opened on a topic that holds state
