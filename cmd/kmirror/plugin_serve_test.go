@@ -15,6 +15,7 @@ import (
 
 	"github.com/kmirror/kmirror/cmd/kmirror/internal/builtins"
 	"github.com/kmirror/kmirror/internal/etcdtest"
+	"github.com/kmirror/kmirror/internal/kfaketest"
 	"github.com/kmirror/kmirror/plugins/filters/regex"
 	"github.com/kmirror/kmirror/sdk/plugin"
 )
@@ -39,6 +40,14 @@ var builtinCases = map[string]builtinCase{
 			return plugin.Config{"endpoints": []any{srv.Endpoint}, "prefix": srv.Prefix(t)}
 		},
 		invalid: plugin.Config{"endpoints": []any{"127.0.0.1:2379"}, "dial_timeout": "soon"}, badKey: "dial_timeout",
+	},
+	"statestore kafka": {
+		// An in-process cluster: the store's own tests run on real Kafka.
+		valid: func(t *testing.T) plugin.Config {
+			c := kfaketest.NewCluster(t)
+			return plugin.Config{"bootstrap.servers": []any{c.ListenAddrs()[0]}, "mirror.topic.replication.factor": float64(1)}
+		},
+		invalid: plugin.Config{"bootstrap.servers": []any{"127.0.0.1:9092"}, "request.timeout": "soon"}, badKey: "request.timeout",
 	},
 	"auth static": {
 		valid:   func(*testing.T) plugin.Config { return plugin.Config{"username": "alice", "password": "s3cret"} },
@@ -160,7 +169,7 @@ func TestPluginServeByHand(t *testing.T) {
 	}
 	for _, args := range [][]string{{"plugin", "serve", "filter", "nope"}, {"plugin", "serve", "metrics", "regex"}, {"plugin", "serve"}, {"plugin"}} {
 		code, _, stderr := kmirror(t, nil, args...)
-		if code != exitUsage || !strings.Contains(stderr, "built-in plugins: statestore file, statestore etcd, auth static, auth oauth, filter regex") {
+		if code != exitUsage || !strings.Contains(stderr, "built-in plugins: statestore file, statestore etcd, statestore kafka, auth static, auth oauth, filter regex") {
 			t.Errorf("kmirror %v: exit %d, stderr %q; want %d listing the built-ins", args, code, stderr, exitUsage)
 		}
 	}

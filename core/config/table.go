@@ -316,8 +316,8 @@ var storeTypeRejections = map[string]string{
 // Unsupported lists keys of the KIP-1279 mirror tables (and Kafka's client
 // configuration) that kmirror recognises but does not implement.
 var Unsupported = []UnsupportedKey{
-	{"mirror.topic.num.partitions", ScopeDaemon, "kmirror keeps mirror state in its state store (state.type), not in a __mirror_state topic"},
-	{"mirror.topic.replication.factor", ScopeDaemon, "kmirror keeps mirror state in its state store (state.type), not in a __mirror_state topic"},
+	{"mirror.topic.num.partitions", ScopeDaemon, "kmirror keeps mirror state in its state store (state.type), not in a __mirror_state topic; with the built-in kafka state store (a compacted topic) set it in that plugin's config block"},
+	{"mirror.topic.replication.factor", ScopeDaemon, "kmirror keeps mirror state in its state store (state.type), not in a __mirror_state topic; with the built-in kafka state store (a compacted topic) set it in that plugin's config block"},
 	{"mirror.state.topic.num.partitions", ScopeDaemon, "kmirror keeps mirror state in its state store (state.type), not in a __mirror_state topic"},
 	{"mirror.state.topic.replication.factor", ScopeDaemon, "kmirror keeps mirror state in its state store (state.type), not in a __mirror_state topic"},
 	{"sasl.client.callback.handler.class", ScopeCluster, "Java classes cannot be loaded; credentials come from the sasl.* keys or an auth plugin"},

@@ -16,6 +16,7 @@ import (
 	"github.com/kmirror/kmirror/plugins/filters/regex"
 	"github.com/kmirror/kmirror/plugins/statestore/etcd"
 	"github.com/kmirror/kmirror/plugins/statestore/file"
+	"github.com/kmirror/kmirror/plugins/statestore/kafka"
 	"github.com/kmirror/kmirror/sdk/plugin"
 )
 
@@ -31,6 +32,7 @@ func All() []Plugin {
 	return []Plugin{
 		{plugin.KindStateStore, "file", plugin.ServeConfig{Schema: file.Schema, NewStateStore: file.NewFromConfig}},
 		{plugin.KindStateStore, "etcd", plugin.ServeConfig{Schema: etcd.Schema, NewStateStore: etcd.NewFromConfig}},
+		{plugin.KindStateStore, "kafka", plugin.ServeConfig{Schema: kafka.Schema, NewStateStore: kafka.NewFromConfig}},
 		{plugin.KindAuth, "static", plugin.ServeConfig{Schema: static.Schema, NewAuth: static.NewFromConfig}},
 		{plugin.KindAuth, "oauth", plugin.ServeConfig{Schema: oauth.Schema, NewAuth: oauth.NewFromConfig}},
 		{plugin.KindFilter, "regex", plugin.ServeConfig{Schema: regex.Schema, NewFilter: regex.NewFromConfig}},
