@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kmirror/kmirror/cmd/kmirror/internal/cli"
-	"github.com/kmirror/kmirror/cmd/kmirror/internal/mm2migrate"
 	"github.com/kmirror/kmirror/core/config"
 	"github.com/kmirror/kmirror/core/config/reference"
 )
@@ -29,7 +28,7 @@ writes).`,
 	})
 	// Each command that has its own package builds its own *cobra.Command
 	// (config migrate: a MirrorMaker 2 properties file into kmirror.yaml).
-	cmd.AddCommand(newConfigInit(), newConfigValidate(), newConfigReference(), newConfigSample(), mm2migrate.Command())
+	cmd.AddCommand(newConfigInit(), newConfigValidate(), newConfigReference(), newConfigSample(), newConfigMigrate())
 	return cmd
 }
 

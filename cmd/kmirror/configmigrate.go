@@ -1,14 +1,15 @@
-package mm2migrate
+package main
 
 import (
 	"github.com/spf13/cobra"
 
 	"github.com/kmirror/kmirror/cmd/kmirror/internal/cli"
+	"github.com/kmirror/kmirror/cmd/kmirror/internal/mm2migrate"
 )
 
-// Command is `kmirror config migrate`, on the command tree.
-func Command() *cobra.Command {
-	var f Flags
+// newConfigMigrate is `kmirror config migrate` (cmd/kmirror/internal/mm2migrate).
+func newConfigMigrate() *cobra.Command {
+	var f mm2migrate.Flags
 	cmd := &cobra.Command{
 		Use:   "migrate --from mm2.properties",
 		Short: "Translate a MirrorMaker 2 properties file into a kmirror configuration",
@@ -21,14 +22,14 @@ func Command() *cobra.Command {
 			if f.From == "" {
 				return cli.Usagef("--from is required: the MirrorMaker 2 properties file")
 			}
-			return cli.Code(Migrate(f, cmd.OutOrStdout(), cmd.ErrOrStderr()))
+			return cli.Code(mm2migrate.Migrate(f, cmd.OutOrStdout(), cmd.ErrOrStderr()))
 		},
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&f.From, "from", "", "the MirrorMaker 2 properties `FILE` (required)")
 	fs.StringVar(&f.Flow, "flow", "", "the flow to translate, `SOURCE->TARGET` (needed when the enabled flows go into several clusters)")
 	fs.StringVar(&f.Out, "out", "", "where to write the kmirror configuration (`FILE`; default: standard output)")
-	fs.StringVar(&f.SecretsDir, "secrets-dir", "", "write each cluster's SASL password into a file in this `DIR` (mode 0600); default: name files under "+DefaultSecretsDir+" for you to write")
-	fs.StringVar(&f.StateDir, "state-dir", DefaultStateDir, "state.dir of the configuration (`DIR`)")
+	fs.StringVar(&f.SecretsDir, "secrets-dir", "", "write each cluster's SASL password into a file in this `DIR` (mode 0600); default: name files under "+mm2migrate.DefaultSecretsDir+" for you to write")
+	fs.StringVar(&f.StateDir, "state-dir", mm2migrate.DefaultStateDir, "state.dir of the configuration (`DIR`)")
 	return cmd
 }
