@@ -25,9 +25,9 @@ import (
 // --interval and -o.
 func Command() *cobra.Command { return newCommand(nil) }
 
-// newCommand is Command; ctx, when set, replaces the interrupt signals
-// (tests end --watch with it).
-func newCommand(ctx context.Context) *cobra.Command {
+// newCommand is Command; until, when set, gives the context that replaces
+// the interrupt signals (tests end --watch with it).
+func newCommand(until func() context.Context) *cobra.Command {
 	var (
 		cf       cli.ConfigFlags
 		out      cli.Output
@@ -74,8 +74,10 @@ func newCommand(ctx context.Context) *cobra.Command {
 				}
 				target = cfg.HTTPAddress
 			}
-			run := ctx
-			if run == nil {
+			var run context.Context
+			if until != nil {
+				run = until()
+			} else {
 				c, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 				defer stop()
 				run = c

@@ -169,6 +169,6 @@ func TestWatchPrintsSnapshotsUntilInterrupted(t *testing.T) {
 // place of the interrupt signals, and returns the exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root := &cobra.Command{Use: "kmirror"}
-	root.AddCommand(newCommand(ctx))
+	root.AddCommand(newCommand(func() context.Context { return ctx }))
 	return cli.Execute(root, append([]string{"status"}, args...), strings.NewReader(""), stdout, stderr)
 }
