@@ -1,7 +1,10 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os/exec"
 	"regexp"
@@ -9,7 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmirror/kmirror/core/admin"
 	"github.com/kmirror/kmirror/core/admin/admintest"
+	"github.com/kmirror/kmirror/internal/kfaketest"
 )
 
 // onTerminal runs kmirror args on a terminal (script(1) gives it a pty)
@@ -148,6 +155,95 @@ func TestFailoverOnATerminalNoOrCtrlCChangesNothing(t *testing.T) {
 	for _, c := range d.ctl.Calls() {
 		if !c.DryRun {
 			t.Fatalf("the daemon got %+v", c)
+		}
+	}
+}
+
+// TestFailoverOnATerminalAgainstARunningDaemon: `kmirror run` mirrors two
+// in-process clusters; the mirror is paused while records arrive, so a
+// planned failover on a terminal shows the plan, asks, then shows the lag
+// while it waits; a resume (from another command) lets the lag fall to zero
+// and the failover completes.
+func TestFailoverOnATerminalAgainstARunningDaemon(t *testing.T) {
+	t.Parallel()
+	src, dst := kfaketest.NewCluster(t), kfaketest.NewCluster(t)
+	cl := kfaketest.NewClient(t, src, kgo.DefaultProduceTopic("orders"))
+	ctx := context.Background()
+	kfaketest.CreateTopic(t, cl, "orders", 2, nil)
+	produce := func(n int) {
+		for i := 0; i < n; i++ {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Key: fmt.Appendf(nil, "k%d", i), Value: []byte("v")}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	produce(10)
+	cfgPath := writeFile(t, "kmirror.yaml", fmt.Sprintf(`log.format: json
+http.address: 127.0.0.1:0
+admin.address: 127.0.0.1:0
+mirror.metadata.refresh.interval.ms: 300
+shutdown.timeout.ms: 10000
+destination:
+  bootstrap.servers: %s
+state:
+  dir: %s
+mirrors:
+  - name: term
+    bootstrap.servers: %s
+    mirror.topics.include: orders
+`, strings.Join(dst.ListenAddrs(), ","), t.TempDir(), strings.Join(src.ListenAddrs(), ",")))
+	d := startRun(t, cfgPath)
+	addr, _ := d.waitLog(t, "admin API listening")["address"].(string)
+	cli := func(args ...string) (int, string, string) {
+		return kmirror(t, nil, append(args, "--config", cfgPath, "--admin-address", addr)...)
+	}
+	lag := func() (int64, bool) {
+		code, out, _ := cli("mirrors", "describe", "term", "-o", "json")
+		var desc struct {
+			Partitions []admin.PartitionStatus `json:"partitions"`
+		}
+		if code != exitOK || json.Unmarshal([]byte(out), &desc) != nil || len(desc.Partitions) != 2 {
+			return -1, false
+		}
+		var sum int64
+		paused := true
+		for _, p := range desc.Partitions {
+			sum += max(p.Lag, 0)
+			paused = paused && p.State == "PAUSED"
+		}
+		return sum, paused
+	}
+	kfaketest.WaitFor(t, "the mirror running", func() (bool, string) {
+		n, _ := lag()
+		return n == 0, tail(d.log(), 20)
+	})
+	if code, _, errOut := cli("mirrors", "pause", "term"); code != exitOK {
+		t.Fatalf("pause: exit %d\n%s", code, errOut)
+	}
+	produce(100)
+	kfaketest.WaitFor(t, "lag on the paused mirror", func() (bool, string) {
+		n, paused := lag()
+		return paused && n == 100, fmt.Sprintf("lag %d, paused %v", n, paused)
+	})
+
+	screen, typeIn, wait := onTerminal(t, "failover", "term", "--wait-for-catch-up", "1m", "--config", cfgPath, "--admin-address", addr)
+	waitForScreen(t, screen, "Proceed? [y/N]")
+	if !regexp.MustCompile(`orders\s+1\s+PAUSED\s+\d+\s+\d+\s+stop`).MatchString(screen.String()) {
+		t.Fatalf("the plan does not show the partitions to stop:\n%s", screen.String())
+	}
+	if _, err := io.WriteString(typeIn, "y\n"); err != nil {
+		t.Fatal(err)
+	}
+	waitForScreen(t, screen, "total lag 100, ETA ?")
+	if code, _, errOut := cli("mirrors", "resume", "term"); code != exitOK {
+		t.Fatalf("resume: exit %d\n%s", code, errOut)
+	}
+	if code := wait(); code != exitOK {
+		t.Fatalf("failover: exit %d\n%s\n%s", code, screen.String(), tail(d.log(), 30))
+	}
+	for _, want := range []string{"orders  ", "mirror term caught up; failing over.", "mirror term failed over: 1 topic(s), 2 partition(s) STOPPED"} {
+		if !strings.Contains(screen.String(), want) {
+			t.Errorf("the terminal does not show %q:\n%s", want, screen.String())
 		}
 	}
 }
