@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -457,9 +458,25 @@ func (r *clusterRun) producerID(ctx context.Context, step, txnID string) {
 	if txnID != "" {
 		req.TransactionalID = kmsg.StringPtr(txnID)
 	}
-	resp, err := req.RequestWith(cctx, r.client)
-	if err == nil {
-		err = kerr.ErrorForCode(resp.ErrorCode)
+	// A retriable error (the transaction coordinator loading, or
+	// __transaction_state being created on first use) is retried within
+	// the step's time.
+	var resp *kmsg.InitProducerIDResponse
+	var err error
+	for {
+		resp, err = req.RequestWith(cctx, r.client)
+		if err == nil {
+			err = kerr.ErrorForCode(resp.ErrorCode)
+		}
+		if err == nil || !kerr.IsRetriable(err) || cctx.Err() != nil {
+			break
+		}
+		backoff := time.NewTimer(250 * time.Millisecond)
+		select {
+		case <-cctx.Done():
+			backoff.Stop()
+		case <-backoff.C:
+		}
 	}
 	what, fix := "an idempotent producer", "allow IDEMPOTENT_WRITE on the destination cluster for "+r.principal()+" (or make it a super user)"
 	if txnID != "" {
