@@ -298,7 +298,7 @@ func (r *clusterRun) sourceACLs(ctx context.Context, m *config.Mirror) {
 	}
 	groups := r.groupACLs(cctx, m, &missing)
 	if len(m.ACLInclude) > 0 {
-		r.clusterOps(cctx, []kadm.ACLOperation{kadm.OpDescribe}, &missing)
+		_ = r.clusterOps(cctx, []kadm.ACLOperation{kadm.OpDescribe}, &missing)
 	}
 	detail := fmt.Sprintf("%s may read the %d topic(s) and describe the %d group(s) in the mirror's scope", r.principal(), topics, groups)
 	r.aclResult(missing, unknown, detail, "kafka-acls.sh --add --allow-principal "+r.principal()+" --operation Describe --operation Read --operation DescribeConfigs --topic <topic> (or --resource-pattern-type prefixed), and --operation Describe --group <group>")
@@ -364,8 +364,8 @@ func (r *clusterRun) clusterAuthorized(ctx context.Context) (int32, bool, error)
 }
 
 // clusterOps adds to missing the operations of want the principal may not
-// perform on the cluster.
-func (r *clusterRun) clusterOps(ctx context.Context, want []kadm.ACLOperation, missing *[]string) {
+// perform on the cluster; it reports whether the brokers said.
+func (r *clusterRun) clusterOps(ctx context.Context, want []kadm.ACLOperation, missing *[]string) bool {
 	ops, ok, err := r.clusterAuthorized(ctx)
 	switch {
 	case err != nil:
@@ -375,6 +375,7 @@ func (r *clusterRun) clusterOps(ctx context.Context, want []kadm.ACLOperation, m
 			*missing = append(*missing, lack+" on the cluster")
 		}
 	}
+	return ok || err != nil
 }
 
 // destinationACLs checks CREATE, ALTER, DESCRIBE, DESCRIBE_CONFIGS,
@@ -386,8 +387,8 @@ func (r *clusterRun) destinationACLs(ctx context.Context) {
 	defer cancel()
 	var missing []string
 	want := []kadm.ACLOperation{kadm.OpCreate, kadm.OpAlter, kadm.OpDescribe, kadm.OpDescribeConfigs, kadm.OpAlterConfigs, kadm.OpIdempotentWrite}
-	r.clusterOps(cctx, want, &missing)
-	r.aclResult(missing, false, r.principal()+" may create topics, alter their configs and ACLs, and write idempotently on the cluster",
+	known := r.clusterOps(cctx, want, &missing)
+	r.aclResult(missing, !known, r.principal()+" may create topics, alter their configs and ACLs, and write idempotently on the cluster",
 		"kafka-acls.sh --add --allow-principal "+r.principal()+" --cluster --operation Create --operation Alter --operation Describe --operation DescribeConfigs --operation AlterConfigs --operation IdempotentWrite (or make it a super user, which the next step needs anyway)")
 }
 
