@@ -22,8 +22,8 @@ func main() {
 	os.Exit(dispatch(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
-// dispatch runs one command line and returns its exit code (cli.ExitOK,
-// cli.ExitFailure, cli.ExitUsage: stable, documented in docs/cli.md).
+// dispatch runs one command line and returns its exit code (the cli.Exit*
+// constants: stable, documented in docs/cli.md).
 func dispatch(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return cli.Execute(newRoot(stdout), args, stdin, stdout, stderr)
 }
