@@ -69,12 +69,20 @@ func TestDryRunPrintsThePlanAndChangesNothing(t *testing.T) {
 			t.Fatalf("%v -o json: exit %d\n%s%s", args, code, out, errOut)
 		}
 	}
+	// The plan's text and structured forms, as golden files.
+	for _, format := range []string{"text", "json", "yaml"} {
+		code, out, errOut := kmirror(t, nil, "failback", "dc1", "--allow-recreate", "--dry-run", "--config", d.cfgPath, "-o", format)
+		if code != exitOK {
+			t.Fatalf("failback --dry-run -o %s: exit %d\n%s", format, code, errOut)
+		}
+		golden(t, "dry-run/failback."+format, out)
+	}
 	for _, c := range d.ctl.Calls() {
 		if !c.DryRun {
 			t.Fatalf("a dry run ran the operation: %+v", c)
 		}
 	}
-	if calls := d.ctl.Calls(); len(calls) != 8 || calls[0].Op != "failover" || calls[2].Op != "failback" || !calls[2].AllowRecreate || calls[4].Op != "stop" || calls[6].Op != "delete" {
+	if calls := d.ctl.Calls(); len(calls) != 11 || calls[0].Op != "failover" || calls[2].Op != "failback" || !calls[2].AllowRecreate || calls[4].Op != "stop" || calls[6].Op != "delete" {
 		t.Fatalf("the daemon got %+v", calls)
 	}
 }
