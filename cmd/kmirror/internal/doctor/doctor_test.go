@@ -17,6 +17,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/kmirror/kmirror/core/config"
 	"github.com/kmirror/kmirror/internal/kfaketest"
@@ -302,4 +303,35 @@ func golden(t *testing.T, name, got string) {
 	if got != string(want) {
 		t.Errorf("%s differs (-update if meant):\n--- got\n%s\n--- want\n%s", path, got, want)
 	}
+}
+
+// TestMissingRequestFailsAPIVersions: a broker without a request kmirror
+// sends (here InitProducerId) fails api-versions, naming it.
+func TestMissingRequestFailsAPIVersions(t *testing.T) {
+	t.Parallel()
+	vs := kversion.V3_7_0()
+	vs.SetMaxKeyVersion(kmsg.InitProducerID.Int16(), -1)
+	dst := kfaketest.NewCluster(t, kfake.NumBrokers(1), kfake.MaxVersions(vs))
+	src := kfaketest.NewCluster(t)
+	rep := run(t, load(t, cluster{addr: dst.ListenAddrs()[0]}, cluster{addr: src.ListenAddrs()[0]}), Options{})
+	wantFail(t, rep, 0, StepAPIVersions, "broker 0 lacks InitProducerID", "kmirror needs Kafka 2.8 or later")
+	if c := check(t, rep, 1, StepAPIVersions); c.Result != Pass {
+		t.Errorf("source api-versions: %+v", c)
+	}
+}
+
+// TestNoTransactionalIDACLFailsTransactions: a destination user allowed
+// idempotent writes but no transactional id passes idempotence and fails
+// transactions, with the ACL to add.
+func TestNoTransactionalIDACLFailsTransactions(t *testing.T) {
+	t.Parallel()
+	dstACLs := allow(kmsg.ACLResourceTypeCluster, "kafka-cluster", kmsg.ACLOperationDescribe, kmsg.ACLOperationIdempotentWrite)
+	dst := secured(t, kfake.User("PLAIN", "mirror", "mirror-pw", dstACLs...))
+	src := secured(t)
+	rep := run(t, load(t, cluster{addr: dst.ListenAddrs()[0], user: "mirror", pw: "mirror-pw"}, cluster{addr: src.ListenAddrs()[0], user: "admin", pw: "admin-pw"}), Options{})
+	if c := check(t, rep, 0, StepIdempotence); c.Result != Pass {
+		t.Errorf("idempotence with IDEMPOTENT_WRITE: %+v\n%s", c, text(rep))
+	}
+	wantFail(t, rep, 0, StepTransactions, "InitProducerId for a transactional producer (kmirror-doctor)", "--transactional-id kmirror- --resource-pattern-type prefixed")
+	wantFail(t, rep, 0, StepACLs, "User:mirror lacks CREATE, ALTER, DESCRIBE_CONFIGS, ALTER_CONFIGS on the cluster", "kafka-acls.sh --add --allow-principal User:mirror --cluster")
 }
