@@ -161,7 +161,7 @@ func TestFailoverAndFailbackRoundTripUnderLoad(t *testing.T) {
 
 	// Planned failover: producers stopped, wait for zero lag.
 	aEnds := endOffsets(t, ctx, source, topic, parts)
-	code, out, errOut := d.cli("failover", "--mirror", d.mirror, "--wait-for-catch-up", "90s", "--json")
+	code, out, errOut := d.cli("failover", "--yes", "--mirror", d.mirror, "--wait-for-catch-up", "90s", "--json")
 	if code != 0 {
 		t.Fatalf("failover: exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -315,7 +315,7 @@ func TestFailoverAndFailbackRoundTripUnderLoad(t *testing.T) {
 	// Switch back: fail the reverse mirror over (A writable; its last group
 	// sync carries the group's offsets from B to A), write to A, mirror A→B
 	// again.
-	code, out, errOut = d.cli("failover", "--mirror", reverse, "--wait-for-catch-up", "90s", "--json")
+	code, out, errOut = d.cli("failover", "--yes", "--mirror", reverse, "--wait-for-catch-up", "90s", "--json")
 	if code != 0 {
 		t.Fatalf("failover of %s: exit %d\n%s\n%s", reverse, code, out, errOut)
 	}
@@ -376,7 +376,7 @@ func TestUnplannedFailoverWithTheSourceClusterGone(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	code, out, errOut := d.cli("failover", "--mirror", d.mirror, "--json")
+	code, out, errOut := d.cli("failover", "--yes", "--mirror", d.mirror, "--json")
 	if code != 0 {
 		t.Fatalf("failover with the source gone: exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -416,7 +416,7 @@ func TestDivergentFailbackKeepsTheRecordsAndRecreatesOnlyWhenAllowed(t *testing.
 	writeLoad(t, ctx, source, topic, "a1", 3)
 	d := startKmirror(t, regexp.QuoteMeta(topic))
 	d.waitMirrored(ctx, topic, 1)
-	if code, out, errOut := d.cli("failover", "--mirror", d.mirror); code != 0 {
+	if code, out, errOut := d.cli("failover", "--yes", "--mirror", d.mirror); code != 0 {
 		t.Fatalf("failover: exit %d\n%s\n%s", code, out, errOut)
 	}
 	lost := newClient(t, source, kafkatest.Identity{}, kgo.DefaultProduceTopic(topic))
@@ -444,7 +444,7 @@ func TestDivergentFailbackKeepsTheRecordsAndRecreatesOnlyWhenAllowed(t *testing.
 		t.Fatalf("side topic holds %s, %s", side[0].Key, side[1].Key)
 	}
 
-	code, out, errOut = d.cli("failback", "--mirror", d.mirror, "--allow-recreate", "--json")
+	code, out, errOut = d.cli("failback", "--yes", "--mirror", d.mirror, "--allow-recreate", "--json")
 	if code != 0 {
 		t.Fatalf("failback --allow-recreate: exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -481,7 +481,7 @@ func TestFailoverCompletesAfterTheDaemonIsKilledInTheMiddle(t *testing.T) {
 	done := make(chan struct{})
 	go func() { // owned by the test: ends when the CLI returns (the daemon dies under it).
 		defer close(done)
-		_, _, _ = d.cli("failover", "--mirror", d.mirror)
+		_, _, _ = d.cli("failover", "--yes", "--mirror", d.mirror)
 	}()
 	// The file store keeps key "mirrors/<m>/control" as data/mirrors%2F<m>%2Fcontrol.
 	control := filepath.Join(d.stateDir, "data", "mirrors%2F"+d.mirror+"%2Fcontrol")
@@ -516,7 +516,7 @@ func TestFailoverCompletesAfterTheDaemonIsKilledInTheMiddle(t *testing.T) {
 			t.Fatalf("partition %d: high watermark %d, last stable offset %d: a transaction hangs", p, h.Offset, l.Offset)
 		}
 	}
-	code, out, errOut := d.cli("failover", "--mirror", d.mirror, "--json")
+	code, out, errOut := d.cli("failover", "--yes", "--mirror", d.mirror, "--json")
 	var fo admin.FailoverResult
 	if code != 0 || json.Unmarshal([]byte(out), &fo) != nil || len(fo.Topics) != 1 || len(fo.Topics[0].Partitions) != parts {
 		t.Fatalf("repeated failover: exit %d\n%s\n%s", code, out, errOut)

@@ -98,7 +98,7 @@ func TestAdminCommandsNeedOnlyAddressAndToken(t *testing.T) {
 	}
 	// A wrong token in the environment is refused (and --admin-token-file
 	// wins over it).
-	if code, _, errOut := kmirror(t, []string{"KMIRROR_ADMIN_TOKEN=wrong"}, "mirrors", "list", "--admin-address", addr); code != exitFailure || !strings.Contains(errOut, "401") {
+	if code, _, errOut := kmirror(t, []string{"KMIRROR_ADMIN_TOKEN=wrong"}, "mirrors", "list", "--admin-address", addr); code != exitUnauthorized || !strings.Contains(errOut, "401") {
 		t.Errorf("wrong KMIRROR_ADMIN_TOKEN: exit %d\n%s", code, errOut)
 	}
 	if code, _, errOut := kmirror(t, []string{"KMIRROR_ADMIN_TOKEN=wrong"}, "mirrors", "list", "--admin-address", addr, "--admin-token-file", tokenFile); code != exitOK {
@@ -151,7 +151,7 @@ func TestDescribeOutputFormats(t *testing.T) {
 	}
 	// An unknown mirror is an error in the format asked for.
 	code, _, errOut := kmirror(t, nil, "describe", "nope", "--config", d.cfgPath, "-o", "json")
-	if code != exitFailure || !strings.HasPrefix(errOut, "{\n  \"error\": ") || !strings.Contains(errOut, `\"nope\"`) {
+	if code != exitNotFound || !strings.HasPrefix(errOut, "{\n  \"error\": ") || !strings.Contains(errOut, `\"nope\"`) {
 		t.Fatalf("describe nope -o json: exit %d\n%s", code, errOut)
 	}
 }

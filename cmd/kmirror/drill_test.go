@@ -125,7 +125,7 @@ mirrors:
 	// A wrong token is refused and changes nothing.
 	wrong := writeFile(t, "wrong.token", "0123456789abcdef\n")
 	code, _, errOut = kmirror(t, nil, "mirrors", "resume", "--mirror", "drill", "--admin-address", addr, "--token-file", wrong)
-	if code != exitFailure || !strings.Contains(errOut, "401") {
+	if code != exitUnauthorized || !strings.Contains(errOut, "401") {
 		t.Fatalf("resume with a wrong token: exit %d\n%s", code, errOut)
 	}
 	// Gives a resume wrongly accepted the time to take effect: nothing
@@ -142,7 +142,7 @@ mirrors:
 	}
 	waitFor("MIRRORING", true)
 
-	code, out, errOut = cli("failover", "--mirror", "drill", "--wait-for-catch-up", "30s", "--json")
+	code, out, errOut = cli("failover", "--mirror", "drill", "--wait-for-catch-up", "30s", "--json", "--yes")
 	if code != exitOK {
 		t.Fatalf("failover: exit %d\n%s%s\n%s", code, out, errOut, tail(d.log(), 40))
 	}
@@ -161,7 +161,7 @@ mirrors:
 	}
 	waitFor("STOPPED", false)
 	// Repeating the failover is harmless (operations are idempotent).
-	if code, out, errOut = cli("failover", "--mirror", "drill"); code != exitOK || !strings.Contains(out, "orders") {
+	if code, out, errOut = cli("failover", "--mirror", "drill", "--yes"); code != exitOK || !strings.Contains(out, "orders") {
 		t.Fatalf("repeated failover: exit %d\n%s%s", code, out, errOut)
 	}
 	if tok, err := filepath.Glob(filepath.Join(stateDir, "admin.token")); err != nil || len(tok) != 1 {

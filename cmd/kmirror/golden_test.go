@@ -130,6 +130,8 @@ var errorCases = []struct {
 	{"missing-sub-command", []string{"config"}},
 	{"duration-without-unit", []string{"failover", "m1", "--wait-for-catch-up", "2"}},
 	{"negative-duration", []string{"failover", "m1", "--wait-for-catch-up", "-1s", "--admin-address", "127.0.0.1:1"}},
+	{"failover-needs-yes", []string{"failover", "m1", "--admin-address", "127.0.0.1:1"}},
+	{"recreate-needs-yes", []string{"failback", "m1", "--allow-recreate", "--admin-address", "127.0.0.1:1"}},
 	{"kafka-bootstrap-server", []string{"mirrors", "list", "--bootstrap-server", "kafka:9092"}},
 	{"kafka-topic", []string{"mirrors", "pause", "m1", "--topic", "orders"}},
 	{"kafka-group", []string{"describe", "--group", "billing"}},

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kmirror/kmirror/cmd/kmirror/internal/cli"
+	"github.com/kmirror/kmirror/cmd/kmirror/internal/doctor"
 	"github.com/kmirror/kmirror/cmd/kmirror/internal/mirrorcmd"
 	"github.com/kmirror/kmirror/cmd/kmirror/internal/plugincmd"
 	"github.com/kmirror/kmirror/cmd/kmirror/internal/statuscmd"
@@ -21,8 +22,8 @@ func main() {
 	os.Exit(dispatch(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
-// dispatch runs one command line and returns its exit code (cli.ExitOK,
-// cli.ExitFailure, cli.ExitUsage: stable, documented in docs/cli.md).
+// dispatch runs one command line and returns its exit code (the cli.Exit*
+// constants: stable, documented in docs/cli.md).
 func dispatch(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return cli.Execute(newRoot(stdout), args, stdin, stdout, stderr)
 }
@@ -77,7 +78,7 @@ Docs: docs/README.md; every key: kmirror config reference.`,
 	root.AddCommand(inGroup(groupDaemon, newRun(), newDemo())...)
 	root.AddCommand(mirrorcmd.Commands()...)
 	root.AddCommand(inGroup(groupAdmin, statuscmd.Command())...)
-	root.AddCommand(inGroup(groupSetup, newConfig(), plugincmd.Command(), newState(), newVersion())...)
+	root.AddCommand(inGroup(groupSetup, newConfig(), doctor.Command(), plugincmd.Command(), newState(), newVersion())...)
 	root.AddCommand(newPlugin(), newDocs())
 	root.InitDefaultHelpCmd()
 	root.SetOut(stdout)

@@ -30,6 +30,10 @@ const (
 	exitOK      = cli.ExitOK
 	exitFailure = cli.ExitFailure
 	exitUsage   = cli.ExitUsage
+
+	exitNotFound     = cli.ExitNotFound
+	exitConflict     = cli.ExitConflict
+	exitUnauthorized = cli.ExitUnauthorized
 )
 
 func TestMain(m *testing.M) {
@@ -351,10 +355,10 @@ func TestRunServesReloadsAndShutsDown(t *testing.T) {
 	if code, out, errOut := kmirror(t, nil, "mirrors", "list", "--admin-address", adminAddr, "--token-file", tokenFile, "--json"); code != 0 || !strings.Contains(out, `"mirrors": []`) {
 		t.Fatalf("mirrors list against the daemon: exit %d\n%s%s", code, out, errOut)
 	}
-	if code, _, errOut := kmirror(t, nil, "mirrors", "pause", "--mirror", "nope", "--admin-address", adminAddr, "--token-file", tokenFile); code != exitFailure || !strings.Contains(errOut, "no such mirror") {
+	if code, _, errOut := kmirror(t, nil, "mirrors", "pause", "--mirror", "nope", "--admin-address", adminAddr, "--token-file", tokenFile); code != exitNotFound || !strings.Contains(errOut, "no such mirror") {
 		t.Fatalf("pause of an unknown mirror: exit %d\n%s", code, errOut)
 	}
-	if code, _, errOut := kmirror(t, nil, "mirrors", "list", "--admin-address", adminAddr); code != exitFailure || !strings.Contains(errOut, "401") {
+	if code, _, errOut := kmirror(t, nil, "mirrors", "list", "--admin-address", adminAddr); code != exitUnauthorized || !strings.Contains(errOut, "401") {
 		t.Fatalf("mirrors list without a token: exit %d\n%s", code, errOut)
 	}
 	if tok, _ := os.ReadFile(tokenFile); strings.Contains(d.log(), strings.TrimSpace(string(tok))) {

@@ -162,7 +162,7 @@ func TestMirrorsListAndDescribeUseTheDaemonsConfig(t *testing.T) {
 		t.Fatalf("mirrors describe --json: exit %d\n%s", code, out)
 	}
 	code, _, errOut = kmirror(t, nil, "mirrors", "describe", "--config", d.cfgPath, "--mirror", "nope")
-	if code != exitFailure || !strings.Contains(errOut, `"nope"`) || !strings.Contains(errOut, "kmirror mirrors list") {
+	if code != exitNotFound || !strings.Contains(errOut, `"nope"`) || !strings.Contains(errOut, "kmirror mirrors list") {
 		t.Fatalf("unknown mirror: exit %d\n%s", code, errOut)
 	}
 	d.noSecret(t, out, errOut)
@@ -227,12 +227,13 @@ func TestMirrorsActionsSendTheirTopics(t *testing.T) {
 		t.Fatalf("usage errors reached the daemon: %+v", d.ctl.Calls()[before:])
 	}
 
-	// The daemon's refusals are reported with their reason; exit 1.
+	// The daemon's refusals are reported with their reason; a conflict
+	// exits 4.
 	d.ctl.Update(func(c *admintest.Controller) {
 		c.Err = fmt.Errorf("%w: topic orders is STOPPED; start it first", admin.ErrConflict)
 	})
 	code, _, errOut := kmirror(t, nil, "mirrors", "pause", "--mirror", "dc1", "--config", d.cfgPath)
-	if code != exitFailure || !strings.Contains(errOut, "409") || !strings.Contains(errOut, "start it first") {
+	if code != exitConflict || !strings.Contains(errOut, "409") || !strings.Contains(errOut, "start it first") {
 		t.Fatalf("conflict: exit %d\n%s", code, errOut)
 	}
 	d.noSecret(t, errOut)
@@ -251,12 +252,18 @@ func TestFailoverPrintsLastMirroredOffsetsAndSyncedGroups(t *testing.T) {
 			Warnings: []string{"last ACL sync skipped: source unreachable"},
 		}
 	})
-	code, out, errOut := kmirror(t, nil, "failover", "--config", d.cfgPath, "--mirror", "dc1", "--topics", "orders,payments", "--wait-for-catch-up", "90s")
+	allCaughtUp(d)
+	code, out, errOut := kmirror(t, nil, "failover", "--config", d.cfgPath, "--mirror", "dc1", "--topics", "orders,payments", "--wait-for-catch-up", "90s", "--yes")
 	if code != exitOK {
 		t.Fatalf("failover: exit %d\n%s", code, errOut)
 	}
+	if !strings.Contains(errOut, "mirror dc1 caught up; failing over.") {
+		t.Errorf("the catch-up wait is not shown on stderr:\n%s", errOut)
+	}
+	// The client waited for the catch-up; the failover call's own wait
+	// only covers what was written since.
 	calls := d.ctl.Calls()
-	if len(calls) != 1 || calls[0].Op != "failover" || calls[0].Wait != 90*time.Second || strings.Join(calls[0].Topics, ",") != "orders,payments" {
+	if len(calls) != 1 || calls[0].Op != "failover" || calls[0].Wait <= 0 || calls[0].Wait > 30*time.Second || strings.Join(calls[0].Topics, ",") != "orders,payments" {
 		t.Fatalf("the daemon got %+v", calls)
 	}
 	for _, re := range []string{
@@ -269,7 +276,7 @@ func TestFailoverPrintsLastMirroredOffsetsAndSyncedGroups(t *testing.T) {
 			t.Errorf("failover output lacks %s:\n%s", re, out)
 		}
 	}
-	code, out, _ = kmirror(t, nil, "failover", "--config", d.cfgPath, "--mirror", "dc1", "--json")
+	code, out, _ = kmirror(t, nil, "failover", "--config", d.cfgPath, "--mirror", "dc1", "--json", "-y")
 	var res admin.FailoverResult
 	if code != exitOK || json.Unmarshal([]byte(out), &res) != nil || res.Topics[0].Partitions[0].LastMirroredOffset != 41 || res.Groups[1] != "shipping" {
 		t.Fatalf("failover --json: exit %d\n%s", code, out)
@@ -284,12 +291,12 @@ func TestAdminCommandsWithoutOrWithAWrongTokenAreRefused(t *testing.T) {
 	d := startAdmin(t, "")
 	wrong := writeFile(t, "wrong.token", "not-the-token\n")
 	code, _, errOut := kmirror(t, nil, "mirrors", "pause", "--mirror", "dc1", "--config", d.cfgPath, "--token-file", wrong)
-	if code != exitFailure || !strings.Contains(errOut, "401") || !strings.Contains(errOut, "wrong bearer token") {
+	if code != exitUnauthorized || !strings.Contains(errOut, "401") || !strings.Contains(errOut, "wrong bearer token") {
 		t.Fatalf("wrong token: exit %d\n%s", code, errOut)
 	}
 	// Without --config no token is known.
-	code, _, errOut = kmirror(t, nil, "failover", "--mirror", "dc1", "--admin-address", d.cfg.AdminAddress)
-	if code != exitFailure || !strings.Contains(errOut, "missing bearer token") {
+	code, _, errOut = kmirror(t, nil, "failover", "--mirror", "dc1", "--admin-address", d.cfg.AdminAddress, "--yes")
+	if code != exitUnauthorized || !strings.Contains(errOut, "missing bearer token") {
 		t.Fatalf("no token: exit %d\n%s", code, errOut)
 	}
 	if calls := d.ctl.Calls(); len(calls) != 0 {
@@ -355,7 +362,7 @@ func TestAdminCommandsWithMutualTLS(t *testing.T) {
 	}
 	// Without a client certificate: refused, with what to do.
 	code, _, errOut = kmirror(t, nil, "mirrors", "pause", "--mirror", "dc1", "--config", d.cfgPath)
-	if code != exitFailure || !strings.Contains(errOut, "pass --tls-cert and --tls-key") {
+	if code != exitUnauthorized || !strings.Contains(errOut, "pass --tls-cert and --tls-key") {
 		t.Fatalf("no client certificate: exit %d\n%s", code, errOut)
 	}
 	if n := len(d.ctl.Calls()); n != 0 {
@@ -396,7 +403,7 @@ func TestFailbackPrintsWhatItDidPerPartitionAndFailsWhenAPartitionNeedsAnOperato
 	d.ctl.Update(func(c *admintest.Controller) {
 		c.FailbackResult.Topics[0].Partitions[1] = admin.PartitionFailback{Partition: 1, Action: admin.FailbackRecreated}
 	})
-	code, out, errOut = kmirror(t, nil, "failback", "--config", d.cfgPath, "--mirror", "dc1", "--allow-recreate", "--json")
+	code, out, errOut = kmirror(t, nil, "failback", "--config", d.cfgPath, "--mirror", "dc1", "--allow-recreate", "--json", "--yes")
 	var res admin.FailbackResult
 	if code != exitOK || json.Unmarshal([]byte(out), &res) != nil || res.Topics[0].Partitions[1].Action != "recreated" || res.Of != "dc1" {
 		t.Fatalf("failback --allow-recreate --json: exit %d\n%s\n%s", code, out, errOut)

@@ -141,7 +141,7 @@ type Failoverer interface {
 // returns once every partition is STOPPED (open transactions aborted, last
 // mirrored offsets recorded, topics writable).
 func (k Kmirror) Failover(ctx context.Context, spec RunSpec) error {
-	cmd := exec.CommandContext(ctx, k.Binary, "failover", "--mirror", "bench", "--config", filepath.Join(spec.Dir, "kmirror.yaml"), "--json")
+	cmd := exec.CommandContext(ctx, k.Binary, "failover", "--yes", "--mirror", "bench", "--config", filepath.Join(spec.Dir, "kmirror.yaml"), "--json")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		if len(out) > 2000 {

@@ -188,10 +188,16 @@ func (e *Error) Message() string { return e.msg }
 
 // Error says what the API answered, with its reason and hint.
 func (e *Error) Error() string {
-	msg := e.msg
+	msg := e.Headline()
 	if e.Hint != "" {
 		msg += "; " + e.Hint
 	}
+	return msg
+}
+
+// Headline says what the API answered, with its reason but not the hint.
+func (e *Error) Headline() string {
+	msg := e.msg
 	switch e.Status {
 	case http.StatusUnauthorized:
 		return "the admin API refused the call (401 Unauthorized): " + msg

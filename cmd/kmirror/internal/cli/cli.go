@@ -18,6 +18,14 @@ const (
 	ExitOK      = 0
 	ExitFailure = 1 // the command ran and failed (invalid config, runtime error)
 	ExitUsage   = 2 // the command line itself is wrong
+	// The admin commands map the admin API's error codes to these, so that
+	// a script can branch on the kind of refusal (docs/cli.md, "Exit
+	// codes").
+	ExitNotFound     = 3   // no such mirror, or a topic pattern that matches nothing
+	ExitConflict     = 4   // the mirror's state does not allow the operation now
+	ExitUnauthorized = 5   // the admin API refused the token or client certificate
+	ExitUnavailable  = 6   // a cluster, the state store or the daemon cannot answer now, or timed out: retry
+	ExitInterrupted  = 130 // Ctrl-C while waiting, before anything was changed (128+SIGINT)
 )
 
 // Error is a command's failure with its exit code. An Error whose Err is
@@ -26,6 +34,11 @@ const (
 type Error struct {
 	Code int
 	Err  error
+	// APICode is the admin API's error code (admin.Code*), for an error
+	// the API reported; Hint is what it said to do. Both are printed after
+	// the message, and are fields of the structured error document.
+	APICode string
+	Hint    string
 }
 
 // Error implements error.

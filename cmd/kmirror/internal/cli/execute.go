@@ -39,14 +39,17 @@ func Execute(root *cobra.Command, args []string, stdin io.Reader, stdout, stderr
 		return ExitOK
 	}
 	code := exitCode(err)
-	var msg string
+	var msg, apiCode, hint string
 	var e *Error
 	if !errors.As(err, &e) || e.Err != nil {
 		msg = err.Error()
 	}
+	if e != nil {
+		apiCode, hint = e.APICode, e.Hint
+	}
 	if formatName == FormatText {
 		if msg != "" {
-			printError(stderr, FormatText, commandPath(cmd), msg, code)
+			printError(stderr, FormatText, commandPath(cmd), msg, code, apiCode, hint)
 			if code == ExitUsage {
 				fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", commandPath(cmd))
 			}
@@ -60,7 +63,7 @@ func Execute(root *cobra.Command, args []string, stdin io.Reader, stdout, stderr
 			msg = said + "\n" + msg
 		}
 	}
-	printError(stderr, formatName, commandPath(cmd), msg, code)
+	printError(stderr, formatName, commandPath(cmd), msg, code, apiCode, hint)
 	return code
 }
 

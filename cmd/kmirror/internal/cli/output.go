@@ -120,17 +120,25 @@ func blockStyle(n *yaml.Node) {
 type errorDoc struct {
 	Error    string `json:"error"`
 	ExitCode int    `json:"exit_code"`
+	// Code and Hint: an error of the admin API, its code and what to do.
+	Code string `json:"code,omitempty"`
+	Hint string `json:"hint,omitempty"`
 }
 
-// printError writes msg in format to w.
-func printError(w io.Writer, formatName, command, msg string, code int) {
+// printError writes msg (and the admin API's code and hint, when there
+// are) in format to w.
+func printError(w io.Writer, formatName, command, msg string, code int, apiCode, hint string) {
+	doc := errorDoc{Error: msg, ExitCode: code, Code: apiCode, Hint: hint}
 	switch formatName {
 	case FormatJSON:
-		PrintJSON(w, errorDoc{Error: msg, ExitCode: code})
+		PrintJSON(w, doc)
 	case FormatYAML:
-		PrintYAML(w, errorDoc{Error: msg, ExitCode: code})
+		PrintYAML(w, doc)
 	default:
 		fmt.Fprintf(w, "%s: %s\n", command, msg)
+		if hint != "" {
+			fmt.Fprintf(w, "Hint: %s\n", hint)
+		}
 	}
 }
 

@@ -19,6 +19,7 @@ func newFailover() *cobra.Command {
 	var a adminCmd
 	var topics cli.RegexList
 	var wait time.Duration
+	var safe safety
 	cmd := &cobra.Command{
 		Use:   "failover MIRROR [--topics REGEX,...] [--wait-for-catch-up DURATION]",
 		Short: "Fail a mirror's topics over to the destination (admin API)",
@@ -27,12 +28,20 @@ func newFailover() *cobra.Command {
 failover; nothing happens if it passes); then a last group and ACL sync, and
 every partition STOPPING -> STOPPED. Prints each partition's last mirrored
 offset and the consumer groups whose offsets were synced; the topics are then
-writable on the destination. See docs/design/failover.md.` + adminNote,
+writable on the destination. See docs/design/failover.md.
+
+On a terminal it first shows what it would do per partition and asks
+"Proceed? [y/N]"; --yes skips the question, and is required when standard
+input is not a terminal (scripts). --dry-run shows the plan and changes
+nothing. --wait-for-catch-up shows the lag per topic falling, with an ETA;
+Ctrl-C while it waits changes nothing (exit 130).` + adminNote,
 		Example: cli.Examples(
+			"# see what it would do",
+			"kmirror failover dc1-to-dc2 --dry-run --config kmirror.yaml",
 			"# planned: wait up to 2 minutes for zero lag first",
 			"kmirror failover dc1-to-dc2 --wait-for-catch-up 2m --config kmirror.yaml",
-			"# unplanned: the source is gone",
-			"kmirror failover dc1-to-dc2 --topics 'orders.*' -o json --config kmirror.yaml"),
+			"# unplanned, from a script: the source is gone",
+			"kmirror failover dc1-to-dc2 --topics 'orders.*' --yes -o json --config kmirror.yaml"),
 		Args: cli.MaxArgs(1, "MIRROR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name, err := cli.MirrorArg(args, a.mirror, true)
@@ -42,14 +51,41 @@ writable on the destination. See docs/design/failover.md.` + adminNote,
 			if wait < 0 {
 				return cli.Usagef("--wait-for-catch-up %s is negative", wait)
 			}
+			ask, err := safe.mustAsk(cmd, "failover")
+			if err != nil {
+				return err
+			}
 			c, err := a.connect(cmd)
 			if err != nil {
 				return err
 			}
-			var res admin.FailoverResult
-			body := admin.FailoverRequest{Topics: topics, WaitForCatchUpMs: wait.Milliseconds()}
-			if err := c.Call(http.MethodPost, "/v1/mirrors/"+url.PathEscape(name)+"/failover", body, &res, opTimeout+wait); err != nil {
-				return cli.Fail(err)
+			if safe.dryRun || ask {
+				plan, err := c.PlanFailover(name, topics, wait)
+				if err != nil {
+					return fail(err)
+				}
+				if safe.dryRun {
+					a.printDryRun(cmd, plan)
+					return nil
+				}
+				if err := confirm(cmd, a.uiWriter(cmd), plan); err != nil {
+					return err
+				}
+			}
+			serverWait := wait
+			if wait > 0 {
+				ui := a.uiWriter(cmd)
+				left, err := waitForCatchUp(cmd.Context(), c.Lag, name, topics, wait, ui, cli.IsTerminal(ui))
+				if err != nil {
+					return err
+				}
+				// Records written since the last poll: the failover's own
+				// wait covers them, briefly.
+				serverWait = min(max(left, time.Second), maxServerWait)
+			}
+			res, err := c.Failover(name, topics, serverWait)
+			if err != nil {
+				return fail(err)
 			}
 			// Lists are [] in -o json|yaml, never null.
 			if res.Topics == nil {
@@ -64,7 +100,8 @@ writable on the destination. See docs/design/failover.md.` + adminNote,
 	}
 	a.register(cmd, true)
 	cmd.Flags().Var(&topics, "topics", "regexes of the topics to fail over, comma-separated (repeatable); default: every topic of the mirror")
-	cmd.Flags().DurationVar(&wait, "wait-for-catch-up", 0, "planned failover: first wait up to this `DURATION` (e.g. 2m) until every partition has no lag; the failover does not start if it passes")
+	cmd.Flags().DurationVar(&wait, "wait-for-catch-up", 0, "planned failover: first wait up to this `DURATION` (e.g. 2m) until every partition has no lag, showing the lag per topic; the failover does not start if it passes")
+	safe.register(cmd, "the failover", true)
 	return cmd
 }
 
@@ -99,6 +136,7 @@ func newFailback() *cobra.Command {
 	var a adminCmd
 	var recreate bool
 	var suffix string
+	var safe safety
 	cmd := &cobra.Command{
 		Use:   "failback MIRROR [--allow-recreate] [--side-topic-suffix S]",
 		Short: "Mirror a failed-over mirror's topics back to its old source (admin API)",
@@ -108,8 +146,15 @@ partitions continue at the last mirrored offset; records the old source holds
 beyond it are copied to <topic>.kmirror-diverged (or <topic>S) on the old
 source and the partition is FAILED, unless --allow-recreate recreates the
 topic there and mirrors it back from scratch. Exits 1 when a partition is
-FAILED (the reverse mirror runs for the others). See docs/design/failover.md.` + adminNote,
+FAILED (the reverse mirror runs for the others). See docs/design/failover.md.
+
+--dry-run shows per partition what would be decided, and which topics would
+be created or deleted on the old source, and changes nothing. With
+--allow-recreate, which deletes topics on the old source, it asks on a
+terminal "Proceed? [y/N]" after showing that plan; --yes skips the question
+and is required when standard input is not a terminal.` + adminNote,
 		Example: cli.Examples(
+			"kmirror failback dc1-to-dc2 --dry-run --allow-recreate --config kmirror.yaml",
 			"kmirror failback dc1-to-dc2 --config kmirror.yaml",
 			"kmirror failback dc1-to-dc2 --side-topic-suffix .lost -o json --config kmirror.yaml"),
 		Args: cli.MaxArgs(1, "MIRROR"),
@@ -118,14 +163,33 @@ FAILED (the reverse mirror runs for the others). See docs/design/failover.md.` +
 			if err != nil {
 				return err
 			}
+			ask := false
+			if recreate {
+				if ask, err = safe.mustAsk(cmd, "failback --allow-recreate (it deletes topics on the old source)"); err != nil {
+					return err
+				}
+			}
 			c, err := a.connect(cmd)
 			if err != nil {
 				return err
 			}
+			if safe.dryRun || ask {
+				plan, err := c.PlanFailback(name, recreate, suffix)
+				if err != nil {
+					return fail(err)
+				}
+				if safe.dryRun {
+					a.printDryRun(cmd, plan)
+					return nil
+				}
+				if err := confirm(cmd, a.uiWriter(cmd), plan); err != nil {
+					return err
+				}
+			}
 			var res admin.FailbackResult
 			body := admin.FailbackRequest{AllowRecreate: recreate, SideTopicSuffix: suffix}
 			if err := c.Call(http.MethodPost, "/v1/mirrors/"+url.PathEscape(name)+"/failback", body, &res, opTimeout); err != nil {
-				return cli.Fail(err)
+				return fail(err)
 			}
 			failed := 0
 			for _, t := range res.Topics {
@@ -148,6 +212,7 @@ FAILED (the reverse mirror runs for the others). See docs/design/failover.md.` +
 	a.register(cmd, true)
 	cmd.Flags().BoolVar(&recreate, "allow-recreate", false, "delete and recreate, on the old source, a topic whose partitions cannot continue offset for offset (diverged, lost records, or map mode), then mirror it back from scratch")
 	cmd.Flags().StringVar(&suffix, "side-topic-suffix", "", "suffix of the side topics that keep the old source's records beyond the last mirrored offset (default .kmirror-diverged)")
+	safe.register(cmd, "the failback", true)
 	return cmd
 }
 

@@ -114,7 +114,7 @@ func newList() *cobra.Command {
 			}
 			var list admin.MirrorList
 			if err := c.Call(http.MethodGet, "/v1/mirrors", nil, &list, readTimeout); err != nil {
-				return cli.Fail(err)
+				return fail(err)
 			}
 			if list.Mirrors == nil {
 				list.Mirrors = []admin.MirrorSummary{}
@@ -198,7 +198,7 @@ http.address) is for probes and dashboards; this command uses the admin API.` + 
 			if only == "" {
 				var list admin.MirrorList
 				if err := c.Call(http.MethodGet, "/v1/mirrors", nil, &list, readTimeout); err != nil {
-					return cli.Fail(err)
+					return fail(err)
 				}
 				names = names[:0]
 				for _, m := range list.Mirrors {
@@ -214,7 +214,7 @@ http.address) is for probes and dashboards; this command uses the admin API.` + 
 					continue // configured, not (yet) run by the engine
 				}
 				if err != nil {
-					return cli.Fail(err)
+					return fail(err)
 				}
 				mirrors = append(mirrors, ms)
 			}
@@ -258,7 +258,7 @@ create is a no-op; a name in use with other settings is a conflict.` + adminNote
 			}
 			var res admin.OpResult
 			if err := c.Call(http.MethodPost, "/v1/mirrors", admin.CreateRequest{Name: name, Config: string(settings)}, &res, opTimeout); err != nil {
-				return cli.Fail(err)
+				return fail(err)
 			}
 			printOp(cmd.OutOrStdout(), res, "created", &a.out)
 			return nil
@@ -271,14 +271,17 @@ create is a no-op; a name in use with other settings is a conflict.` + adminNote
 
 func newDelete() *cobra.Command {
 	var a adminCmd
+	var safe safety
 	cmd := &cobra.Command{
 		Use:   "delete MIRROR",
 		Short: "Delete a run-time mirror whose partitions are all STOPPED",
 		Long: `Delete a run-time mirror (made with create, or a failback mirror) whose
 partitions are all STOPPED (stop --topics '.*' or failover first): its state
 store records go, its destination topics stay. Mirrors of the configuration
-file are removed there.` + adminNote,
+file are removed there. --dry-run shows what would be deleted and changes
+nothing.` + adminNote,
 		Example: cli.Examples(
+			"kmirror mirrors delete dc3-to-dc2 --dry-run --config kmirror.yaml",
 			"kmirror mirrors stop dc3-to-dc2 --topics '.*' --config kmirror.yaml",
 			"kmirror mirrors delete dc3-to-dc2 --config kmirror.yaml"),
 		Args: cli.MaxArgs(1, "MIRROR"),
@@ -291,15 +294,24 @@ file are removed there.` + adminNote,
 			if err != nil {
 				return err
 			}
+			if safe.dryRun {
+				plan, err := c.PlanDelete(name)
+				if err != nil {
+					return fail(err)
+				}
+				a.printDryRun(cmd, plan)
+				return nil
+			}
 			var res admin.OpResult
 			if err := c.Call(http.MethodDelete, "/v1/mirrors/"+url.PathEscape(name), nil, &res, opTimeout); err != nil {
-				return cli.Fail(err)
+				return fail(err)
 			}
 			printOp(cmd.OutOrStdout(), res, "deleted", &a.out)
 			return nil
 		},
 	}
 	a.register(cmd, true)
+	safe.register(cmd, "the delete", false)
 	return cmd
 }
 
@@ -312,7 +324,7 @@ var opHelp = map[string]struct{ short, long, example string }{
 		"Resume the paused topics of MIRROR matching --topics (default: every topic); mirroring continues with no gap.",
 		"kmirror mirrors resume dc1-to-dc2 --config kmirror.yaml"},
 	"stop": {"Stop topics: transactions aborted, topics writable on the destination",
-		"Stop the topics of MIRROR matching --topics ('.*' for all): open destination transactions are aborted, the last mirrored offset is recorded, the topics become writable on the destination.",
+		"Stop the topics of MIRROR matching --topics ('.*' for all): open destination transactions are aborted, the last mirrored offset is recorded, the topics become writable on the destination. --dry-run shows per partition what it would do and changes nothing.",
 		"kmirror mirrors stop dc1-to-dc2 --topics 'orders,payments' --config kmirror.yaml"},
 	"start": {"Start stopped topics again, and retry their FAILED partitions",
 		"Start (again) the stopped topics of MIRROR matching --topics and not --exclude, and retry their FAILED partitions at once (not those failed for a recreated source topic). They must be in the mirror's mirror.topics.include/exclude scope; each partition proves its destination against the source before it continues.",
@@ -323,6 +335,7 @@ var opHelp = map[string]struct{ short, long, example string }{
 func newOp(op string) *cobra.Command {
 	var a adminCmd
 	var topics, exclude cli.RegexList
+	var safe safety
 	h := opHelp[op]
 	required := op == "stop" || op == "start"
 	use := op + " MIRROR [--topics REGEX,...]"
@@ -347,13 +360,21 @@ func newOp(op string) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if safe.dryRun {
+				plan, err := c.PlanStop(name, topics)
+				if err != nil {
+					return fail(err)
+				}
+				a.printDryRun(cmd, plan)
+				return nil
+			}
 			var body any = admin.TopicsRequest{Topics: topics}
 			if op == "start" {
 				body = admin.StartRequest{Topics: topics, Exclude: exclude}
 			}
 			var res admin.OpResult
 			if err := c.Call(http.MethodPost, "/v1/mirrors/"+url.PathEscape(name)+"/"+op, body, &res, opTimeout); err != nil {
-				return cli.Fail(err)
+				return fail(err)
 			}
 			printOp(cmd.OutOrStdout(), res, op+" done", &a.out)
 			return nil
@@ -367,6 +388,9 @@ func newOp(op string) *cobra.Command {
 	cmd.Flags().Var(&topics, "topics", topicsHelp)
 	if op == "start" {
 		cmd.Flags().Var(&exclude, "exclude", "regexes of topics not to start, comma-separated (repeatable)")
+	}
+	if op == "stop" {
+		safe.register(cmd, "the stop", false)
 	}
 	return cmd
 }
