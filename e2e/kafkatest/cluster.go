@@ -46,8 +46,9 @@ type Cluster struct {
 	// caFile is the CA certificate's path (TLS only).
 	caFile string
 
-	mu     sync.Mutex // guards nodes' processes and closed
+	mu     sync.Mutex // guards nodes' processes, zk and closed
 	nodes  []*node
+	zk     *zooKeeper // ZooKeeper mode only (zookeeper.go)
 	closed bool
 }
 
@@ -86,9 +87,14 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	d, err := Resolve(ctx)
-	if err != nil {
-		return nil, err
+	d := o.Dist
+	if d == nil {
+		if d, err = Resolve(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if d.ZooKeeper() && len(o.scramArgs()) > 0 {
+		return nil, fmt.Errorf("%w: SCRAM users need KRaft storage formatting; Apache Kafka %s runs in ZooKeeper mode", ErrInvalidOptions, d.Version)
 	}
 	sweepStale(o.Logf)
 	dir, err := os.MkdirTemp("", fmt.Sprintf("kafkatest-%d-%s-", os.Getpid(), o.Name))
@@ -197,6 +203,12 @@ func (c *Cluster) boot(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if c.dist.ZooKeeper() {
+		if err := c.startZooKeeper(ctx); err != nil {
+			return err
+		}
+		c.spec.zkConnect = c.zk.connect()
+	}
 	c.spec.ports = make([]nodePorts, len(c.nodes))
 	for i := range c.nodes {
 		c.spec.ports[i] = nodePorts{}
@@ -209,8 +221,10 @@ func (c *Cluster) boot(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := c.format(ctx); err != nil {
-		return err
+	if !c.dist.ZooKeeper() {
+		if err := c.format(ctx); err != nil {
+			return err
+		}
 	}
 	c.mu.Lock()
 	for _, n := range c.nodes {
@@ -248,7 +262,6 @@ func (c *Cluster) jvmArgs(n *node) []string {
 		"-XX:+ExitOnOutOfMemoryError",
 		"-XX:-UsePerfData",
 		"-Djava.awt.headless=true",
-		"-Dlog4j2.configurationFile=" + filepath.Join(c.dist.LibsDir, "log4j2.properties"),
 		// Names the process in ps output; not read by Kafka.
 		fmt.Sprintf("-Dkafkatest.node=%s-%d", c.opts.Name, n.id),
 	}
@@ -256,6 +269,7 @@ func (c *Cluster) jvmArgs(n *node) []string {
 		// Kafka 4 reads no JWKS URL that this property does not allow.
 		args = append(args, "-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls="+c.opts.SASL.OAuth.JWKSURL)
 	}
+	args = append(args, c.dist.logFlags(false)...)
 	args = append(args, c.opts.JVMOptions...)
 	return append(args, "-cp", filepath.Join(c.dist.LibsDir, "*"), "kafka.Kafka", n.config)
 }
@@ -522,6 +536,7 @@ func (c *Cluster) Close() error {
 	c.closed = true
 	c.mu.Unlock()
 	c.killAll()
+	c.stopZooKeeper()
 	if os.Getenv("KMIRROR_E2E_KEEP") == "1" {
 		c.opts.Logf("kafkatest: cluster %q closed; kept %s (KMIRROR_E2E_KEEP=1)", c.opts.Name, c.dir)
 		return nil

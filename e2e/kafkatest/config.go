@@ -37,6 +37,8 @@ type clusterSpec struct {
 	// dataDirs by node id; tlsKeystore and tlsTruststore are set with TLS.
 	dataDirs                   []string
 	tlsKeystore, tlsTruststore string
+	// zkConnect is the ZooKeeper server's address in ZooKeeper mode.
+	zkConnect string
 }
 
 // jaasPlainAdmin is the JAAS config of the INTERNAL and CONTROLLER listeners:
@@ -172,6 +174,9 @@ func (s *clusterSpec) nodeConfig(id int) map[string]string {
 		cfg["super.users"] = strings.Join(append([]string{"User:" + adminUser}, o.SuperUsers...), ";")
 	}
 
+	if s.zkConnect != "" {
+		zooKeeperNode(cfg, id, s.zkConnect)
+	}
 	maps.Copy(cfg, o.BrokerConfig)
 	return cfg
 }
