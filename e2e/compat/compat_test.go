@@ -140,6 +140,19 @@ mirrors:
 			t.Logf("describe: mirror %s: note: %s", m.Name, n)
 		}
 	}
+	// A source without share groups (before Kafka 4) is said in describe;
+	// consumer groups sync anyway (above).
+	var shareNote string
+	for _, m := range st.Mirrors {
+		for _, n := range m.Notes {
+			if strings.Contains(n, "share groups are not synced") {
+				shareNote = n
+			}
+		}
+	}
+	if wantNote := !dist.AtLeast(4, 0); wantNote != (shareNote != "") {
+		t.Errorf("describe's share-group note %q; want one: %v", shareNote, wantNote)
+	}
 	if !d.running() {
 		t.Fatalf("kmirror exited:\n%s", tail(d.log(), 40))
 	}
