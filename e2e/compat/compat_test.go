@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -58,6 +59,11 @@ func mirrorFromVersion(t *testing.T, version string) {
 		mode = "ZooKeeper"
 	}
 	t.Logf("source: Apache Kafka %s (%s mode), serving after %s", source.Version(), mode, time.Since(began).Round(time.Second))
+	// The broker logs through the harness's configuration (log4j 1 before
+	// Kafka 4, log4j2 after), as AppInfoParser's line shows.
+	if blog, err := os.ReadFile(source.BrokerLog(0)); err != nil || !strings.Contains(string(blog), "Kafka version: "+version) {
+		t.Fatalf("the source broker's log %s never says \"Kafka version: %s\" (%v): its logging is not configured", source.BrokerLog(0), version, err)
+	}
 
 	topic := "compat-" + strings.ReplaceAll(version, ".", "-")
 	group := "group-" + topic

@@ -5,6 +5,6 @@
 // classic consumer group, and compare both clusters record by record.
 //
 // KMIRROR_COMPAT_VERSIONS lists the source versions (comma-separated); the
-// default is the one old version `make test` runs, and `make compat` runs
-// the whole matrix. See docs/compatibility.md.
+// default is the whole matrix (DefaultVersions), which `make test` runs as
+// part of ./e2e/... and `make compat` runs alone. See docs/compatibility.md.
 package compat

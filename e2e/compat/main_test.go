@@ -13,8 +13,8 @@ import (
 )
 
 // DefaultVersions are the source versions tested when KMIRROR_COMPAT_VERSIONS
-// is unset: the short variant `make test` (and so CI) runs.
-const DefaultVersions = "3.9.1"
+// is unset: the whole matrix, which `make test` (and so CI) runs.
+const DefaultVersions = "2.8.2,3.6.2,3.9.1,4.4.0"
 
 // destination is the one-broker destination cluster of every test, on the
 // harness's default Kafka version, started by TestMain.
