@@ -75,6 +75,19 @@ func mirrorFromVersion(t *testing.T, version string) {
 	// Traffic before kmirror starts, then a classic group reads and commits.
 	produceMixed(t, ctx, source, topic, 0)
 	committed := consumeAndCommit(t, ctx, source, group, topic, 40)
+	// A group whose client asks for the KIP-848 protocol: a consumer group
+	// on Kafka 4, a classic one before (the client falls back).
+	group848 := group + "-848"
+	committed848 := consumeAndCommit(t, ctx, source, group848, topic, 25, kgo.ServerSideBalancer(), kgo.Balancers(kgo.RangeBalancer()))
+	listed, err := adm.ListGroups(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	types := fmt.Sprintf("%s: %q, %s: %q", group, listed[group].GroupType, group848, listed[group848].GroupType)
+	if want := dist.AtLeast(4, 0); want != (listed[group848].GroupType == "consumer") {
+		t.Fatalf("source group types %s; want %s a KIP-848 consumer group: %v", types, group848, want)
+	}
+	t.Logf("source group types (ListGroups): %s", types)
 
 	d := startKmirror(t, fmt.Sprintf(`log.level: debug
 log.format: json
@@ -91,7 +104,7 @@ mirrors:
     bootstrap.servers: %s
     mirror.topics.include: %q
     mirror.groups.include: %q
-`, destination.BootstrapServers(kafkatest.Plaintext), filepath.Join(t.TempDir(), "state"), source.BootstrapServers(kafkatest.Plaintext), topic+".*", group))
+`, destination.BootstrapServers(kafkatest.Plaintext), filepath.Join(t.TempDir(), "state"), source.BootstrapServers(kafkatest.Plaintext), topic+".*", group+".*"))
 
 	// Traffic while kmirror runs.
 	produceMixed(t, ctx, source, topic, 1)
@@ -118,6 +131,7 @@ mirrors:
 		topic, partitions, txnRecords, aborted, markers)
 
 	waitGroupSynced(t, ctx, adm, adminOf(t, destination), group, topic, committed)
+	waitGroupSynced(t, ctx, adm, adminOf(t, destination), group848, topic, committed848)
 
 	if !dist.AtLeast(4, 0) {
 		legacyTopics(t, ctx, d, source, topic)
@@ -260,12 +274,12 @@ func produceMixed(t testing.TB, ctx context.Context, c *kafkatest.Cluster, topic
 }
 
 // consumeAndCommit reads n committed records of topic as a member of a
-// classic consumer group, commits what it read and leaves the group. It
+// consumer group (classic unless opts ask otherwise), commits what it read and leaves the group. It
 // returns the committed offsets by partition (the next offset to read).
-func consumeAndCommit(t testing.TB, ctx context.Context, c *kafkatest.Cluster, group, topic string, n int) map[int32]int64 {
+func consumeAndCommit(t testing.TB, ctx context.Context, c *kafkatest.Cluster, group, topic string, n int, opts ...kgo.Opt) map[int32]int64 {
 	t.Helper()
-	cl := client(t, c, kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.DisableAutoCommit(),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	cl := client(t, c, append([]kgo.Opt{kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.DisableAutoCommit(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted())}, opts...)...)
 	var read []*kgo.Record
 	for len(read) < n {
 		read = append(read, cl.PollRecords(ctx, n-len(read)).Records()...)
