@@ -34,7 +34,8 @@ var (
 )
 
 // Cluster is a running KRaft cluster of 1 or 3 combined broker+controller
-// nodes. Broker i has node.id i. Its methods are safe for concurrent use.
+// nodes (or, for Kafka before 3.0, of brokers and a ZooKeeper server; see
+// version.go). Broker i has node.id (broker.id) i. Its methods are safe for concurrent use.
 type Cluster struct {
 	opts  Options
 	dist  *Dist
@@ -579,7 +580,8 @@ func (c *Cluster) LibsDir() string { return c.dist.LibsDir }
 // Dir is the cluster's temporary directory (configs, logs, data, TLS files).
 func (c *Cluster) Dir() string { return c.dir }
 
-// ClusterID is the KRaft cluster id the storage was formatted with.
+// ClusterID is the KRaft cluster id the storage was formatted with (in
+// ZooKeeper mode the brokers get theirs from ZooKeeper instead).
 func (c *Cluster) ClusterID() string { return c.id }
 
 // Brokers is the number of brokers (running or not).
