@@ -91,10 +91,13 @@ func resolve(ctx context.Context, version string) (*Dist, error) {
 	if version != "" && got != version {
 		return nil, fmt.Errorf("kafkatest: %s holds Apache Kafka %s, not %s", libs, got, version)
 	}
-	if err := writeLog4j1Configs(libs); err != nil {
-		return nil, err
+	d := &Dist{LibsDir: libs, Java: java, Version: got, Commit: commit}
+	if !d.AtLeast(4, 0) { // log4j 1 is on the classpath (version.go)
+		if err := writeLog4j1Configs(libs); err != nil {
+			return nil, err
+		}
 	}
-	return &Dist{LibsDir: libs, Java: java, Version: got, Commit: commit}, nil
+	return d, nil
 }
 
 // repoRoot walks up from the working directory to the one holding go.work.

@@ -126,7 +126,9 @@ func writeLog4j1Configs(libs string) error {
 }
 
 // logFlags are the JVM flags that point both logging back ends at the
-// installation's configuration for brokers (tools false) or tools.
+// installation's configuration for brokers (tools false) or tools. (From
+// Kafka 4.0 there is no log4j 1 on the classpath and no log4j 1 file is
+// written: the property is then read by nothing.)
 func (d *Dist) logFlags(tools bool) []string {
 	prefix := ""
 	if tools {

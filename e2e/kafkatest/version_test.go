@@ -1,9 +1,13 @@
 package kafkatest
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"net"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestDistVersionDecidesTheMode(t *testing.T) {
@@ -72,4 +76,45 @@ func TestZooKeeperModeRefusesSCRAMUsers(t *testing.T) {
 	if !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), "ZooKeeper") {
 		t.Fatalf("Start = %v, want ErrInvalidOptions naming ZooKeeper mode", err)
 	}
+}
+
+// A ZooKeeper port taken between picking and binding (another test process)
+// makes the server exit; startZooKeeper notices and retries on a new port.
+func TestZooKeeperRetriesAfterPortClash(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	calls := 0
+	pickPorts = func(n int) ([]int, error) {
+		calls++
+		ps, err := freePorts(n)
+		if err == nil && calls == 1 {
+			ps[0] = taken.Addr().(*net.TCPAddr).Port
+		}
+		return ps, err
+	}
+	defer func() { pickPorts = freePorts }()
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	d, err := ResolveVersion(ctx, "2.8.2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs []string
+	c := &Cluster{opts: Options{Name: "zk", StartTimeout: 2 * time.Minute, Logf: func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) }},
+		dist: d, dir: t.TempDir()}
+	if err := c.startZooKeeper(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer c.stopZooKeeper()
+	if calls != 2 || len(logs) != 1 || !strings.Contains(logs[0], "retrying with a new port") {
+		t.Fatalf("ports picked %d times, logs %q; want one clash, logged, and one retry", calls, logs)
+	}
+	conn, err := net.Dial("tcp", c.zk.connect())
+	if err != nil {
+		t.Fatalf("ZooKeeper does not accept connections on %s: %v", c.zk.connect(), err)
+	}
+	conn.Close()
 }

@@ -2,7 +2,9 @@ package kafkatest
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net"
 	"os"
@@ -32,8 +34,22 @@ func (z *zooKeeper) connect() string { return addr(z.port) }
 // startZooKeeper starts a fresh ZooKeeper server (any previous one of the
 // cluster is killed and its data removed first, so a retried boot never
 // meets the registrations of killed brokers) and waits until it accepts
-// connections.
+// connections. A port taken before the server bound it (another test
+// process) is retried with a new port, twice.
 func (c *Cluster) startZooKeeper(ctx context.Context) error {
+	for attempt := 1; ; attempt++ {
+		err := c.startZooKeeperOnce(ctx)
+		if err == nil || !errors.Is(err, errPortTaken) || attempt == 3 {
+			return err
+		}
+		c.opts.Logf("kafkatest: cluster %q: ZooKeeper's port was taken before it bound it; retrying with a new port", c.opts.Name)
+	}
+}
+
+// errPortTaken: the ZooKeeper server exited because its port was in use.
+var errPortTaken = errors.New("port in use")
+
+func (c *Cluster) startZooKeeperOnce(ctx context.Context) error {
 	c.stopZooKeeper()
 	dir := filepath.Join(c.dir, "zookeeper")
 	if err := os.RemoveAll(dir); err != nil {
@@ -88,14 +104,15 @@ func (c *Cluster) startZooKeeper(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.StartTimeout)
 	defer cancel()
 	for {
-		conn, err := net.DialTimeout("tcp", z.connect(), time.Second)
-		if err == nil {
-			conn.Close()
+		if zooKeeperServes(z.connect()) {
 			return nil
 		}
 		select {
 		case <-done:
 			b, _ := os.ReadFile(z.logPath)
+			if strings.Contains(string(b), "Address already in use") {
+				return fmt.Errorf("kafkatest: ZooKeeper on %s: %w", z.connect(), errPortTaken)
+			}
 			return fmt.Errorf("kafkatest: ZooKeeper exited at start; the end of %s:\n%s", z.logPath, tail(b, 30))
 		case <-ctx.Done():
 			return fmt.Errorf("kafkatest: ZooKeeper not accepting connections on %s after %s: %w", z.connect(), c.opts.StartTimeout, ctx.Err())
@@ -147,4 +164,21 @@ func zooKeeperNode(cfg map[string]string, id int, connect string) {
 	if _, ok := cfg["authorizer.class.name"]; ok {
 		cfg["authorizer.class.name"] = "kafka.security.authorizer.AclAuthorizer"
 	}
+}
+
+// zooKeeperServes asks the server at address for its status with the srvr
+// four-letter command (allowed by default) and reports whether a ZooKeeper
+// server answered (not merely something listening on the port).
+func zooKeeperServes(address string) bool {
+	conn, err := net.DialTimeout("tcp", address, time.Second)
+	if err != nil {
+		return false
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := conn.Write([]byte("srvr")); err != nil {
+		return false
+	}
+	b, _ := io.ReadAll(io.LimitReader(conn, 4096))
+	return strings.Contains(string(b), "Zookeeper version")
 }
