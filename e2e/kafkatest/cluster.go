@@ -34,8 +34,9 @@ var (
 )
 
 // Cluster is a running KRaft cluster of 1 or 3 combined broker+controller
-// nodes (or, for Kafka before 3.0, of brokers and a ZooKeeper server; see
-// version.go). Broker i has node.id (broker.id) i. Its methods are safe for concurrent use.
+// nodes (for Kafka before 3.0: brokers and a ZooKeeper server; version.go).
+// Broker i has node.id (broker.id) i. Its methods are safe for concurrent
+// use.
 type Cluster struct {
 	opts  Options
 	dist  *Dist

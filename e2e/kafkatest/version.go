@@ -20,6 +20,9 @@ import (
 //     the same jars first (zookeeper.go), brokers get broker.id and
 //     zookeeper.connect instead of the KRaft keys, and nothing is formatted.
 //     SCRAM users (written at format time in KRaft) are not supported there.
+//     Only Start and Close are exercised in this mode (e2e/compat); a broker
+//     killed and restarted at once may meet its old registration until the
+//     ZooKeeper session (zookeeper.session.timeout.ms, 6 s here) expires.
 //   - Releases before 4.0 log through log4j 1 (log4j or reload4j); the
 //     harness writes a log4j 1 configuration next to the log4j2 one and
 //     passes both, so whichever binding SLF4J picks logs to stderr.
