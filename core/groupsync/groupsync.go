@@ -170,14 +170,17 @@ type Syncer struct {
 
 	cycle sync.Mutex // serializes Sync
 
-	mu             sync.Mutex
-	last           map[offsetKey]int64    // last source offset seen, see package doc
-	activity       map[statusKey]activity // when each listed source group last committed
-	histLoaded     bool                   // last and activity hold the stored history (or there is no store)
-	histDirty      bool                   // last or activity changed since they were stored
-	status         map[statusKey]GroupReport
-	unsupported    bool   // share groups unsupported at the last check
-	unsupportedWhy string // why, for Notes
+	mu          sync.Mutex
+	last        map[offsetKey]int64    // last source offset seen, see package doc
+	activity    map[statusKey]activity // when each listed source group last committed
+	histLoaded  bool                   // last and activity hold the stored history (or there is no store)
+	histDirty   bool                   // last or activity changed since they were stored
+	status      map[statusKey]GroupReport
+	unsupported bool // share groups unsupported at the last check
+
+	// unsupportedWhy is why share groups are unsupported, for Notes
+	// (guarded by mu).
+	unsupportedWhy string
 }
 
 type offsetKey struct {
