@@ -396,12 +396,28 @@ func legacyTopics(t *testing.T, ctx context.Context, d *daemon, source *kafkates
 	}, oldConfigs); err != nil || resp.Err != nil {
 		t.Fatalf("create %s on the source: %v %v", oldConfigs, err, resp.Err)
 	}
+	// The destination topic has the keys Kafka 4 knows from its creation
+	// (read as soon as it exists, before any config round could add them).
+	dstAdm := adminOf(t, destination)
+	for {
+		td, err := dstAdm.ListTopics(ctx, oldConfigs)
+		if err == nil && td.Has(oldConfigs) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s was never created on the destination", oldConfigs)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	if got := topicConfig(t, ctx, dstAdm, oldConfigs, "retention.ms"); got != "86400000" {
+		t.Errorf("%s was created on the destination with retention.ms %q, want the source's 86400000 from the start", oldConfigs, got)
+	}
 	produceMixed(t, ctx, source, oldConfigs, 2)
 	waitMirrored(t, ctx, d, adm, oldConfigs)
 	verifyTopic(t, ctx, source, oldConfigs)
-	// The keys Kafka 4 knows are synced; each removed one is reported in
-	// describe, naming the key and the way out.
-	dstAdm := adminOf(t, destination)
+	// Each removed key is reported in describe, naming the key and the way
+	// out.
 	for {
 		rejected := map[string]string{}
 		if st, ok := d.describe(); ok {
@@ -413,16 +429,7 @@ func legacyTopics(t *testing.T, ctx context.Context, d *daemon, source *kafkates
 				}
 			}
 		}
-		retention := ""
-		if rc, err := dstAdm.DescribeTopicConfigs(ctx, oldConfigs); err == nil {
-			if c, err := rc.On(oldConfigs, nil); err == nil {
-				for _, kv := range c.Configs {
-					if kv.Key == "retention.ms" && kv.Value != nil {
-						retention = *kv.Value
-					}
-				}
-			}
-		}
+		retention := topicConfig(t, ctx, dstAdm, oldConfigs, "retention.ms")
 		if retention == "86400000" && strings.Contains(rejected["message.format.version"], "mirror.topic.properties.exclude") &&
 			strings.Contains(rejected["message.downconversion.enable"], "mirror.topic.properties.exclude") {
 			break
@@ -515,4 +522,23 @@ func verifyTopic(t testing.TB, ctx context.Context, source *kafkatest.Cluster, t
 func majorMinor(v string) string {
 	parts := strings.SplitN(v, ".", 3)
 	return parts[0] + "." + parts[1]
+}
+
+// topicConfig returns the value of topic's config key ("" when unreadable).
+func topicConfig(t testing.TB, ctx context.Context, adm *kadm.Client, topic, key string) string {
+	t.Helper()
+	rc, err := adm.DescribeTopicConfigs(ctx, topic)
+	if err != nil {
+		return ""
+	}
+	c, err := rc.On(topic, nil)
+	if err != nil {
+		return ""
+	}
+	for _, kv := range c.Configs {
+		if kv.Key == key && kv.Value != nil {
+			return *kv.Value
+		}
+	}
+	return ""
 }
