@@ -9,7 +9,7 @@ PKGS := ./... github.com/kmirror/kmirror/sdk/...
 UNIT_PKGS = $(shell $(GO) list $(PKGS) | grep -v '/e2e')
 E2E_TIMEOUT ?= 20m
 
-.PHONY: all build deps generate pyfilter tidy modules-check tutorial-check deploy-check test unit fuzz fuzz-quick e2e lint bench bench-quick bench-go bench-e2e demo docs man clean
+.PHONY: all build deps generate pyfilter tidy modules-check tutorial-check deploy-check test unit fuzz fuzz-quick e2e compat lint bench bench-quick bench-go bench-e2e demo docs man clean
 
 all: build
 
@@ -73,8 +73,19 @@ fuzz:
 fuzz-quick:
 	FUZZTIME=5s scripts/fuzz.sh
 
+## e2e: every package under e2e/ against real Apache Kafka brokers, the
+## source compatibility matrix (e2e/compat, every version) included.
 e2e:
 	$(GO) test -count=1 -timeout $(E2E_TIMEOUT) -v ./e2e/...
+
+## compat: the source compatibility matrix alone (e2e/compat;
+## docs/compatibility.md): kmirror mirroring from Apache Kafka 2.8
+## (ZooKeeper), 3.6, 3.9 and 4.4 sources to a 4.4 destination, one source at
+## a time. COMPAT_VERSIONS picks the source versions (comma-separated; each
+## is resolved from Maven Central on first use).
+COMPAT_VERSIONS ?= 2.8.2,3.6.2,3.9.1,4.4.0
+compat: deps
+	KMIRROR_COMPAT_VERSIONS=$(COMPAT_VERSIONS) $(GO) test -count=1 -timeout $(E2E_TIMEOUT) -v ./e2e/compat/
 
 lint:
 	scripts/gen-proto.sh --check

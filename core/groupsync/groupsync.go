@@ -177,6 +177,10 @@ type Syncer struct {
 	histDirty   bool                   // last or activity changed since they were stored
 	status      map[statusKey]GroupReport
 	unsupported bool // share groups unsupported at the last check
+
+	// unsupportedWhy is why share groups are unsupported, for Notes
+	// (guarded by mu).
+	unsupportedWhy string
 }
 
 type offsetKey struct {
@@ -329,6 +333,18 @@ func groupKind(groupType string) string {
 		return filter.GroupClassic
 	}
 	return strings.ToLower(groupType)
+}
+
+// Notes returns the facts about the mirror's group sync an operator should
+// know, for describe: that share groups are not synced because a cluster
+// does not support them (an older source, say), and why.
+func (s *Syncer) Notes() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.unsupported {
+		return nil
+	}
+	return []string{"share groups are not synced (" + s.unsupportedWhy + "); consumer groups are"}
 }
 
 // Status returns the last result of every group seen in the last cycle,

@@ -494,6 +494,11 @@ func TestShareGroupsUnsupportedOnSourceConsumerGroupsStillSynced(t *testing.T) {
 	if g := mustFind(t, rep.Groups, "cg"); g.Synced != 1 {
 		t.Fatalf("consumer group report = %+v, want 1 synced", g)
 	}
+	notes := e.syncer.Notes()
+	if len(notes) != 1 || !strings.Contains(notes[0], "share groups are not synced") || !strings.Contains(notes[0], "source broker") ||
+		!strings.Contains(notes[0], "DescribeShareGroupOffsets") {
+		t.Fatalf("notes = %q, want one saying share groups are not synced because the source lacks DescribeShareGroupOffsets", notes)
+	}
 }
 
 // The filter is called once per cycle with every source group, its kind and

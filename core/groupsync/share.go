@@ -31,7 +31,7 @@ func (s *Syncer) syncShare(ctx context.Context, groups []string, dst kadm.Listed
 	case errors.Is(err, ErrShareGroupsUnsupported):
 		s.mu.Lock()
 		first := !s.unsupported
-		s.unsupported = true
+		s.unsupported, s.unsupportedWhy = true, err.Error()
 		s.mu.Unlock()
 		if first {
 			s.inst.shareErr(ctx)

@@ -1107,10 +1107,17 @@ func reencode(b batch.Batch, recs []batch.Record, base int64) (batch.Batch, erro
 }
 
 // classify turns a fetch error into a partition failure: errors that mean the
-// source log is no longer the one mirrored wait for an operator.
+// source log is no longer the one mirrored, and source batches in a message
+// format kmirror cannot forward (v0/v1, which an old source can still hold),
+// wait for an operator: no retry changes what the source log holds.
 func (r *Runner) classify(err error) error {
 	if isSourceLogChanged(err) {
 		return partition.NonRetryable(r.errorf("%w", err))
+	}
+	if errors.Is(err, batch.ErrUnsupportedMagic) {
+		return partition.NonRetryable(r.errorf("fetching from the source: %w; the source partition holds batches in message format v0/v1 "+
+			"(written by Kafka before 0.11, or under the topic's message.format.version before 0.11), which kmirror does not convert and "+
+			"Kafka 4 destinations cannot store: exclude the topic (mirror.topics.exclude) or rewrite it into a topic in format v2", err))
 	}
 	return r.errorf("fetching from the source: %w", err)
 }

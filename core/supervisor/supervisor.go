@@ -515,6 +515,7 @@ func (m *Mirror) Status() admin.MirrorStatus {
 	}
 	if m.groups != nil {
 		ms.Groups = m.groups.Status()
+		ms.Notes = append(ms.Notes, m.groups.Notes()...)
 	}
 	if m.topics != nil {
 		ms.Notes = append(ms.Notes, m.topics.Notes()...)

@@ -483,8 +483,9 @@ func confirmDeleted(ctx context.Context, cl *kgo.Client, names map[string]bool) 
 // destination's current count (0: the topic is missing). A missing topic is
 // created with the source's partition count and dynamic configs minus the
 // excluded ones, and the destination's default replication factor; if the
-// destination rejects the configs, it is created without them and the config
-// sync reports each rejected key. Its max.message.bytes is then raised to the
+// destination rejects the configs, it is created with those it accepts one
+// by one (or, if it refuses even those together, without any) and the
+// config sync reports each rejected key. Its max.message.bytes is then raised to the
 // source's limit if the destination's brokers allow less (ensureDestLimit);
 // a failure there is returned with the partition count, so that the
 // partitions still start. A destination with fewer partitions is expanded
@@ -499,6 +500,19 @@ func (s *Syncer) ensureDestinationTopic(ctx context.Context, t Topic, dstParts i
 		resp, err := adm.CreateTopic(ctx, first, -1, configs, t.Name)
 		if err == nil {
 			err = resp.Err
+		}
+		if isConfigRejection(err) && len(configs) > 0 {
+			// Create it with the configs the destination takes (a Kafka 4
+			// destination refuses keys it removed that an older source
+			// still has, such as message.format.version), so that
+			// retention and cleanup hold from the first record; without
+			// any if even those are refused together.
+			if ok := acceptedConfigs(ctx, adm, t.Name, first, configs); len(ok) > 0 && len(ok) < len(configs) {
+				resp, err = adm.CreateTopic(ctx, first, -1, ok, t.Name)
+				if err == nil {
+					err = resp.Err
+				}
+			}
 		}
 		if isConfigRejection(err) && len(configs) > 0 {
 			resp, err = adm.CreateTopic(ctx, first, -1, nil, t.Name)
@@ -572,6 +586,25 @@ func addPartitions(ctx context.Context, adm *kadm.Client, name string, from, to 
 		from = next
 	}
 	return to, nil
+}
+
+// acceptedConfigs returns the configs the destination accepts one by one
+// for a new topic (CreateTopics with validate_only, one request per key);
+// the config sync reports the others.
+func acceptedConfigs(ctx context.Context, adm *kadm.Client, name string, partitions int32, configs map[string]*string) map[string]*string {
+	ok := map[string]*string{}
+	for k, v := range configs {
+		resp, err := adm.ValidateCreateTopics(ctx, partitions, -1, map[string]*string{k: v}, name)
+		if err == nil {
+			if r, found := resp[name]; found {
+				err = r.Err
+			}
+		}
+		if err == nil {
+			ok[k] = v
+		}
+	}
+	return ok
 }
 
 // isConfigRejection reports whether a CreateTopics error is about the

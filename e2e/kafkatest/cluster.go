@@ -37,7 +37,9 @@ var (
 )
 
 // Cluster is a running KRaft cluster of 1 or 3 combined broker+controller
-// nodes. Broker i has node.id i. Its methods are safe for concurrent use.
+// nodes (for Kafka before 3.0: brokers and a ZooKeeper server; version.go).
+// Broker i has node.id (broker.id) i. Its methods are safe for concurrent
+// use.
 type Cluster struct {
 	opts  Options
 	dist  *Dist
@@ -52,8 +54,9 @@ type Cluster struct {
 	// broker's Proxied listener. They live as long as the cluster.
 	proxies []*faultproxy.Proxy
 
-	mu     sync.Mutex // guards nodes' processes and closed
+	mu     sync.Mutex // guards nodes' processes, zk and closed
 	nodes  []*node
+	zk     *zooKeeper // ZooKeeper mode only (zookeeper.go)
 	closed bool
 }
 
@@ -92,9 +95,14 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	d, err := Resolve(ctx)
-	if err != nil {
-		return nil, err
+	d := o.Dist
+	if d == nil {
+		if d, err = Resolve(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if d.ZooKeeper() && len(o.scramArgs()) > 0 {
+		return nil, fmt.Errorf("%w: SCRAM users need KRaft storage formatting; Apache Kafka %s runs in ZooKeeper mode", ErrInvalidOptions, d.Version)
 	}
 	sweepStale(o.Logf)
 	dir, err := os.MkdirTemp("", fmt.Sprintf("kafkatest-%d-%s-", os.Getpid(), o.Name))
@@ -213,6 +221,12 @@ func (c *Cluster) boot(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if c.dist.ZooKeeper() {
+		if err := c.startZooKeeper(ctx); err != nil {
+			return err
+		}
+		c.spec.zkConnect = c.zk.connect()
+	}
 	c.spec.ports = make([]nodePorts, len(c.nodes))
 	for i := range c.nodes {
 		c.spec.ports[i] = nodePorts{}
@@ -228,8 +242,10 @@ func (c *Cluster) boot(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := c.format(ctx); err != nil {
-		return err
+	if !c.dist.ZooKeeper() {
+		if err := c.format(ctx); err != nil {
+			return err
+		}
 	}
 	c.mu.Lock()
 	for _, n := range c.nodes {
@@ -267,7 +283,6 @@ func (c *Cluster) jvmArgs(n *node) []string {
 		"-XX:+ExitOnOutOfMemoryError",
 		"-XX:-UsePerfData",
 		"-Djava.awt.headless=true",
-		"-Dlog4j2.configurationFile=" + filepath.Join(c.dist.LibsDir, "log4j2.properties"),
 		// Names the process in ps output; not read by Kafka.
 		fmt.Sprintf("-Dkafkatest.node=%s-%d", c.opts.Name, n.id),
 	}
@@ -275,6 +290,7 @@ func (c *Cluster) jvmArgs(n *node) []string {
 		// Kafka 4 reads no JWKS URL that this property does not allow.
 		args = append(args, "-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls="+c.opts.SASL.OAuth.JWKSURL)
 	}
+	args = append(args, c.dist.logFlags(false)...)
 	args = append(args, c.opts.JVMOptions...)
 	return append(args, "-cp", filepath.Join(c.dist.LibsDir, "*"), "kafka.Kafka", n.config)
 }
@@ -544,6 +560,7 @@ func (c *Cluster) Close() error {
 	for _, p := range c.proxies {
 		p.Close()
 	}
+	c.stopZooKeeper()
 	if os.Getenv("KMIRROR_E2E_KEEP") == "1" {
 		c.opts.Logf("kafkatest: cluster %q closed; kept %s (KMIRROR_E2E_KEEP=1)", c.opts.Name, c.dir)
 		return nil
@@ -586,7 +603,8 @@ func (c *Cluster) LibsDir() string { return c.dist.LibsDir }
 // Dir is the cluster's temporary directory (configs, logs, data, TLS files).
 func (c *Cluster) Dir() string { return c.dir }
 
-// ClusterID is the KRaft cluster id the storage was formatted with.
+// ClusterID is the KRaft cluster id the storage was formatted with (in
+// ZooKeeper mode the brokers get theirs from ZooKeeper instead).
 func (c *Cluster) ClusterID() string { return c.id }
 
 // Brokers is the number of brokers (running or not).

@@ -43,6 +43,8 @@ type clusterSpec struct {
 	// proxyAddrs by node id, with FaultProxies: what the Proxied listener
 	// advertises.
 	proxyAddrs []string
+	// zkConnect is the ZooKeeper server's address in ZooKeeper mode.
+	zkConnect string
 }
 
 // jaasPlainAdmin is the JAAS config of the INTERNAL and CONTROLLER listeners:
@@ -177,6 +179,9 @@ func (s *clusterSpec) nodeConfig(id int) map[string]string {
 		cfg["super.users"] = strings.Join(append([]string{"User:" + adminUser}, o.SuperUsers...), ";")
 	}
 
+	if s.zkConnect != "" {
+		zooKeeperNode(cfg, id, s.zkConnect)
+	}
 	maps.Copy(cfg, o.BrokerConfig)
 	return cfg
 }

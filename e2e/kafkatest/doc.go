@@ -42,9 +42,18 @@
 // [Start]. Set KMIRROR_E2E_KEEP=1 to keep directories (logs, data) for
 // debugging.
 //
+// # Versions
+//
+// A cluster runs the default Kafka version (Resolve) unless [Options.Dist]
+// names another installation ([ResolveVersion]): releases from 3.0 run in
+// KRaft mode like 4.x, releases before 3.0 in ZooKeeper mode, with a
+// ZooKeeper server started from the same jars (no SCRAM users there). The
+// source compatibility matrix (e2e/compat) uses this.
+//
 // # Environment
 //
-//   - KMIRROR_KAFKA_LIBS: use this libs directory instead of running fetch.sh;
+//   - KMIRROR_KAFKA_LIBS: use this libs directory instead of running fetch.sh
+//     (Resolve only);
 //   - KMIRROR_KAFKA_VERSION, KMIRROR_KAFKA_CACHE: passed on to fetch.sh;
 //   - JAVA_HOME: java is $JAVA_HOME/bin/java when set, else java on PATH.
 package kafkatest

@@ -42,7 +42,7 @@ func Resolve(ctx context.Context) (*Dist, error) {
 	if dist != nil {
 		return dist, nil
 	}
-	d, err := resolve(ctx)
+	d, err := resolve(ctx, "")
 	if err != nil {
 		return nil, err
 	}
@@ -50,12 +50,17 @@ func Resolve(ctx context.Context) (*Dist, error) {
 	return d, nil
 }
 
-func resolve(ctx context.Context) (*Dist, error) {
+// resolve finds the jars of version ("": KMIRROR_KAFKA_LIBS when set, else
+// fetch.sh's default version).
+func resolve(ctx context.Context, version string) (*Dist, error) {
 	java := "java"
 	if jh := os.Getenv("JAVA_HOME"); jh != "" {
 		java = filepath.Join(jh, "bin", "java")
 	}
-	libs := os.Getenv("KMIRROR_KAFKA_LIBS")
+	var libs string
+	if version == "" {
+		libs = os.Getenv("KMIRROR_KAFKA_LIBS")
+	}
 	if libs == "" {
 		root, err := repoRoot()
 		if err != nil {
@@ -63,6 +68,9 @@ func resolve(ctx context.Context) (*Dist, error) {
 		}
 		script := filepath.Join(root, "scripts", "kafka", "fetch.sh")
 		cmd := exec.CommandContext(ctx, "bash", script)
+		if version != "" {
+			cmd.Env = append(os.Environ(), "KMIRROR_KAFKA_VERSION="+version)
+		}
 		// fetch.sh reports progress (a first download takes a while) on
 		// stderr; pass it through and keep it for the error.
 		var stderr bytes.Buffer
@@ -76,11 +84,20 @@ func resolve(ctx context.Context) (*Dist, error) {
 	if _, err := exec.LookPath(java); err != nil {
 		return nil, fmt.Errorf("kafkatest: no java binary (%w); install Java 17+ or set JAVA_HOME", err)
 	}
-	version, commit, err := kafkaVersion(libs)
+	got, commit, err := kafkaVersion(libs)
 	if err != nil {
 		return nil, err
 	}
-	return &Dist{LibsDir: libs, Java: java, Version: version, Commit: commit}, nil
+	if version != "" && got != version {
+		return nil, fmt.Errorf("kafkatest: %s holds Apache Kafka %s, not %s", libs, got, version)
+	}
+	d := &Dist{LibsDir: libs, Java: java, Version: got, Commit: commit}
+	if !d.AtLeast(4, 0) { // log4j 1 is on the classpath (version.go)
+		if err := writeLog4j1Configs(libs); err != nil {
+			return nil, err
+		}
+	}
+	return d, nil
 }
 
 // repoRoot walks up from the working directory to the one holding go.work.

@@ -67,6 +67,9 @@ type Options struct {
 	// Brokers is the number of nodes, 1 or 3; each node is a combined
 	// broker and controller. Default 1.
 	Brokers int
+	// Dist is the Kafka installation to run (ResolveVersion for another
+	// version than the default; version.go). Default Resolve's.
+	Dist *Dist
 	// SASL adds the SASL_PLAINTEXT listener (and SASL_SSL with TLS).
 	SASL *SASLOptions
 	// TLS adds the SSL listener (and SASL_SSL with SASL).

@@ -26,10 +26,9 @@ func (d *Dist) RunTool(ctx context.Context, mainClass string, args ...string) ([
 	jargs := []string{
 		"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData",
 		"-Djava.awt.headless=true",
-		"-Dlog4j2.configurationFile=" + filepath.Join(d.LibsDir, "tools-log4j2.properties"),
-		"-cp", filepath.Join(d.LibsDir, "*"),
-		mainClass,
 	}
+	jargs = append(jargs, d.logFlags(true)...)
+	jargs = append(jargs, "-cp", filepath.Join(d.LibsDir, "*"), mainClass)
 	cmd := exec.CommandContext(ctx, d.Java, append(jargs, args...)...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
