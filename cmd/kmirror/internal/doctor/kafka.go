@@ -232,7 +232,13 @@ func (r *clusterRun) apiVersions(ctx context.Context) bool {
 func (r *clusterRun) readMessageMax(ctx context.Context) {
 	cctx, cancel := context.WithTimeout(ctx, r.opts.StepTimeout)
 	defer cancel()
-	rs, err := r.adm.DescribeBrokerConfigs(cctx)
+	// A broker by its id: the cluster-wide default resource holds only
+	// what was set dynamically, not a broker's effective value.
+	md, err := r.adm.BrokerMetadata(cctx)
+	if err != nil || len(md.Brokers) == 0 {
+		return
+	}
+	rs, err := r.adm.DescribeBrokerConfigs(cctx, md.Brokers[0].NodeID)
 	if err != nil {
 		return
 	}
