@@ -172,3 +172,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root.AddCommand(newCommand(func() context.Context { return ctx }))
 	return cli.Execute(root, append([]string{"status"}, args...), strings.NewReader(""), stdout, stderr)
 }
+
+// TestStatusInEveryFormat: -o json and -o yaml print the /v1/live document
+// (golden files), the same fields in both.
+func TestStatusInEveryFormat(t *testing.T) {
+	t.Parallel()
+	addr := serve(t, sample(), nil)
+	for _, format := range []string{"json", "yaml"} {
+		var out, errOut bytes.Buffer
+		if code := run(t.Context(), []string{"--http-address", addr, "-o", format}, &out, &errOut); code != 0 {
+			t.Fatalf("-o %s: exit %d: %s", format, code, errOut.String())
+		}
+		golden(t, "status."+format+".golden", out.Bytes())
+	}
+}
