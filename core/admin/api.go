@@ -130,6 +130,8 @@ type ErrorResponse struct {
 const (
 	CodeInvalidRequest   = "invalid_request"    // 400: the request is wrong; fix it
 	CodeUnauthorized     = "unauthorized"       // 401: token or client certificate
+	CodeForbidden        = "forbidden"          // 403: a client certificate whose subject admin.tls.client.subjects does not allow
+	CodeTooManyFailures  = "too_many_failures"  // 429: too many failed authentications from the caller's address; see Retry-After
 	CodeNoSuchMirror     = "no_such_mirror"     // 404: the mirror does not exist in this daemon
 	CodeNoSuchRoute      = "no_such_route"      // 404: no such admin API route
 	CodeMethodNotAllowed = "method_not_allowed" // 405: see the Allow header

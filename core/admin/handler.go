@@ -14,6 +14,7 @@ import (
 	"path"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -49,10 +50,26 @@ func (s *Server) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &recorder{ResponseWriter: w}
-		caller, auth, err := s.authenticate(r)
+		var caller, auth string
+		var err error
+		limited, retry := s.limit.blocked(r.RemoteAddr)
+		if !limited {
+			caller, auth, err = s.authenticate(r)
+		}
 		_, route := api.Handler(r)
+		var forbidden *forbiddenError
 		switch {
+		case limited:
+			caller = "anonymous"
+			rec.Header().Set("Retry-After", strconv.Itoa(int(retry.Seconds())+1))
+			writeProblem(rec, http.StatusTooManyRequests, CodeTooManyFailures,
+				fmt.Sprintf("too many failed authentications from %s (%d within %s); nothing was checked", host(r.RemoteAddr), s.limit.max, AuthFailureWindow),
+				fmt.Sprintf("wait %s, then call again with the right credentials", retry.Round(time.Second)))
+		case errors.As(err, &forbidden):
+			s.limit.failed(r.RemoteAddr)
+			writeProblem(rec, http.StatusForbidden, CodeForbidden, err.Error(), "add a pattern matching the certificate's subject to admin.tls.client.subjects, or use a certificate whose subject it allows")
 		case err != nil:
+			s.limit.failed(r.RemoteAddr)
 			rec.Header().Set("WWW-Authenticate", `Bearer realm="kmirror"`)
 			writeProblem(rec, http.StatusUnauthorized, CodeUnauthorized, err.Error(), "")
 		case !canonicalPath(r.URL.Path):
@@ -93,7 +110,11 @@ func (s *Server) authenticate(r *http.Request) (caller, auth string, err error) 
 		if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.VerifiedChains[0]) == 0 {
 			return caller, "", errors.New("a client certificate is required: pass --tls-cert and --tls-key with a certificate signed by a CA in the daemon's admin.tls.client.ca.file")
 		}
-		caller = "cn=" + r.TLS.VerifiedChains[0][0].Subject.CommonName
+		subject := r.TLS.VerifiedChains[0][0].Subject
+		caller = "cn=" + subject.CommonName
+		if c.subjects.Len() > 0 && !c.subjects.Match(subject.String()) && !c.subjects.Match(subject.CommonName) {
+			return caller, "", &forbiddenError{subject: subject.String()}
+		}
 		how = append(how, "mtls")
 	}
 	if c.token {
@@ -645,6 +666,10 @@ func codeOf(status int) string {
 		return CodeInvalidRequest
 	case http.StatusUnauthorized:
 		return CodeUnauthorized
+	case http.StatusForbidden:
+		return CodeForbidden
+	case http.StatusTooManyRequests:
+		return CodeTooManyFailures
 	case http.StatusNotFound:
 		return CodeNoSuchRoute
 	case http.StatusMethodNotAllowed:
@@ -701,8 +726,10 @@ func (s *Server) logRequest(r *http.Request, rec *recorder, caller, auth string,
 	switch {
 	case status < 300:
 		s.log.Info("admin call", append(args, "outcome", "ok")...)
-	case status == http.StatusUnauthorized:
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
 		s.log.Warn("admin call refused", append(args, "outcome", rec.errMsg)...)
+	case status == http.StatusTooManyRequests:
+		s.limitedLog(args, rec.errMsg)
 	default:
 		s.log.Warn("admin call failed", append(args, "outcome", rec.errMsg)...)
 	}

@@ -45,6 +45,12 @@ type Options struct {
 	// wait_for_catch_up_ms on top. Zero means DefaultOpTimeout. An
 	// operation that runs out of time answers 504.
 	OpTimeout time.Duration
+	// AuthFailuresMax is how many failed authentications from one address
+	// within AuthFailureWindow are answered before the address is refused
+	// with 429 for the rest of the window. Zero means the default,
+	// AuthFailuresMax; negative turns the limit off (tests of other
+	// things than the limit).
+	AuthFailuresMax int
 }
 
 // Server is the admin API, a daemon component: Start opens the listener,
@@ -55,6 +61,12 @@ type Server struct {
 	log       hclog.Logger
 	opTimeout time.Duration
 	observe   func(route string, code int, took time.Duration)
+
+	limit *authLimiter // failed authentications per client address
+	// limitLogMu guards the rate of "too many failures" log lines.
+	limitLogMu      sync.Mutex
+	limitLogged     time.Time
+	limitSuppressed int
 
 	cfg   atomic.Pointer[config.Config] // in force, for source bootstrap servers
 	creds atomic.Pointer[credentials]   // who may call
@@ -73,6 +85,9 @@ type credentials struct {
 	tokenHash   [sha256.Size]byte // SHA-256 of the token; the token itself is not kept
 	token       bool              // callers must send the bearer token
 	clientCerts bool              // callers must present a verified client certificate
+	// subjects, when set, are the client certificate subjects allowed
+	// (admin.tls.client.subjects).
+	subjects config.RegexList
 }
 
 // New validates opts and returns a Server; nothing listens yet.
@@ -89,7 +104,7 @@ func New(opts Options) (*Server, error) {
 	if opts.OpTimeout == 0 {
 		opts.OpTimeout = DefaultOpTimeout
 	}
-	return &Server{ctl: opts.Controller, plugins: opts.Plugins, log: opts.Logger.Named("admin"), opTimeout: opts.OpTimeout, observe: opts.Observe}, nil
+	return &Server{ctl: opts.Controller, plugins: opts.Plugins, log: opts.Logger.Named("admin"), opTimeout: opts.OpTimeout, observe: opts.Observe, limit: newAuthLimiter(opts.AuthFailuresMax)}, nil
 }
 
 // Name implements daemon.Component.
@@ -234,7 +249,7 @@ func (s *Server) prepare(cfg *config.Config, create bool) (*credentials, *tls.Co
 	if err != nil {
 		return nil, nil, fmt.Errorf("admin API TLS: %w", err)
 	}
-	creds := &credentials{clientCerts: cfg.AdminUsesClientCerts(), token: cfg.AdminUsesToken()}
+	creds := &credentials{clientCerts: cfg.AdminUsesClientCerts(), token: cfg.AdminUsesToken(), subjects: cfg.AdminTLSClientSubjects}
 	if creds.token {
 		path := cfg.AdminTokenPath()
 		if create && cfg.AdminTokenFile == "" {

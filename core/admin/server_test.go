@@ -74,7 +74,9 @@ func start(t *testing.T, edit func(cfg *config.Config)) *harness {
 	h := &harness{t: t, ctl: &admintest.Controller{StatusValue: sampleStatus()}, logs: &testlog.Buffer{}, cfg: cfg, http: &http.Client{Timeout: 10 * time.Second}}
 	logger := hclog.New(&hclog.LoggerOptions{Output: h.logs, Level: hclog.Trace})
 	var err error
-	h.srv, err = admin.New(admin.Options{Controller: h.ctl, Logger: logger, OpTimeout: 2 * time.Second})
+	// These tests make many failed calls on purpose: the limit of failed
+	// authentications has tests of its own (authlimit_test.go).
+	h.srv, err = admin.New(admin.Options{Controller: h.ctl, Logger: logger, OpTimeout: 2 * time.Second, AuthFailuresMax: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

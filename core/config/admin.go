@@ -89,8 +89,15 @@ func validateAdmin(cfg *Config, failed map[string]bool, c *collector) {
 	if cfg.AdminAddress == "" {
 		return
 	}
-	if !IsLoopbackAddress(cfg.AdminAddress) && cfg.AdminTokenFile == "" && cfg.AdminTLSClientCAFile == "" {
+	switch {
+	case IsLoopbackAddress(cfg.AdminAddress):
+	case cfg.AdminTokenFile == "" && cfg.AdminTLSClientCAFile == "":
 		c.add("admin.address", fmt.Sprintf("%s is not a loopback address: the admin API is off by default on non-loopback addresses; set admin.tls.client.ca.file (mutual TLS) and/or admin.token.file (with admin.tls.cert.file and admin.tls.key.file), or listen on 127.0.0.1", value.Quote(cfg.AdminAddress)))
+	case cfg.AdminTLSCertFile == "":
+		c.add("admin.address", fmt.Sprintf("%s is not a loopback address, and off loopback the admin API needs TLS (a bearer token must not cross the network in clear text): set admin.tls.cert.file and admin.tls.key.file, or listen on 127.0.0.1", value.Quote(cfg.AdminAddress)))
+	}
+	if cfg.AdminTLSClientSubjects.Len() > 0 && cfg.AdminTLSClientCAFile == "" {
+		c.add("admin.tls.client.subjects", "needs admin.tls.client.ca.file: without client certificates there is no subject to match")
 	}
 	_, probs := cfg.resolveAdminTLS()
 	for _, p := range probs {

@@ -49,11 +49,17 @@ func TestAdminNonLoopbackNeedsAuthentication(t *testing.T) {
 	for _, addr := range []string{"127.0.0.1:0", "localhost:9645", "[::1]:9645", "127.0.0.2:9645"} {
 		mustParse(t, minimal+"admin.address: \""+addr+"\"\n", nil, nil)
 	}
-	// A token file or a client CA opens non-loopback addresses.
-	cfg := mustParse(t, minimal+"admin.address: 0.0.0.0:9645\nadmin.token.file: "+token+"\n", nil, nil)
+	// A token file opens non-loopback addresses only over TLS: a token
+	// must not cross the network in clear text (refused, not warned).
+	errs := parseErrs(t, minimal+"admin.address: 0.0.0.0:9645\nadmin.token.file: "+token+"\n", nil, nil)
+	if !errs.Has("admin.address", "off loopback the admin API needs TLS") {
+		t.Errorf("a token without TLS off loopback: %s", errs)
+	}
+	cfg := mustParse(t, minimal+"admin.address: 0.0.0.0:9645\nadmin.token.file: "+token+"\nadmin.tls.cert.file: "+srvCert+"\nadmin.tls.key.file: "+srvKey+"\n", nil, nil)
 	if cfg.AdminTokenPath() != token || !cfg.AdminUsesToken() {
 		t.Errorf("token path %q", cfg.AdminTokenPath())
 	}
+	// A client certificate CA too.
 	cfg = mustParse(t, minimal+"admin.address: 0.0.0.0:9645\nadmin.tls.cert.file: "+srvCert+"\nadmin.tls.key.file: "+srvKey+"\nadmin.tls.client.ca.file: "+p.CAFile+"\n", nil, nil)
 	if cfg.AdminUsesToken() || cfg.AdminTokenPath() != "" || !cfg.AdminUsesClientCerts() {
 		t.Errorf("mTLS alone: uses token %v (path %q), client certs %v", cfg.AdminUsesToken(), cfg.AdminTokenPath(), cfg.AdminUsesClientCerts())
@@ -69,6 +75,15 @@ func TestAdminNonLoopbackNeedsAuthentication(t *testing.T) {
 	}
 	if s := cfg.Summary(); !strings.Contains(s, "admin https://0.0.0.0:9645 (token "+token+" + client certificates)") || strings.Contains(s, "s3cr3t") {
 		t.Errorf("summary:\n%s", s)
+	}
+	// An allow list of subjects needs client certificates.
+	errs = parseErrs(t, minimal+"admin.tls.client.subjects: [\"CN=ops\"]\n", nil, nil)
+	if !errs.Has("admin.tls.client.subjects", "needs admin.tls.client.ca.file") {
+		t.Errorf("subjects without a client CA: %s", errs)
+	}
+	cfg = mustParse(t, minimal+"admin.address: 0.0.0.0:9645\nadmin.tls.cert.file: "+srvCert+"\nadmin.tls.key.file: "+srvKey+"\nadmin.tls.client.ca.file: "+p.CAFile+"\nadmin.tls.client.subjects: [\"ops\", \"CN=deploy-.*,O=Example\"]\n", nil, nil)
+	if !cfg.AdminTLSClientSubjects.Match("ops") || cfg.AdminTLSClientSubjects.Match("opsx") {
+		t.Errorf("subjects %v", cfg.AdminTLSClientSubjects)
 	}
 }
 

@@ -81,6 +81,10 @@ type Config struct {
 	AdminTLSCertFile     string // admin.tls.cert.file
 	AdminTLSKeyFile      string // admin.tls.key.file
 	AdminTLSClientCAFile string // admin.tls.client.ca.file (mTLS)
+	// AdminTLSClientSubjects is admin.tls.client.subjects: the client
+	// certificate subjects allowed to call the admin API (empty: any
+	// certificate the CA signed).
+	AdminTLSClientSubjects RegexList
 
 	Destination Cluster
 	State       State
