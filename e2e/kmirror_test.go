@@ -103,6 +103,7 @@ func startKmirrorEnv(t testing.TB, env []string, include string, daemonKeys []st
 	cfg := fmt.Sprintf(`log.level: debug
 log.format: json
 http.address: 127.0.0.1:%d
+http.status.enable: true
 admin.address: 127.0.0.1:%d
 mirror.metadata.refresh.interval.ms: 2000
 mirror.failed.retry.initial.backoff.ms: 200

@@ -97,7 +97,7 @@ dc1.consumer.max.partition.fetch.bytes = 2097152
 	}
 	// The daemon's endpoints, which MM2 has no equivalent of.
 	port := freePort(t)
-	if err := os.WriteFile(cfgPath, append(cfg, fmt.Sprintf("http.address: 127.0.0.1:%d\nlog.format: json\n", port)...), 0o600); err != nil {
+	if err := os.WriteFile(cfgPath, append(cfg, fmt.Sprintf("http.address: 127.0.0.1:%d\nhttp.status.enable: true\nlog.format: json\n", port)...), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	d := &daemon{t: t, cfgPath: cfgPath, httpAddr: fmt.Sprintf("127.0.0.1:%d", port), mirror: "dc1-to-dc2", stateDir: filepath.Join(dir, "state")}

@@ -294,8 +294,8 @@ func (d *Daemon) Handler() http.Handler {
 	})
 	mux.Handle("GET /metrics", d.opts.Metrics.Handler())
 	mux.Handle("/debug/pprof/", d.pprofHandler())
-	mux.HandleFunc("GET /{$}", livestatus.ServePage)
-	mux.HandleFunc("GET /v1/live", func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle("GET /{$}", d.statusOnly(http.HandlerFunc(livestatus.ServePage)))
+	mux.Handle("GET /v1/live", d.statusOnly(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		d.mu.Lock()
 		started := append([]Component(nil), d.started...)
 		d.mu.Unlock()
@@ -308,8 +308,8 @@ func (d *Daemon) Handler() http.Handler {
 			}
 		}
 		http.Error(w, "no mirror engine is running", http.StatusServiceUnavailable)
-	})
-	mux.HandleFunc("GET /v1/describe", func(w http.ResponseWriter, _ *http.Request) {
+	})))
+	mux.Handle("GET /v1/describe", d.statusOnly(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		out := map[string]any{}
 		d.mu.Lock()
 		started := append([]Component(nil), d.started...)
@@ -323,8 +323,21 @@ func (d *Daemon) Handler() http.Handler {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(out)
-	})
+	})))
 	return mux
+}
+
+// statusOnly serves h while the configuration in force has
+// http.status.enable on, and 404 saying how to turn it on otherwise (read
+// per request: a reload switches it).
+func (d *Daemon) statusOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if cfg := d.cfg.Load(); cfg == nil || !cfg.HTTPStatusEnable {
+			http.Error(w, "the status endpoints are off on this listener (it is unauthenticated): set http.status.enable: true to serve the status page, /v1/live and /v1/describe, or use the admin API (kmirror describe)", http.StatusNotFound)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // notReady says why the daemon is not ready; none while it is. /readyz

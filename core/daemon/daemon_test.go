@@ -271,6 +271,7 @@ func TestDescribeCollectsComponentStatus(t *testing.T) {
 	h := startDaemon(t, func(mu *sync.Mutex, calls *[]string) []Component {
 		return []Component{&describing{recorder{name: "mirrors", mu: mu, calls: calls}}, &recorder{name: "plain", mu: mu, calls: calls}}
 	}, 5000)
+	h.enableStatus(t)
 	code, body := h.get(t, "/v1/describe")
 	if code != 200 {
 		t.Fatalf("/v1/describe = %d", code)
@@ -393,6 +394,14 @@ func TestStatusPageAndItsData(t *testing.T) {
 	h := startDaemon(t, func(mu *sync.Mutex, calls *[]string) []Component {
 		return []Component{&recorder{name: "plain", mu: mu, calls: calls}, &live{recorder{name: "mirrors", mu: mu, calls: calls}}}
 	}, 5000)
+	// Off by default (the listener is unauthenticated): 404 saying how to
+	// turn them on, for the page, its data and describe alike.
+	for _, p := range []string{"/", "/v1/live", "/v1/describe"} {
+		if code, body := h.get(t, p); code != 404 || !strings.Contains(body, "http.status.enable: true") {
+			t.Errorf("GET %s with http.status.enable off = %d %q", p, code, body)
+		}
+	}
+	h.enableStatus(t)
 	if code, body := h.get(t, "/"); code != 200 || !strings.Contains(body, "<title>kmirror status</title>") {
 		t.Errorf("GET / = %d %.80q", code, body)
 	}
@@ -403,7 +412,18 @@ func TestStatusPageAndItsData(t *testing.T) {
 		t.Errorf("GET /nothing-here = %d, want 404", code)
 	}
 	bare := startDaemon(t, twoComponents, 5000)
+	bare.enableStatus(t)
 	if code, body := bare.get(t, "/v1/live"); code != 503 || !strings.Contains(body, "no mirror engine") {
 		t.Errorf("GET /v1/live without a status page = %d %q", code, body)
 	}
+}
+
+// enableStatus turns http.status.enable on by a reload.
+func (h *harness) enableStatus(t *testing.T) {
+	t.Helper()
+	*h.yaml = configYAML("info", 5000) + "http.status.enable: true\n"
+	h.reload <- struct{}{}
+	kfaketest.WaitFor(t, "http.status.enable to be in force", func() (bool, string) {
+		return h.d.Config().HTTPStatusEnable, "logs:\n" + h.logs.String()
+	})
 }

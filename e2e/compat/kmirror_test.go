@@ -65,7 +65,7 @@ func startKmirror(t testing.TB, cfg string) *daemon {
 	t.Helper()
 	dir := t.TempDir()
 	d := &daemon{httpAddr: freeAddr(t), done: make(chan struct{})}
-	cfg = fmt.Sprintf("http.address: %s\nadmin.address: %s\n", d.httpAddr, freeAddr(t)) + cfg
+	cfg = fmt.Sprintf("http.address: %s\nhttp.status.enable: true\nadmin.address: %s\n", d.httpAddr, freeAddr(t)) + cfg
 	path := filepath.Join(dir, "kmirror.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)

@@ -179,7 +179,8 @@ their retry state. ` + "`kmirror describe` and `kmirror mirrors describe`" + `
 are the same command.
 
 The daemon's unauthenticated status endpoint (GET /v1/describe on
-http.address) is for probes and dashboards; this command uses the admin API.` + adminNote,
+http.address, served with http.status.enable: true) is for probes and
+dashboards; this command uses the admin API.` + adminNote,
 		Example: cli.Examples(
 			path+" --config kmirror.yaml",
 			path+" dc1-to-dc2 --failed --config kmirror.yaml",
