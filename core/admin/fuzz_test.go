@@ -81,7 +81,10 @@ func fuzzServer(f *testing.F) (http.Handler, *admintest.Controller) {
 		Mirrors:        []config.Mirror{{Name: "dc1", Source: config.Cluster{BootstrapServers: []string{"src1:9092"}}}},
 	}
 	ctl := &admintest.Controller{StatusValue: sampleStatus()}
-	srv, err := admin.New(admin.Options{Controller: ctl, Logger: hclog.NewNullLogger(), OpTimeout: 2 * time.Second})
+	// The fuzzer fails authentication on purpose, thousands of times from
+	// one address: the limit of failed authentications (authlimit_test.go)
+	// would answer 429 to all but the first ten.
+	srv, err := admin.New(admin.Options{Controller: ctl, Logger: hclog.NewNullLogger(), OpTimeout: 2 * time.Second, AuthFailuresMax: -1})
 	if err != nil {
 		f.Fatal(err)
 	}
