@@ -197,32 +197,41 @@ mirrors:
 	cli := func(args ...string) (int, string, string) {
 		return kmirror(t, nil, append(args, "--config", cfgPath, "--admin-address", addr)...)
 	}
-	lag := func() (int64, bool) {
+	// lag sums the partitions' lag (-1 while any is unknown) and says
+	// whether all are paused and how many records reached the destination.
+	lag := func() (int64, bool, int64) {
 		code, out, _ := cli("mirrors", "describe", "term", "-o", "json")
 		var desc struct {
 			Partitions []admin.PartitionStatus `json:"partitions"`
 		}
 		if code != exitOK || json.Unmarshal([]byte(out), &desc) != nil || len(desc.Partitions) != 2 {
-			return -1, false
+			return -1, false, -1
 		}
-		var sum int64
+		var sum, copied int64
 		paused := true
 		for _, p := range desc.Partitions {
-			sum += max(p.Lag, 0)
+			if p.Lag < 0 || p.DestinationEndOffset < 0 {
+				return -1, false, -1
+			}
+			sum += p.Lag
+			copied += p.DestinationEndOffset
 			paused = paused && p.State == "PAUSED"
 		}
-		return sum, paused
+		return sum, paused, copied
 	}
+	// Lag 0 alone is not enough: it is 0 before the fetcher has seen the
+	// source's end, so wait until the first 10 records are on the
+	// destination.
 	kfaketest.WaitFor(t, "the mirror running", func() (bool, string) {
-		n, _ := lag()
-		return n == 0, tail(d.log(), 20)
+		n, _, copied := lag()
+		return n == 0 && copied == 10, fmt.Sprintf("lag %d, copied %d\n%s", n, copied, tail(d.log(), 20))
 	})
 	if code, _, errOut := cli("mirrors", "pause", "term"); code != exitOK {
 		t.Fatalf("pause: exit %d\n%s", code, errOut)
 	}
 	produce(100)
 	kfaketest.WaitFor(t, "lag on the paused mirror", func() (bool, string) {
-		n, paused := lag()
+		n, paused, _ := lag()
 		return paused && n == 100, fmt.Sprintf("lag %d, paused %v", n, paused)
 	})
 
