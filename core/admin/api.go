@@ -16,6 +16,10 @@ type Controller interface {
 	Resume(ctx context.Context, mirrorName string, topics []string) (OpResult, error)
 	StopTopics(ctx context.Context, mirrorName string, topics []string) (OpResult, error)
 	StartTopics(ctx context.Context, mirrorName string, topics, exclude []string) (OpResult, error)
+	// ResetTopics forgets the FAILED partitions of the matching topics
+	// (their records and offset maps): the mirror starts them again from
+	// the source's log start. Topics is required.
+	ResetTopics(ctx context.Context, mirrorName string, topics []string) (OpResult, error)
 	Failover(ctx context.Context, req FailoverOrder) (FailoverResult, error)
 	Failback(ctx context.Context, req FailbackOrder) (FailbackResult, error)
 	CreateMirror(ctx context.Context, mirrorName string, settings []byte) (OpResult, error)
@@ -34,6 +38,7 @@ const (
 	RouteResume   = "POST /v1/mirrors/{mirror}/resume"
 	RouteStop     = "POST /v1/mirrors/{mirror}/stop"
 	RouteStart    = "POST /v1/mirrors/{mirror}/start"
+	RouteReset    = "POST /v1/mirrors/{mirror}/reset"
 	RouteFailover = "POST /v1/mirrors/{mirror}/failover"
 	RouteFailback = "POST /v1/mirrors/{mirror}/failback"
 	RouteCreate   = "POST /v1/mirrors"
@@ -51,11 +56,11 @@ type CreateRequest struct {
 	Config string `json:"config"`
 }
 
-// TopicsRequest is the body of pause, resume and stop: regexes of the topics
-// to act on. Empty means every topic of the mirror for pause and resume; stop
-// requires at least one (".*" for all). Each given pattern must match a
-// topic of the mirror. DryRun (stop only) answers a Plan and changes
-// nothing.
+// TopicsRequest is the body of pause, resume, stop and reset: regexes of
+// the topics to act on. Empty means every topic of the mirror for pause and
+// resume; stop and reset require at least one (".*" for all). Each given
+// pattern must match a topic of the mirror. DryRun (stop and reset only)
+// answers a Plan and changes nothing.
 type TopicsRequest struct {
 	Topics []string `json:"topics"`
 	DryRun bool     `json:"dry_run,omitempty"`

@@ -41,6 +41,7 @@ func (s *Server) Handler() http.Handler {
 	handle(RouteResume, s.handleTopicsOp("resume", s.ctl.Resume))
 	handle(RouteStop, s.handleTopicsOp("stop", s.ctl.StopTopics))
 	handle(RouteStart, s.handleStart)
+	handle(RouteReset, s.handleTopicsOp(OpReset, s.ctl.ResetTopics))
 	handle(RouteFailover, s.handleFailover)
 	handle(RouteFailback, s.handleFailback)
 	handle(RouteCreate, s.handleCreate)
@@ -261,19 +262,19 @@ func writeNoMirror(w http.ResponseWriter, msg string) {
 	writeProblem(w, http.StatusNotFound, CodeNoSuchMirror, msg, "`kmirror mirrors list` shows the mirrors this daemon runs")
 }
 
-// handleTopicsOp serves pause, resume and stop.
+// handleTopicsOp serves pause, resume, stop and reset.
 func (s *Server) handleTopicsOp(op string, do func(context.Context, string, []string) (OpResult, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var req TopicsRequest
 		if !decodeBody(w, r, &req) {
 			return
 		}
-		if op == "stop" && len(req.Topics) == 0 {
-			writeError(w, http.StatusBadRequest, `topics is required for stop: give the regexes of the topics to stop (".*" for all)`)
+		if (op == OpStop || op == OpReset) && len(req.Topics) == 0 {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf(`topics is required for %s: give the regexes of the topics to %s (".*" for all)`, op, op))
 			return
 		}
-		if req.DryRun && op != OpStop {
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("dry_run is not supported by %s (only by stop, delete, failover and failback); %s changes nothing that resume or pause cannot undo", op, op))
+		if req.DryRun && op != OpStop && op != OpReset {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("dry_run is not supported by %s (only by stop, reset, delete, failover and failback); %s changes nothing that resume or pause cannot undo", op, op))
 			return
 		}
 		if !checkRegexes(w, "topics", req.Topics) {
@@ -283,7 +284,7 @@ func (s *Server) handleTopicsOp(op string, do func(context.Context, string, []st
 		ctx, cancel := context.WithTimeout(r.Context(), s.opTimeout)
 		defer cancel()
 		if req.DryRun {
-			s.plan(w, ctx, PlanOrder{Op: OpStop, Mirror: name, Topics: req.Topics})
+			s.plan(w, ctx, PlanOrder{Op: op, Mirror: name, Topics: req.Topics})
 			return
 		}
 		res, err := do(ctx, name, req.Topics)

@@ -187,6 +187,7 @@ var (
 // Operations a Plan can be asked for (a dry run).
 const (
 	OpStop     = "stop"
+	OpReset    = "reset"
 	OpDelete   = "delete"
 	OpFailover = "failover"
 	OpFailback = "failback"
@@ -194,10 +195,10 @@ const (
 
 // PlanOrder asks what an operation would do (a dry run).
 type PlanOrder struct {
-	// Op is OpStop, OpDelete, OpFailover or OpFailback.
+	// Op is OpStop, OpReset, OpDelete, OpFailover or OpFailback.
 	Op     string `json:"op"`
 	Mirror string `json:"mirror"`
-	// Topics: stop and failover, as in their orders.
+	// Topics: stop, reset and failover, as in their orders.
 	Topics []string `json:"topics,omitempty"`
 	// WaitForCatchUp: failover, as in FailoverOrder.
 	WaitForCatchUp time.Duration `json:"-"`
@@ -244,7 +245,8 @@ type PartitionPlan struct {
 	// Lag and LastMirroredOffset are as in the partition's status now.
 	Lag                int64 `json:"lag"`
 	LastMirroredOffset int64 `json:"last_mirrored_offset"`
-	// Action is what would be done: PlanStop, PlanNone, PlanDelete, or a
+	// Action is what would be done: PlanStop, PlanNone, PlanDelete,
+	// PlanReset, or a
 	// failback action (FailbackContinue, FailbackRecreated,
 	// FailbackFailed).
 	Action string `json:"action"`
@@ -259,4 +261,5 @@ const (
 	PlanStop   = "stop"   // STOPPING → STOPPED, last mirrored offset recorded
 	PlanNone   = "none"   // left as it is (Detail says why)
 	PlanDelete = "delete" // its records in the state store are deleted
+	PlanReset  = "reset"  // its record and offset map are deleted; it starts again from the source's log start
 )

@@ -49,6 +49,11 @@ type Mirror struct {
 	// other direction still mirrors (a failback mirror and the mirror it
 	// reverses would copy into each other).
 	NoReverse func(rs []*runner.Runner) error
+	// Forget ends r's runner, deletes the partition's offset map and
+	// record (runner.Runner.Forget) and drops the runner: the mirror's
+	// next topics round starts the partition again as a new one. On an
+	// error the runner keeps running with its record.
+	Forget func(ctx context.Context, r *runner.Runner) error
 	// Topics returns the topics the mirror knows, sorted: those with a
 	// runner or a recorded partition. A request's patterns must each
 	// match one of them (CheckMatches).
@@ -229,4 +234,102 @@ func Start(ctx context.Context, m Mirror, topics, exclude []string) (Result, err
 	m.TriggerSync()
 	parts, err := Wait(ctx, m, "starting", match, func(_ *runner.Runner, st runner.Status) bool { return st.State != partition.Stopped.String() })
 	return Result{Mirror: m.Name, Message: fmt.Sprintf("started topics matching %s", strings.Join(topics, ", ")), Partitions: parts}, err
+}
+
+// resetWait bounds how long Reset waits for the partitions it reset to be
+// started again by a topics round.
+const resetWait = 30 * time.Second
+
+// Reset forgets the FAILED partitions of the topics matching the patterns
+// (at least one is required; ".*" for all): each runner is ended, the
+// partition's offset map and record are deleted (Mirror.Forget), and a
+// topics round is asked for, which starts the partition again as a new
+// one: from the source's log start, into an empty destination partition
+// (creating the destination topic if it is missing). A destination
+// partition that still holds records fails it again ("already holds
+// offsets"): kmirror never merges into them. Partitions in any other state
+// are left alone and named in the message; if no matching partition is
+// FAILED, the request is refused (ErrConflict) with nothing changed.
+//
+// It returns once every reset partition runs again, or after resetWait
+// (the topics round may be another daemon's, or slow): the reset is done
+// either way, and the message says which.
+func Reset(ctx context.Context, m Mirror, topics []string) (Result, error) {
+	if len(topics) == 0 {
+		return Result{}, fmt.Errorf("%w: name the topics to reset (regexes; \".*\" for all)", ErrInvalidRequest)
+	}
+	pats, res, err := Patterns(topics)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := CheckMatches(ctx, m, topics); err != nil {
+		return Result{}, err
+	}
+	match := func(t string) bool { return MatchAny(res, t) }
+	if err := m.LaunchRecorded(ctx, match); err != nil {
+		return Result{}, err
+	}
+	var (
+		failed []*runner.Runner
+		left   []string
+	)
+	for _, r := range m.Runners(match) {
+		if st := r.Status(); st.State == partition.Failed.String() {
+			failed = append(failed, r)
+		} else {
+			left = append(left, fmt.Sprintf("%s/%d (%s)", st.Topic, st.Partition, st.State))
+		}
+	}
+	if len(failed) == 0 {
+		return Result{}, fmt.Errorf("%w: mirror %s: no partition of the topics matching %s is FAILED (%s); reset forgets only FAILED partitions, nothing was changed",
+			ErrConflict, m.Name, strings.Join(pats, ", "), strings.Join(left, ", "))
+	}
+	resetAt := time.Now()
+	reset := map[string]bool{}
+	var names []string
+	for _, r := range failed {
+		name := fmt.Sprintf("%s/%d", r.Topic(), r.Partition())
+		if err := m.Forget(ctx, r); err != nil {
+			msg := "reset nothing"
+			if len(names) > 0 {
+				msg = "reset " + strings.Join(names, ", ") + " before the failure"
+			}
+			m.TriggerSync()
+			return Result{Mirror: m.Name, Message: msg}, err
+		}
+		reset[name] = true
+		names = append(names, name)
+	}
+	m.Log.Info("operator reset partitions: their records and offset maps are deleted; they start again from the source's log start", "partitions", names)
+	m.TriggerSync()
+	msg := fmt.Sprintf("reset %d partition(s) of topics matching %s: %s; each starts again from the source's log start into an empty destination partition",
+		len(names), strings.Join(pats, ", "), strings.Join(names, ", "))
+	if len(left) > 0 {
+		msg += "; left alone (not FAILED): " + strings.Join(left, ", ")
+	}
+	wctx, cancel := context.WithTimeout(ctx, resetWait)
+	defer cancel()
+	var out []runner.Status
+	for {
+		out = out[:0]
+		back := 0
+		for _, r := range m.Runners(match) {
+			st := r.Status()
+			if !reset[fmt.Sprintf("%s/%d", st.Topic, st.Partition)] {
+				continue
+			}
+			out = append(out, st)
+			if !st.UpdatedAt.Before(resetAt) {
+				back++
+			}
+		}
+		if back == len(names) {
+			return Result{Mirror: m.Name, Message: msg, Partitions: out}, nil
+		}
+		select {
+		case <-wctx.Done():
+			return Result{Mirror: m.Name, Message: msg + fmt.Sprintf("; %d of them not started again yet: the next topics round starts them", len(names)-back), Partitions: out}, nil
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }

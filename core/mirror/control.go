@@ -90,6 +90,17 @@ func (e *Engine) StopTopics(ctx context.Context, mirrorName string, topics []str
 	return control.Stop(ctx, m.Operated(), topics)
 }
 
+// ResetTopics forgets the FAILED partitions of the topics matching the
+// patterns (control.Reset): their records and offset maps are deleted and
+// the next topics round starts them again from the source's log start.
+func (e *Engine) ResetTopics(ctx context.Context, mirrorName string, topics []string) (admin.OpResult, error) {
+	m, err := e.runningMirror(mirrorName)
+	if err != nil {
+		return admin.OpResult{}, err
+	}
+	return control.Reset(ctx, m.Operated(), topics)
+}
+
 // StartTopics starts the stopped topics matching the patterns again,
 // except those matching exclude (left as they are): each STOPPED partition
 // goes through PREPARING, resuming from the destination. The latest request

@@ -25,12 +25,83 @@ func (e *Engine) Plan(ctx context.Context, req admin.PlanOrder) (admin.Plan, err
 	switch req.Op {
 	case admin.OpStop, admin.OpFailover:
 		return e.planStop(ctx, req)
+	case admin.OpReset:
+		return e.planReset(ctx, req)
 	case admin.OpDelete:
 		return e.planDelete(ctx, req.Mirror)
 	case admin.OpFailback:
 		return e.planFailback(ctx, req)
 	}
-	return admin.Plan{}, fmt.Errorf("%w: no dry run for operation %q (stop, delete, failover, failback)", admin.ErrInvalidRequest, req.Op)
+	return admin.Plan{}, fmt.Errorf("%w: no dry run for operation %q (stop, reset, delete, failover, failback)", admin.ErrInvalidRequest, req.Op)
+}
+
+// planReset plans a reset (control.Reset): which partitions are FAILED
+// and would be forgotten, which are left alone. Like the reset, it refuses
+// when none is FAILED.
+func (e *Engine) planReset(ctx context.Context, req admin.PlanOrder) (admin.Plan, error) {
+	out := admin.Plan{Mirror: req.Mirror, Op: req.Op}
+	m, err := e.runningMirror(req.Mirror)
+	if err != nil {
+		return out, err
+	}
+	if len(req.Topics) == 0 {
+		return out, fmt.Errorf("%w: name the topics to reset (regexes; \".*\" for all)", admin.ErrInvalidRequest)
+	}
+	pats, res, err := control.Patterns(req.Topics)
+	if err != nil {
+		return out, err
+	}
+	cm := m.Operated()
+	if err := control.CheckMatches(ctx, cm, req.Topics); err != nil {
+		return out, err
+	}
+	match := func(t string) bool { return control.MatchAny(res, t) }
+	parts, err := e.machine.LoadMirror(ctx, m.Name())
+	if err != nil && len(parts) == 0 {
+		return out, fmt.Errorf("%w: mirror %s: loading partition states: %v", admin.ErrUnavailable, m.Name(), err)
+	}
+	live := map[string]runner.Status{}
+	for _, r := range cm.Runners(match) {
+		st := r.Status()
+		live[fmt.Sprintf("%s/%d", st.Topic, st.Partition)] = st
+	}
+	var byTopic topicPlans
+	var left []string
+	failed := 0
+	for _, p := range parts {
+		rec := p.Record()
+		if !match(rec.Topic) {
+			continue
+		}
+		pp := admin.PartitionPlan{Partition: rec.Partition, State: rec.State.String(), LastMirroredOffset: rec.LastMirroredOffset, Lag: -1}
+		reason := rec.Reason
+		if st, ok := live[fmt.Sprintf("%s/%d", rec.Topic, rec.Partition)]; ok {
+			pp.State, pp.Lag, pp.LastMirroredOffset = st.State, st.Lag, st.LastMirroredOffset
+			if st.LastError != "" {
+				reason = st.LastError
+			}
+		}
+		if pp.State == partition.Failed.String() {
+			failed++
+			pp.Action = admin.PlanReset
+			pp.Detail = fmt.Sprintf("FAILED (%s): its record and offset map are deleted; it starts again as a new partition from the source's log start", reason)
+		} else {
+			pp.Action, pp.Detail = admin.PlanNone, pp.State+": reset forgets only FAILED partitions"
+			left = append(left, fmt.Sprintf("%s/%d (%s)", rec.Topic, rec.Partition, pp.State))
+		}
+		byTopic.add(rec.Topic, pp)
+	}
+	if failed == 0 {
+		return out, fmt.Errorf("%w: mirror %s: no partition of the topics matching %s is FAILED (%s); reset forgets only FAILED partitions, nothing was changed",
+			admin.ErrConflict, m.Name(), strings.Join(pats, ", "), strings.Join(left, ", "))
+	}
+	out.Topics = byTopic.topics
+	out.Steps = []string{
+		"end the runner of each partition marked \"reset\"; delete its offset map, then its record, from the state store",
+		"ask for a topics round: it creates a missing destination topic and starts each reset partition as a new one, from the source's log start",
+		"a destination partition that still holds records makes its partition fail again (\"already holds offsets\"): kmirror never merges into them; delete the destination topic first when it holds anything",
+	}
+	return out, nil
 }
 
 // planStop plans a stop, or a failover (a stop after the last syncs).

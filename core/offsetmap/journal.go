@@ -113,6 +113,26 @@ func Load(ctx context.Context, store statestore.Store, mirror, topic string, par
 	return NewJournal(store, mirror, topic, partition, JournalOptions{}).Load(ctx)
 }
 
+// Delete removes the offset map of one partition from store: its segments,
+// then its snapshot (an operator's reset). A map that does not exist is no
+// error; a Delete interrupted midway can be called again.
+func Delete(ctx context.Context, store statestore.Store, mirror, topic string, partition int32) error {
+	key := statestore.OffsetMapKey(mirror, topic, partition)
+	segs, err := store.List(ctx, statestore.OffsetMapSegmentsPrefix(mirror, topic, partition))
+	if err != nil {
+		return fmt.Errorf("offset map %s: listing its segments: %w", key, err)
+	}
+	for _, e := range segs {
+		if err := store.Delete(ctx, e.Key, statestore.AnyVersion); err != nil && !errors.Is(err, statestore.ErrNotFound) {
+			return fmt.Errorf("offset map %s: deleting segment %s: %w", key, e.Key, err)
+		}
+	}
+	if err := store.Delete(ctx, key, statestore.AnyVersion); err != nil && !errors.Is(err, statestore.ErrNotFound) {
+		return fmt.Errorf("offset map %s: deleting its snapshot: %w", key, err)
+	}
+	return nil
+}
+
 // errorf builds an error that names the map by its key (which names the
 // mirror, topic and partition).
 func (j *Journal) errorf(format string, args ...any) error {

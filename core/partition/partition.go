@@ -438,17 +438,18 @@ func (p *Partition) Reload(ctx context.Context) error {
 	return nil
 }
 
-// Delete removes the record of a STOPPED partition from the store (the
-// mirror no longer lists the topic). Afterwards every method that writes
-// fails with an error wrapping statestore.ErrNotFound.
+// Delete removes the record of a STOPPED or FAILED partition from the
+// store (the mirror no longer lists the topic, or an operator's reset:
+// the partition starts again as a new one). Afterwards every method that
+// writes fails with an error wrapping statestore.ErrNotFound.
 func (p *Partition) Delete(ctx context.Context) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.deleted {
 		return fmt.Errorf("%v: delete: already deleted: %w", p, statestore.ErrNotFound)
 	}
-	if p.rec.State != Stopped {
-		return fmt.Errorf("%v: delete in state %v: only STOPPED partitions can be deleted: %w", p, p.rec.State, ErrInvalidTransition)
+	if p.rec.State != Stopped && p.rec.State != Failed {
+		return fmt.Errorf("%v: delete in state %v: only STOPPED or FAILED partitions can be deleted: %w", p, p.rec.State, ErrInvalidTransition)
 	}
 	if err := p.m.store.Delete(ctx, p.key, p.version); err != nil {
 		return fmt.Errorf("%v: delete state record: %w", p, err)

@@ -53,11 +53,12 @@ func (r *Runner) applyControl(ctx context.Context, st partition.State) (bool, er
 	case st == partition.Failed && start && !stopped:
 		// An operator's start retries a FAILED partition at once (KIP-1279's
 		// recover/start), through PREPARING, which proves the destination
-		// again. A recreated source topic is not merged that way.
+		// again. A partition failed for good by a fatal request (a recreated
+		// source topic, a deleted destination topic) needs a reset instead.
 		r.mu.Lock()
 		r.startWanted = false
 		r.mu.Unlock()
-		if r.recreateDone {
+		if r.fatalDone {
 			return false, nil
 		}
 		if err := r.state.Reset(ctx, reasonStarted); err != nil {

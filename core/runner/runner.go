@@ -64,13 +64,17 @@ type Runner struct {
 	undone   []undoneDelivery // deliveries whose batches are still in flight, oldest first
 	landedFn func(batch.Batch, writer.Result)
 
-	// recreateReq is closed when the source topic was found recreated (same
-	// name, new topic id); recreateErr is the non-retryable failure to
-	// record. recreateDone (runner goroutine only) is set once it is.
-	recreateReq  chan struct{}
-	recreateOnce sync.Once
-	recreateErr  error
-	recreateDone bool
+	// fatalReq is closed when the partition must fail for good whatever it
+	// is doing: its source topic was found recreated (same name, new topic
+	// id), or its destination topic was deleted under it. fatalErr is the
+	// non-retryable failure to record, fatalWhy the reason of the
+	// PREPARING step a STOPPED or retryable FAILED partition takes on the
+	// way. fatalDone (runner goroutine only) is set once it is recorded.
+	fatalReq  chan struct{}
+	fatalOnce sync.Once
+	fatalErr  error
+	fatalWhy  string
+	fatalDone bool
 
 	mu sync.Mutex // guards the stop request and the status fields below
 	// stopReq is closed when the partition must stop (its topic left the
@@ -80,6 +84,10 @@ type Runner struct {
 	stopClosed  bool
 	stopReason  string
 	startWanted bool // an operator asked a STOPPED partition to start again
+	// cancelMirror ends the context of the current MIRRORING step (nil
+	// outside it), so that a fatal request also ends an append that is
+	// retrying against a deleted destination topic.
+	cancelMirror context.CancelCauseFunc
 
 	next   int64 // next source offset to mirror; -1 unknown
 	srcHW  int64
@@ -93,7 +101,7 @@ type Runner struct {
 func New(d Deps) *Runner {
 	p := d.Partition.Record().Partition
 	r := &Runner{d: d, topic: d.Topic, topicID: d.TopicID, partition: p, state: d.Partition, next: -1, srcHW: -1, srcLS: -1, dstEnd: -1,
-		log: logging.WithFields(d.Log, "mirror", d.Mirror, "topic", d.Topic, "partition", p), stopReq: make(chan struct{}), recreateReq: make(chan struct{}), ctl: make(chan struct{}, 1), epoch: -1,
+		log: logging.WithFields(d.Log, "mirror", d.Mirror, "topic", d.Topic, "partition", p), stopReq: make(chan struct{}), fatalReq: make(chan struct{}), ctl: make(chan struct{}, 1), epoch: -1,
 		sendNext: -1}
 	r.landedFn = r.landed
 	r.maps = mapstore.New(d.Store, d.Mirror, d.Topic, p, d.DestAdmin, r.log)
@@ -151,66 +159,98 @@ func (r *Runner) stopWhy() string {
 	return r.stopReason
 }
 
-// requestRecreated asks the runner to fail the partition for good: the
+// RequestRecreated asks the runner to fail the partition for good: the
 // source topic now has id newID, not the one mirrored. The runner may be
 // mid-fetch (the fetcher reports ErrTopicIDChanged too) or STOPPED (the
 // topic was deleted first); either way the partition ends FAILED with a
 // reason that names both ids.
 func (r *Runner) RequestRecreated(newID [16]byte) {
-	r.recreateOnce.Do(func() {
-		r.recreateErr = partition.NonRetryable(r.errorf("source topic %s was deleted and recreated (topic id %s → %s); kmirror does not merge a new topic into the mirrored one: "+
-			"delete the destination topic or reset the partitions", r.topic, TopicIDString(r.topicID), TopicIDString(newID)))
-		close(r.recreateReq)
+	r.requestFatal(partition.NonRetryable(r.errorf("source topic %s was deleted and recreated (topic id %s → %s); kmirror does not merge a new topic into the mirrored one: "+
+		"delete the destination topic, then reset the partitions (kmirror mirrors reset %s --topics %s)", r.topic, TopicIDString(r.topicID), TopicIDString(newID), r.d.Mirror, regexp.QuoteMeta(r.topic))),
+		"the source topic was recreated")
+}
+
+// RequestDestinationDeleted asks the runner to fail the partition for
+// good: the destination topic that held its copies was deleted (the topics
+// round found it missing and does not create it again). An append retrying
+// against the missing topic ends at once.
+func (r *Runner) RequestDestinationDeleted() {
+	r.requestFatal(partition.NonRetryable(r.errorf("the destination topic %s was deleted while the mirror had copied records into it; kmirror does not create it again, "+
+		"because the appends in flight would land at other offsets than the source's: reset the partitions to mirror the topic again from the source's log start "+
+		"(kmirror mirrors reset %s --topics %s)", r.topic, r.d.Mirror, regexp.QuoteMeta(r.topic))),
+		"the destination topic was deleted")
+}
+
+// requestFatal records the first fatal request and wakes the runner.
+func (r *Runner) requestFatal(err error, why string) {
+	r.fatalOnce.Do(func() {
+		r.fatalErr, r.fatalWhy = err, why
+		close(r.fatalReq)
+		r.mu.Lock()
+		if r.cancelMirror != nil {
+			r.cancelMirror(err)
+		}
+		r.mu.Unlock()
 	})
 }
 
-// pendingRecreate returns the channel that signals a recreated source
-// topic, or nil once the failure is recorded (a nil channel never fires).
-func (r *Runner) pendingRecreate() chan struct{} {
-	if r.recreateDone {
+// fatalRequested reports whether a fatal request was made.
+func (r *Runner) fatalRequested() bool {
+	select {
+	case <-r.fatalReq:
+		return true
+	default:
+		return false
+	}
+}
+
+// pendingFatal returns the channel that signals a fatal request, or nil
+// once the failure is recorded (a nil channel never fires).
+func (r *Runner) pendingFatal() chan struct{} {
+	if r.fatalDone {
 		return nil
 	}
-	return r.recreateReq
+	return r.fatalReq
 }
 
 // pendingStop returns the stop request channel, or nil once the partition
-// failed for a recreated topic: that failure waits for an operator.
+// failed for good (a fatal request): that failure waits for an operator.
 func (r *Runner) pendingStop() chan struct{} {
-	if r.recreateDone {
+	if r.fatalDone {
 		return nil
 	}
 	return r.stopChan()
 }
 
-// handleRecreated records the failure of a recreated source topic; it
-// returns false when there is nothing (more) to do in the current state.
-// STOPPED (the topic was deleted, then recreated) and FAILED go through
-// PREPARING, the restart state, which can fail; STOPPING finishes first.
-func (r *Runner) handleRecreated(ctx context.Context, st partition.State) bool {
+// handleFatal records the failure a fatal request asked for; it returns
+// false when there is nothing (more) to do in the current state. STOPPED
+// (the topic was deleted, then recreated) and FAILED go through PREPARING,
+// the restart state, which can fail; STOPPING finishes first.
+func (r *Runner) handleFatal(ctx context.Context, st partition.State) bool {
 	select {
-	case <-r.pendingRecreate():
+	case <-r.pendingFatal():
 	default:
 		return false
 	}
 	switch st {
 	case partition.Preparing, partition.Mirroring:
-		if err := r.state.Fail(ctx, r.recreateErr); err != nil {
-			r.log.Error("cannot record the failure", "failure", r.recreateErr, "error", err)
+		if err := r.state.Fail(ctx, r.fatalErr); err != nil {
+			r.log.Error("cannot record the failure", "failure", r.fatalErr, "error", err)
 			r.backoff(ctx)
 			return true
 		}
-		r.recreateDone = true
+		r.fatalDone = true
 		return true
 	case partition.Failed:
 		if r.state.Record().NeedsOperator() {
 			// Already failed for good (the fetcher saw the new topic id
 			// first, or another non-retryable cause): nothing to add.
-			r.recreateDone = true
+			r.fatalDone = true
 			return true
 		}
 		fallthrough
 	case partition.Stopped:
-		if err := r.state.Transition(ctx, partition.Preparing, "the source topic was recreated"); err != nil {
+		if err := r.state.Transition(ctx, partition.Preparing, r.fatalWhy); err != nil {
 			r.log.Error("cannot record the transition to PREPARING", "error", err)
 			r.backoff(ctx)
 		}
@@ -238,10 +278,10 @@ func (r *Runner) Run(ctx context.Context) {
 			r.retry.Reset() // progress: the next failed step waits from the start again
 		}
 		last = st
-		if r.handleRecreated(ctx, st) {
+		if r.handleFatal(ctx, st) {
 			continue
 		}
-		if r.stopRequested() && !r.recreateDone && (st == partition.Mirroring || st == partition.Paused || st == partition.Failed) {
+		if r.stopRequested() && !r.fatalDone && (st == partition.Mirroring || st == partition.Paused || st == partition.Failed) {
 			r.enterStopping(ctx)
 			continue
 		}
@@ -267,8 +307,8 @@ func (r *Runner) Run(ctx context.Context) {
 		default: // PAUSED, STOPPED: nothing runs until an operator acts.
 			r.waitOperator(ctx, st)
 		}
-		if err != nil && ctx.Err() == nil {
-			r.fail(ctx, err)
+		if err != nil && ctx.Err() == nil && !r.fatalRequested() {
+			r.fail(ctx, err) // (after a fatal request, handleFatal records its reason instead)
 		}
 	}
 }
@@ -290,7 +330,7 @@ func (r *Runner) prepareStep(ctx context.Context) error {
 		// back into scope (or to be found recreated).
 		select {
 		case <-ctx.Done():
-		case <-r.pendingRecreate():
+		case <-r.pendingFatal():
 		}
 		return nil
 	}
@@ -313,7 +353,7 @@ func (r *Runner) prepareStep(ctx context.Context) error {
 // partition reads the source's end every Settings.LagRefresh meanwhile:
 // it fetches nothing, and its lag must still show the source moving on.
 func (r *Runner) waitOperator(ctx context.Context, st partition.State) {
-	recreated, stop := r.pendingRecreate(), r.stopChan()
+	recreated, stop := r.pendingFatal(), r.stopChan()
 	if st != partition.Stopped {
 		recreated = nil
 	} else {
@@ -363,7 +403,7 @@ func (r *Runner) waitRetry(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 		case <-r.pendingStop():
-		case <-r.pendingRecreate():
+		case <-r.pendingFatal():
 		case <-r.ctl: // an operator's start (applyControl)
 		}
 		return
@@ -376,7 +416,7 @@ func (r *Runner) waitRetry(ctx context.Context) {
 			return
 		case <-r.pendingStop():
 			return
-		case <-r.pendingRecreate():
+		case <-r.pendingFatal():
 			return
 		case <-t.C:
 		}
@@ -535,7 +575,22 @@ func (r *Runner) resume(ctx context.Context) error {
 }
 
 // mirror runs the fetch → append loop until ctx is done or an error.
-func (r *Runner) mirror(ctx context.Context) error {
+func (r *Runner) mirror(parent context.Context) error {
+	// A fatal request ends this step's context: an append retrying against
+	// a deleted destination topic must not wait for the topic to come back.
+	ctx, cancel := context.WithCancelCause(parent)
+	defer cancel(nil)
+	r.mu.Lock()
+	r.cancelMirror = cancel
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		r.cancelMirror = nil
+		r.mu.Unlock()
+	}()
+	if r.fatalRequested() {
+		return nil // (made before cancelMirror was set)
+	}
 	// The resume point comes from the destination every time mirroring
 	// (re)starts, never from memory: a failed append may have landed.
 	if !r.prepared {
@@ -595,7 +650,7 @@ func (r *Runner) forwardLoop(ctx context.Context, q *fetcher.Queue) error {
 		select {
 		case <-stop:
 			return nil
-		case <-r.recreateReq:
+		case <-r.fatalReq:
 			return nil
 		case <-r.ctl:
 			if paused, _ := r.d.Control.Paused(ctx, r.topic); paused {
@@ -630,7 +685,7 @@ func (r *Runner) waitDelivery(ctx context.Context, q *fetcher.Queue, stop <-chan
 		return true
 	case <-stop:
 		return true
-	case <-r.recreateReq:
+	case <-r.fatalReq:
 		return true
 	case <-r.ctl:
 		paused, _ := r.d.Control.Paused(ctx, r.topic)
@@ -1284,6 +1339,29 @@ func (r *Runner) DestinationEnd() int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.dstEnd
+}
+
+// Forget deletes what the state store holds of a FAILED partition, for an
+// operator's reset: its offset map, then its record, so that the mirror
+// starts it again as a new partition (from the source's log start, into an
+// empty destination partition). Call it only once Run has returned: the
+// runner is done with the partition.
+func (r *Runner) Forget(ctx context.Context) error {
+	if st := r.state.State(); st != partition.Failed {
+		return r.errorf("reset in state %v: only FAILED partitions are reset", st)
+	}
+	if pw := r.dest.Take(); pw != nil {
+		r.dropSent()
+		pw.Close() // the partition's next runner opens its own
+	}
+	r.unsubscribe()
+	if err := offsetmap.Delete(ctx, r.d.Store, r.d.Mirror, r.topic, r.partition); err != nil {
+		return r.errorf("reset: %w", err)
+	}
+	if err := r.state.Delete(ctx); err != nil {
+		return r.errorf("reset: %w", err)
+	}
+	return nil
 }
 
 // TopicID returns the id of the source topic the partition mirrors.

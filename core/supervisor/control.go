@@ -36,7 +36,10 @@ func (m *Mirror) Operated() control.Mirror {
 		LaunchRecorded: m.launchRecorded, TriggerSync: m.TriggerSync,
 		InScope:   func(t string) bool { return inScope(&m.cfg, t) },
 		NoReverse: func(rs []*runner.Runner) error { return m.d.NoReverse(m, rs) },
-		Topics:    m.knownTopics}
+		Topics:    m.knownTopics,
+		Forget: func(ctx context.Context, r *runner.Runner) error {
+			return m.removeRunner(ctx, topicPartition{r.Topic(), r.Partition()}, func(r *runner.Runner) error { return r.Forget(ctx) })
+		}}
 }
 
 // knownTopics returns, sorted, the topics of the mirror's runners and of

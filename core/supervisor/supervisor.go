@@ -83,7 +83,8 @@ type Mirror struct {
 	srcAdm  *kadm.Client
 	dp      *datapath.Path
 	runners map[topicPartition]*runner.Runner
-	errs    map[string]string // sync loop → why its last round failed
+	halts   map[topicPartition]halt // how to end each runner alone (an operator's reset)
+	errs    map[string]string       // sync loop → why its last round failed
 	groups  *groupsync.Syncer
 	acls    *aclsync.Syncer
 	topics  *topicsync.Syncer
@@ -158,7 +159,7 @@ func New(d Deps, dcfg *config.Config, mc config.Mirror) *Mirror {
 	return &Mirror{d: d, name: mc.Name, cfg: mc, dcfg: dcfg, log: d.Log.With("mirror", mc.Name), ctx: ctx, cancel: cancel,
 		dst: d.Dest, dstAdm: d.DestAdmin, dstHealth: d.DestHealth,
 		srcHealth: kclient.NewHealth(d.Log.With("mirror", mc.Name, "cluster", "source"), 0),
-		runners:   map[topicPartition]*runner.Runner{}, errs: map[string]string{}, fails: map[string]*loopFailures{}, now: time.Now, warned: map[string]bool{}}
+		runners:   map[topicPartition]*runner.Runner{}, halts: map[topicPartition]halt{}, errs: map[string]string{}, fails: map[string]*loopFailures{}, now: time.Now, warned: map[string]bool{}}
 }
 
 // MarkRuntime marks a mirror created at run time: it is not in the
@@ -486,14 +487,60 @@ func (m *Mirror) launch(tp topicPartition, r *runner.Runner) {
 		m.mu.Unlock()
 		return
 	}
+	rctx, cancel := context.WithCancel(m.ctx)
+	h := halt{cancel: cancel, done: make(chan struct{})}
 	m.runners[tp] = r
+	m.halts[tp] = h
 	m.mu.Unlock()
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
-		r.Run(m.ctx)
+		defer close(h.done)
+		r.Run(rctx)
+		if m.ctx.Err() == nil && rctx.Err() != nil {
+			return // ended on purpose (removeRunner)
+		}
 		m.ended("partition runner", "topic", tp.topic, "partition", tp.partition)
 	}()
+}
+
+// halt ends one runner's goroutine: cancel its context, then wait for done.
+type halt struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// removeRunner ends the runner of tp, waits until its goroutine returned,
+// lets forget act on it (the runner no longer runs), and only then removes
+// it from the mirror's runners, so that no other runner of tp can be
+// launched meanwhile. The runner stays registered if forget fails.
+func (m *Mirror) removeRunner(ctx context.Context, tp topicPartition, forget func(*runner.Runner) error) error {
+	m.mu.Lock()
+	r, h := m.runners[tp], m.halts[tp]
+	m.mu.Unlock()
+	if r == nil {
+		return nil
+	}
+	h.cancel()
+	select {
+	case <-h.done:
+	case <-ctx.Done():
+		return fmt.Errorf("mirror %s: topic %s partition %d: waiting for its runner to end: %w", m.name, tp.topic, tp.partition, context.Cause(ctx))
+	}
+	if err := forget(r); err != nil {
+		// Run it again as it was: the partition keeps its record.
+		m.mu.Lock()
+		delete(m.runners, tp)
+		delete(m.halts, tp)
+		m.mu.Unlock()
+		m.launch(tp, r)
+		return err
+	}
+	m.mu.Lock()
+	delete(m.runners, tp)
+	delete(m.halts, tp)
+	m.mu.Unlock()
+	return nil
 }
 
 // Status is the mirror's status: its sync loops' errors, groups, lease and

@@ -385,6 +385,45 @@ func (v topicsEngine) Recreated(topic string, p int32, id [16]byte) {
 	}
 }
 
+// Written reports whether a partition of topic has copied records to the
+// destination: a runner that knows a destination end above zero, or a
+// record with a mirrored offset, a checkpoint above zero or a
+// transactional writer.
+func (v topicsEngine) Written(ctx context.Context, topic string) (bool, error) {
+	m := v.m
+	for _, r := range m.RunnersOf(func(t string) bool { return t == topic }) {
+		if r.DestinationEnd() > 0 {
+			return true, nil
+		}
+	}
+	parts, err := m.d.Machine.LoadMirror(ctx, m.name)
+	if err != nil && len(parts) == 0 {
+		return false, fmt.Errorf("mirror %s: loading partition states: %w", m.name, err)
+	}
+	for _, p := range parts {
+		rec := p.Record()
+		if rec.Topic == topic && (rec.LastMirroredOffset > 0 || rec.Verified != nil && rec.Verified.Dest > 0 || len(rec.TxnWriters) > 0) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// DestinationDeleted fails every partition of topic for good: runners are
+// launched for its recorded partitions that have none, and each is asked
+// to fail (an append retrying against the missing topic ends at once).
+func (v topicsEngine) DestinationDeleted(ctx context.Context, topic string) error {
+	m := v.m
+	match := func(t string) bool { return t == topic }
+	if err := m.launchRecorded(ctx, match); err != nil {
+		return err
+	}
+	for _, r := range m.RunnersOf(match) {
+		r.RequestDestinationDeleted()
+	}
+	return nil
+}
+
 // Stop takes the partitions of each topic in reasons through STOPPING to
 // STOPPED: running ones, and ones a previous run (or configuration) left
 // MIRRORING, PAUSED, FAILED or STOPPING in the state store.

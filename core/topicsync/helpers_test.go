@@ -101,11 +101,13 @@ type fakeEngine struct {
 	started   map[string]int32 // topic → partitions last handed to Start
 	recreated []Running        // what Recreated was told, with the new id
 	stops     map[string]string
+	written   map[string]bool // topics whose partitions copied records (Written)
+	destGone  []string        // what DestinationDeleted was told, in order
 }
 
 func newFakeEngine(name string) *fakeEngine {
 	return &fakeEngine{name: name, running: map[Running]bool{}, stoppedBy: map[string]bool{}, claims: map[string]string{},
-		startErr: map[string]error{}, started: map[string]int32{}, stops: map[string]string{}}
+		startErr: map[string]error{}, started: map[string]int32{}, stops: map[string]string{}, written: map[string]bool{}}
 }
 
 func (e *fakeEngine) Running() []Running {
@@ -205,6 +207,19 @@ func (e *fakeEngine) Recreated(topic string, p int32, id [16]byte) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.recreated = append(e.recreated, Running{Topic: topic, Partition: p, TopicID: id})
+}
+
+func (e *fakeEngine) Written(_ context.Context, topic string) (bool, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.written[topic], nil
+}
+
+func (e *fakeEngine) DestinationDeleted(_ context.Context, topic string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.destGone = append(e.destGone, topic)
+	return nil
 }
 
 func (e *fakeEngine) Stop(_ context.Context, reasons map[string]string) error {

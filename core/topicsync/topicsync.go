@@ -20,6 +20,11 @@
 //     UNKNOWN_TOPIC_OR_PARTITION when asked for it by name: an authorizer
 //     hides topics from the all-topics listing. The destination topic is
 //     never deleted.
+//   - A destination topic is created only when the mirror has copied
+//     nothing into it: one missing while its partitions have copied records
+//     was deleted under the mirror (confirmed by asking a broker by name)
+//     and is not created again; its partitions fail, waiting for an
+//     operator's reset.
 //   - Excluded config keys are never set, changed or deleted on the
 //     destination, on creation or in the config rounds.
 //   - The read-only ACL has exactly one shape (ReadOnlyBinding), built and
@@ -115,6 +120,15 @@ type Engine interface {
 	// Recreated tells a running partition that its source topic was
 	// recreated: the source now has topic id id.
 	Recreated(topic string, partition int32, id [16]byte)
+	// Written reports whether a partition of topic, running or recorded,
+	// has copied records to the destination. A destination topic missing
+	// while this holds was deleted under the mirror: it is not created
+	// again (see DestinationDeleted).
+	Written(ctx context.Context, topic string) (bool, error)
+	// DestinationDeleted fails every partition of topic, running or
+	// recorded, for good (non-retryable, waiting for an operator's reset):
+	// its destination topic was deleted while it held the mirror's copies.
+	DestinationDeleted(ctx context.Context, topic string) error
 	// Stop takes every partition of each topic in reasons, running or
 	// recorded in the state store (MIRRORING, PAUSED, FAILED, STOPPING),
 	// through STOPPING to STOPPED, with the topic's reason.
@@ -168,6 +182,10 @@ type Report struct {
 	// this round: their running partitions were told, and their new
 	// partitions and configs are not synced.
 	Recreated []string
+	// DestinationDeleted are the topics whose destination topic was found
+	// deleted while it held the mirror's copies: not created again, their
+	// partitions failed (Engine.DestinationDeleted).
+	DestinationDeleted []string
 	// Stopped are the topics whose partitions were asked to stop, with
 	// the reason (ReasonOutOfScope, ReasonDeleted).
 	Stopped map[string]string
@@ -307,6 +325,17 @@ func (s *Syncer) Sync(ctx context.Context) (Report, error) {
 			continue // its partitions fail; a new partition of the new topic must not start mirroring into the old one
 		}
 		have := dstParts[t.Name]
+		if have == 0 {
+			deleted, err := s.destinationDeleted(ctx, t.Name)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("mirror %s: %w", s.opts.Mirror, err))
+				continue
+			}
+			if deleted {
+				rep.DestinationDeleted = append(rep.DestinationDeleted, t.Name)
+				continue
+			}
+		}
 		n, err := s.ensureDestinationTopic(ctx, t, have, srcConfigs[t.Name])
 		switch {
 		case have == 0 && n > 0:
@@ -468,7 +497,7 @@ func confirmDeleted(ctx context.Context, cl *kgo.Client, names map[string]bool) 
 	}
 	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
-		return nil, fmt.Errorf("checking whether source topics were deleted: %w", err)
+		return nil, fmt.Errorf("checking whether topics were deleted: %w", err)
 	}
 	for _, t := range resp.Topics {
 		if t.Topic != nil && errors.Is(kerr.ErrorForCode(t.ErrorCode), kerr.UnknownTopicOrPartition) {
@@ -476,6 +505,34 @@ func confirmDeleted(ctx context.Context, cl *kgo.Client, names map[string]bool) 
 		}
 	}
 	return gone, nil
+}
+
+// destinationDeleted reports whether the destination topic of a topic the
+// round found missing there was deleted under the mirror: the mirror's
+// partitions of it copied records to it (Engine.Written), and a second
+// look, asking a broker directly, confirms it is gone. Such a topic is not
+// created again: an append retrying against it would land at offset 0 of
+// the new topic, not at its source offset. Its partitions are failed for
+// good instead (Engine.DestinationDeleted), once per round, which is
+// idempotent; the log says it once.
+func (s *Syncer) destinationDeleted(ctx context.Context, topic string) (bool, error) {
+	written, err := s.opts.Engine.Written(ctx, topic)
+	if err != nil || !written {
+		return false, err
+	}
+	gone, err := confirmDeleted(ctx, s.opts.Destination, map[string]bool{topic: true})
+	if err != nil {
+		return false, fmt.Errorf("topic %s: %w", topic, err)
+	}
+	if !gone[topic] {
+		return false, nil // the first answer was stale: the next round looks again
+	}
+	s.warnOnce("destination topic "+topic+" deleted", "the destination topic was deleted while the mirror had copied records into it; it is not created again and its partitions fail: reset them to mirror the topic again from the source's log start",
+		"topic", topic)
+	if err := s.opts.Engine.DestinationDeleted(ctx, topic); err != nil {
+		return true, fmt.Errorf("topic %s: failing the partitions of a deleted destination topic: %w", topic, err)
+	}
+	return true, nil
 }
 
 // ensureDestinationTopic makes the destination topic exist with at least the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -61,6 +62,63 @@ func TestSyncCreatesInScopeTopicsWithSourceConfigsMinusExcludedAndStartsThem(t *
 	rep, err = s.Sync(ctx)
 	if err != nil || len(rep.Created) != 0 || len(rep.Expanded) != 0 || len(rep.Ready) != 2 {
 		t.Fatalf("second round: %+v, %v; want nothing created, both topics ready", rep, err)
+	}
+}
+
+// A destination topic deleted under the mirror after its partitions copied
+// records is not created again: the round tells the engine (which fails
+// the partitions) and does not start them; a missing topic whose
+// partitions copied nothing is created as before; and once the engine no
+// longer has anything written (an operator's reset), the topic is created
+// again.
+func TestSyncDoesNotRecreateADestinationTopicDeletedUnderTheMirror(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	kfaketest.CreateTopic(t, f.srcCl, "orders", 2, nil)
+	kfaketest.CreateTopic(t, f.srcCl, "fresh", 1, nil)
+	s, eng := newSyncer(t, f, nil, `orders,fresh`, "", "")
+	ctx := context.Background()
+	if _, err := s.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	deleteTopic(t, f.dstCl, "orders")
+	deleteTopic(t, f.dstCl, "fresh")
+	kfaketest.WaitFor(t, "the client's metadata without the deleted topics", func() (bool, string) {
+		return partitionCount(t, f.dstCl, "orders") == 0 && partitionCount(t, f.dstCl, "fresh") == 0, ""
+	})
+	eng.mu.Lock()
+	eng.written["orders"] = true
+	delete(eng.started, "orders")
+	delete(eng.started, "fresh")
+	eng.mu.Unlock()
+
+	for round := 1; round <= 2; round++ {
+		rep, err := s.Sync(ctx)
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		if !reflect.DeepEqual(rep.DestinationDeleted, []string{"orders"}) || slices.Contains(rep.Created, "orders") || slices.Contains(rep.Ready, "orders") {
+			t.Fatalf("round %d: report %+v; want orders deleted, neither created nor ready", round, rep)
+		}
+		if n := partitionCount(t, f.dstCl, "orders"); n != 0 {
+			t.Fatalf("round %d: the deleted destination topic orders was created again with %d partitions", round, n)
+		}
+		if round == 1 && !reflect.DeepEqual(rep.Created, []string{"fresh"}) {
+			t.Fatalf("round 1: created %v; want fresh (nothing copied into it) created again", rep.Created)
+		}
+	}
+	eng.mu.Lock()
+	if !reflect.DeepEqual(eng.destGone, []string{"orders", "orders"}) {
+		t.Fatalf("DestinationDeleted calls %v, want orders once per round", eng.destGone)
+	}
+	if _, ok := eng.started["orders"]; ok {
+		t.Fatalf("orders was handed to Start: %v", eng.started)
+	}
+	eng.written["orders"] = false // an operator reset its partitions
+	eng.mu.Unlock()
+	rep, err := s.Sync(ctx)
+	if err != nil || !reflect.DeepEqual(rep.Created, []string{"orders"}) || partitionCount(t, f.dstCl, "orders") != 2 {
+		t.Fatalf("after the reset: %+v, %v; want orders created with 2 partitions", rep, err)
 	}
 }
 

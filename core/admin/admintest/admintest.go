@@ -107,6 +107,11 @@ func (c *Controller) StartTopics(ctx context.Context, m string, topics, exclude 
 	return c.op(ctx, Call{Op: "start", Mirror: m, Topics: topics, Exclude: exclude})
 }
 
+// ResetTopics implements admin.Controller.
+func (c *Controller) ResetTopics(ctx context.Context, m string, topics []string) (admin.OpResult, error) {
+	return c.op(ctx, Call{Op: "reset", Mirror: m, Topics: topics})
+}
+
 // Failover implements admin.Controller.
 func (c *Controller) Failover(ctx context.Context, req admin.FailoverOrder) (admin.FailoverResult, error) {
 	if _, err := c.op(ctx, Call{Op: "failover", Mirror: req.Mirror, Topics: req.Topics, Wait: req.WaitForCatchUp}); err != nil {

@@ -248,6 +248,13 @@ func (c *Client) PlanStop(mirror string, topics []string) (admin.Plan, error) {
 	return out, err
 }
 
+// PlanReset is a dry run of a reset of mirror's topics matching topics.
+func (c *Client) PlanReset(mirror string, topics []string) (admin.Plan, error) {
+	var out admin.Plan
+	err := c.Call(http.MethodPost, mirrorPath(mirror)+"/reset", admin.TopicsRequest{Topics: topics, DryRun: true}, &out, opTimeout)
+	return out, err
+}
+
 // PlanFailover is a dry run of a failover of mirror's topics matching
 // topics (every topic when none), planned when wait > 0.
 func (c *Client) PlanFailover(mirror string, topics []string, wait time.Duration) (admin.Plan, error) {

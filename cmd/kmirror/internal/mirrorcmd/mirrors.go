@@ -1,6 +1,6 @@
 // Package mirrorcmd holds the commands that show and act on a running
 // daemon's mirrors through its admin API: `kmirror describe`, `kmirror
-// mirrors` (list, describe, pause, resume, stop, start, create, delete),
+// mirrors` (list, describe, pause, resume, stop, start, reset, create, delete),
 // `failover` and `failback`. They need only the admin API's address and
 // token, or the daemon's configuration, of which they read the admin keys.
 package mirrorcmd
@@ -84,7 +84,7 @@ It talks to a running daemon's admin API: give --admin-address and the token
 func newMirrors() *cobra.Command {
 	cmd := cli.Group(&cobra.Command{
 		Use:   "mirrors",
-		Short: "List, describe, pause, resume, stop, start, create and delete mirrors (admin API)",
+		Short: "List, describe, pause, resume, stop, start, reset, create and delete mirrors (admin API)",
 		Long:  "The mirrors of a running daemon, through its admin API." + adminNote,
 		Example: cli.Examples(
 			"kmirror mirrors list --admin-address 127.0.0.1:9645 --admin-token-file /var/lib/kmirror/admin.token",
@@ -92,7 +92,7 @@ func newMirrors() *cobra.Command {
 			"kmirror mirrors pause dc1-to-dc2 --topics 'orders.*' --config kmirror.yaml"),
 	})
 	cmd.AddCommand(newList(), newDescribe("describe [MIRROR]", false),
-		newOp("pause"), newOp("resume"), newOp("stop"), newOp("start"),
+		newOp("pause"), newOp("resume"), newOp("stop"), newOp("start"), newReset(),
 		newCreate(), newDelete())
 	return cmd
 }
@@ -313,6 +313,64 @@ nothing.` + adminNote,
 	}
 	a.register(cmd, true)
 	safe.register(cmd, "the delete", false)
+	return cmd
+}
+
+// newReset returns `mirrors reset`: forget FAILED partitions so that they
+// start again from the source's log start (after their destination topic
+// was deleted, or their source topic recreated).
+func newReset() *cobra.Command {
+	var a adminCmd
+	var topics cli.RegexList
+	var safe safety
+	cmd := &cobra.Command{
+		Use:   "reset MIRROR --topics REGEX,...",
+		Short: "Forget FAILED partitions so that they are mirrored again from the start",
+		Long: cli.Wrap("Reset the FAILED partitions of the topics of MIRROR matching --topics ('.*' for all): their records and offset maps are deleted from the state store, and the mirror starts each again as a new partition, from the source's log start, creating the destination topic if it is missing. Partitions in other states are left alone. Use it after a destination topic was deleted under the mirror, or a source topic was deleted and created again; a destination partition that still holds records makes its partition fail again, so delete the destination topic first when it holds anything. --dry-run shows what it would do; on a terminal it asks first (--yes off a terminal).") +
+			"\n\n--topics takes comma-separated regexes (repeatable) that must each match a whole topic name." + adminNote,
+		Example: cli.Examples("kmirror mirrors reset dc1-to-dc2 --topics orders --dry-run --config kmirror.yaml",
+			"kmirror mirrors reset dc1-to-dc2 --topics orders --yes --config kmirror.yaml"),
+		Args: cli.MaxArgs(1, "MIRROR"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name, err := cli.MirrorArg(args, a.mirror, true)
+			if err != nil {
+				return err
+			}
+			if len(topics) == 0 {
+				return cli.Usagef("--topics is required ('.*' for every topic)")
+			}
+			ask, err := safe.mustAsk(cmd, "reset (it forgets where the partitions stopped)")
+			if err != nil {
+				return err
+			}
+			c, err := a.connect(cmd)
+			if err != nil {
+				return err
+			}
+			if safe.dryRun || ask {
+				plan, err := c.PlanReset(name, topics)
+				if err != nil {
+					return fail(err)
+				}
+				if safe.dryRun {
+					a.printDryRun(cmd, plan)
+					return nil
+				}
+				if err := confirm(cmd, a.uiWriter(cmd), plan); err != nil {
+					return err
+				}
+			}
+			var res admin.OpResult
+			if err := c.Call(http.MethodPost, "/v1/mirrors/"+url.PathEscape(name)+"/reset", admin.TopicsRequest{Topics: topics}, &res, opTimeout); err != nil {
+				return fail(err)
+			}
+			printOp(cmd.OutOrStdout(), res, "reset done", &a.out)
+			return nil
+		},
+	}
+	a.register(cmd, true)
+	cmd.Flags().Var(&topics, "topics", "regexes of the topics, comma-separated (repeatable); required")
+	safe.register(cmd, "the reset", true)
 	return cmd
 }
 
