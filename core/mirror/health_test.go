@@ -3,6 +3,7 @@ package mirror
 import (
 	"context"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -67,6 +68,17 @@ func TestEngineTracksAnUnreachableSource(t *testing.T) {
 	}
 	if up := metricValue(t, e, "kmirror_cluster_up", destination); up != 1 {
 		t.Errorf("kmirror_cluster_up{destination} = %v while only the source is down, want 1", up)
+	}
+	// The lag was 0 when the source went away; what was written since is
+	// unknown, so the lag is too (-1), and a note says why.
+	ms := mirrorStatus(e)
+	for _, p := range ms.Partitions {
+		if p.Lag != -1 {
+			t.Errorf("orders[%d] lag %d while the source does not answer, want -1 (unknown)", p.Partition, p.Lag)
+		}
+	}
+	if !slices.ContainsFunc(ms.Notes, func(n string) bool { return strings.Contains(n, "the source cluster has not answered since") }) {
+		t.Errorf("no note says why the lag is unknown: %q", ms.Notes)
 	}
 	kfaketest.WaitFor(t, "readiness to fail after the grace", func() (bool, string) {
 		why := e.NotReady(cfg, time.Now())

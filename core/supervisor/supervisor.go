@@ -570,6 +570,18 @@ func (m *Mirror) Status() admin.MirrorStatus {
 	lease := m.lease
 	m.mu.Unlock()
 	ms.Clusters = m.Clusters()
+	// While the source does not answer, a partition's last known source
+	// end says nothing of what was written since: its lag is unknown (-1),
+	// not the 0 it was when the source went away.
+	var srcDown time.Time
+	for _, c := range ms.Clusters {
+		if c.Cluster == "source" && !c.Reachable && !c.Since.IsZero() {
+			srcDown = c.Since
+		}
+	}
+	if !srcDown.IsZero() {
+		ms.Notes = append(ms.Notes, fmt.Sprintf("the source cluster has not answered since %s: lag is unknown (-1) until it does", srcDown.UTC().Format(time.RFC3339)))
+	}
 	if lease != nil {
 		ms.SyncLeaseHeld, ms.SyncLeaseHolder = lease.Status()
 		if !ms.SyncLeaseHeld {
@@ -594,6 +606,9 @@ func (m *Mirror) Status() admin.MirrorStatus {
 	ms.Error = strings.Join(lines, "; ")
 	for _, r := range rs {
 		st := r.Status()
+		if !srcDown.IsZero() && st.Lag >= 0 {
+			st.Lag = -1
+		}
 		ms.Partitions = append(ms.Partitions, st)
 		if st.LastError != "" && (st.State == partition.Failed.String() || st.Retry != "") {
 			ms.Errors = append(ms.Errors, admin.LoopError{Loop: fmt.Sprintf("partition %s/%d", st.Topic, st.Partition),
