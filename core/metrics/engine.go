@@ -253,12 +253,14 @@ func (in *Engine) mirrorGauges(m metric.Meter, src EngineSource) error {
 				counts[s] = 0
 			}
 			var nFailed, top int64
+			known := false
 			for _, p := range ms.Partitions {
 				counts[p.State]++
 				if p.State == src.Failed {
 					nFailed++
 				}
 				top = max(top, p.Lag)
+				known = known || p.Lag >= 0
 				seen[p.Topic] = true
 				if series && p.Lag >= 0 {
 					o.ObserveInt64(lag, p.Lag, metric.WithAttributes(mirror, attribute.String("topic", p.Topic), attribute.Int("partition", int(p.Partition))))
@@ -269,7 +271,9 @@ func (in *Engine) mirrorGauges(m metric.Meter, src EngineSource) error {
 			}
 			o.ObserveInt64(total, int64(len(ms.Partitions)), one)
 			o.ObserveInt64(failed, nFailed, one)
-			o.ObserveInt64(maxLag, top, one)
+			if known || len(ms.Partitions) == 0 {
+				o.ObserveInt64(maxLag, top, one) // (absent while no partition's lag is known, e.g. the source does not answer)
+			}
 			o.ObserveInt64(topics, int64(len(seen)), one)
 			o.ObserveInt64(dead, ms.DeadThreads, one)
 			for _, c := range ms.Clusters {

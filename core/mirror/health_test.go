@@ -80,6 +80,9 @@ func TestEngineTracksAnUnreachableSource(t *testing.T) {
 	if !slices.ContainsFunc(ms.Notes, func(n string) bool { return strings.Contains(n, "the source cluster has not answered since") }) {
 		t.Errorf("no note says why the lag is unknown: %q", ms.Notes)
 	}
+	if _, found, err := e.opts.Metrics.Value("kmirror_max_lag", map[string]string{"mirror": "test"}); err != nil || found {
+		t.Errorf("kmirror_max_lag is exported (found %v, %v) while no lag is known; want it absent", found, err)
+	}
 	kfaketest.WaitFor(t, "readiness to fail after the grace", func() (bool, string) {
 		why := e.NotReady(cfg, time.Now())
 		return len(why) == 1 && strings.Contains(why[0], "mirror test: the source cluster has been unreachable"), strings.Join(why, "; ")
