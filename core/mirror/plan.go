@@ -14,6 +14,7 @@ import (
 	"github.com/kmirror/kmirror/core/kclient"
 	"github.com/kmirror/kmirror/core/partition"
 	"github.com/kmirror/kmirror/core/runner"
+	"github.com/kmirror/kmirror/core/supervisor"
 )
 
 // Plan answers a dry run of stop, delete, failover or failback: what the
@@ -40,31 +41,11 @@ func (e *Engine) Plan(ctx context.Context, req admin.PlanOrder) (admin.Plan, err
 // when none is FAILED.
 func (e *Engine) planReset(ctx context.Context, req admin.PlanOrder) (admin.Plan, error) {
 	out := admin.Plan{Mirror: req.Mirror, Op: req.Op}
-	m, err := e.runningMirror(req.Mirror)
+	sc, err := e.planScope(ctx, req, req.Op == admin.OpReset)
 	if err != nil {
 		return out, err
 	}
-	if len(req.Topics) == 0 {
-		return out, fmt.Errorf("%w: name the topics to reset (regexes; \".*\" for all)", admin.ErrInvalidRequest)
-	}
-	pats, res, err := control.Patterns(req.Topics)
-	if err != nil {
-		return out, err
-	}
-	cm := m.Operated()
-	if err := control.CheckMatches(ctx, cm, req.Topics); err != nil {
-		return out, err
-	}
-	match := func(t string) bool { return control.MatchAny(res, t) }
-	parts, err := e.machine.LoadMirror(ctx, m.Name())
-	if err != nil && len(parts) == 0 {
-		return out, fmt.Errorf("%w: mirror %s: loading partition states: %v", admin.ErrUnavailable, m.Name(), err)
-	}
-	live := map[string]runner.Status{}
-	for _, r := range cm.Runners(match) {
-		st := r.Status()
-		live[fmt.Sprintf("%s/%d", st.Topic, st.Partition)] = st
-	}
+	m, pats, match, parts, live := sc.m, sc.pats, sc.match, sc.parts, sc.live
 	var byTopic topicPlans
 	var left []string
 	failed := 0
@@ -104,34 +85,57 @@ func (e *Engine) planReset(ctx context.Context, req admin.PlanOrder) (admin.Plan
 	return out, nil
 }
 
-// planStop plans a stop, or a failover (a stop after the last syncs).
-func (e *Engine) planStop(ctx context.Context, req admin.PlanOrder) (admin.Plan, error) {
-	out := admin.Plan{Mirror: req.Mirror, Op: req.Op}
+// planScope is what a stop, failover or reset plan reads first, with the
+// operation's checks: the running mirror, the topic patterns and their
+// matcher, the recorded partitions and the live status of the matching
+// runners (by "topic/partition").
+type planScope struct {
+	m     *supervisor.Mirror
+	pats  []string
+	match func(string) bool
+	parts []*partition.Partition
+	live  map[string]runner.Status
+}
+
+// planScope reads a plan's scope; topicsRequired refuses a request that
+// names no topic, as stop and reset do.
+func (e *Engine) planScope(ctx context.Context, req admin.PlanOrder, topicsRequired bool) (planScope, error) {
 	m, err := e.runningMirror(req.Mirror)
 	if err != nil {
-		return out, err
+		return planScope{}, err
 	}
-	if req.Op == admin.OpStop && len(req.Topics) == 0 {
-		return out, fmt.Errorf("%w: name the topics to stop (regexes; \".*\" for all)", admin.ErrInvalidRequest)
+	if topicsRequired && len(req.Topics) == 0 {
+		return planScope{}, fmt.Errorf("%w: name the topics to %s (regexes; \".*\" for all)", admin.ErrInvalidRequest, req.Op)
 	}
 	pats, res, err := control.Patterns(req.Topics)
 	if err != nil {
-		return out, err
+		return planScope{}, err
 	}
 	cm := m.Operated()
 	if err := control.CheckMatches(ctx, cm, req.Topics); err != nil {
-		return out, err
+		return planScope{}, err
 	}
 	match := func(t string) bool { return control.MatchAny(res, t) }
 	parts, err := e.machine.LoadMirror(ctx, m.Name())
 	if err != nil && len(parts) == 0 {
-		return out, fmt.Errorf("%w: mirror %s: loading partition states: %v", admin.ErrUnavailable, m.Name(), err)
+		return planScope{}, fmt.Errorf("%w: mirror %s: loading partition states: %v", admin.ErrUnavailable, m.Name(), err)
 	}
 	live := map[string]runner.Status{}
 	for _, r := range cm.Runners(match) {
 		st := r.Status()
 		live[fmt.Sprintf("%s/%d", st.Topic, st.Partition)] = st
 	}
+	return planScope{m: m, pats: pats, match: match, parts: parts, live: live}, nil
+}
+
+// planStop plans a stop, or a failover (a stop after the last syncs).
+func (e *Engine) planStop(ctx context.Context, req admin.PlanOrder) (admin.Plan, error) {
+	out := admin.Plan{Mirror: req.Mirror, Op: req.Op}
+	sc, err := e.planScope(ctx, req, req.Op == admin.OpStop)
+	if err != nil {
+		return out, err
+	}
+	m, pats, match, parts, live := sc.m, sc.pats, sc.match, sc.parts, sc.live
 	planned := req.Op == admin.OpFailover && req.WaitForCatchUp > 0
 	var totalLag int64
 	var byTopic topicPlans

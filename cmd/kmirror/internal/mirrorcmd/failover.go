@@ -59,18 +59,8 @@ Ctrl-C while it waits changes nothing (exit 130).` + adminNote,
 			if err != nil {
 				return err
 			}
-			if safe.dryRun || ask {
-				plan, err := c.PlanFailover(name, topics, wait)
-				if err != nil {
-					return fail(err)
-				}
-				if safe.dryRun {
-					a.printDryRun(cmd, plan)
-					return nil
-				}
-				if err := confirm(cmd, a.uiWriter(cmd), plan); err != nil {
-					return err
-				}
+			if done, err := safe.planFirst(cmd, &a, ask, func() (admin.Plan, error) { return c.PlanFailover(name, topics, wait) }); done || err != nil {
+				return err
 			}
 			serverWait := wait
 			if wait > 0 {
@@ -173,18 +163,8 @@ and is required when standard input is not a terminal.` + adminNote,
 			if err != nil {
 				return err
 			}
-			if safe.dryRun || ask {
-				plan, err := c.PlanFailback(name, recreate, suffix)
-				if err != nil {
-					return fail(err)
-				}
-				if safe.dryRun {
-					a.printDryRun(cmd, plan)
-					return nil
-				}
-				if err := confirm(cmd, a.uiWriter(cmd), plan); err != nil {
-					return err
-				}
+			if done, err := safe.planFirst(cmd, &a, ask, func() (admin.Plan, error) { return c.PlanFailback(name, recreate, suffix) }); done || err != nil {
+				return err
 			}
 			var res admin.FailbackResult
 			body := admin.FailbackRequest{AllowRecreate: recreate, SideTopicSuffix: suffix}

@@ -295,13 +295,8 @@ nothing.` + adminNote,
 			if err != nil {
 				return err
 			}
-			if safe.dryRun {
-				plan, err := c.PlanDelete(name)
-				if err != nil {
-					return fail(err)
-				}
-				a.printDryRun(cmd, plan)
-				return nil
+			if done, err := safe.planFirst(cmd, &a, false, func() (admin.Plan, error) { return c.PlanDelete(name) }); done || err != nil {
+				return err
 			}
 			var res admin.OpResult
 			if err := c.Call(http.MethodDelete, "/v1/mirrors/"+url.PathEscape(name), nil, &res, opTimeout); err != nil {
@@ -347,18 +342,8 @@ func newReset() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if safe.dryRun || ask {
-				plan, err := c.PlanReset(name, topics)
-				if err != nil {
-					return fail(err)
-				}
-				if safe.dryRun {
-					a.printDryRun(cmd, plan)
-					return nil
-				}
-				if err := confirm(cmd, a.uiWriter(cmd), plan); err != nil {
-					return err
-				}
+			if done, err := safe.planFirst(cmd, &a, ask, func() (admin.Plan, error) { return c.PlanReset(name, topics) }); done || err != nil {
+				return err
 			}
 			var res admin.OpResult
 			if err := c.Call(http.MethodPost, "/v1/mirrors/"+url.PathEscape(name)+"/reset", admin.TopicsRequest{Topics: topics}, &res, opTimeout); err != nil {
@@ -419,13 +404,8 @@ func newOp(op string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if safe.dryRun {
-				plan, err := c.PlanStop(name, topics)
-				if err != nil {
-					return fail(err)
-				}
-				a.printDryRun(cmd, plan)
-				return nil
+			if done, err := safe.planFirst(cmd, &a, false, func() (admin.Plan, error) { return c.PlanStop(name, topics) }); done || err != nil {
+				return err
 			}
 			var body any = admin.TopicsRequest{Topics: topics}
 			if op == "start" {

@@ -91,6 +91,24 @@ func (s *safety) mustAsk(cmd *cobra.Command, what string) (bool, error) {
 	return true, nil
 }
 
+// planFirst runs the dry run or the confirmation of an operation before
+// it is sent: with --dry-run it prints the plan and returns done; when ask
+// (mustAsk) it shows the plan and asks. plan is called only then.
+func (s *safety) planFirst(cmd *cobra.Command, a *adminCmd, ask bool, plan func() (admin.Plan, error)) (done bool, err error) {
+	if !s.dryRun && !ask {
+		return false, nil
+	}
+	p, err := plan()
+	if err != nil {
+		return true, fail(err)
+	}
+	if s.dryRun {
+		a.printDryRun(cmd, p)
+		return true, nil
+	}
+	return false, confirm(cmd, a.uiWriter(cmd), p)
+}
+
 // confirm shows plan on the terminal and asks "Proceed? [y/N]"; anything
 // but y or yes is a no, and the command ends with ExitFailure, nothing
 // changed.
