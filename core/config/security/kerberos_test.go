@@ -75,7 +75,9 @@ func TestKerberosProblemsNameTheKey(t *testing.T) {
 		{"missing krb5.conf", func(k *security.Keys) { k.KerberosKrb5Conf += ".missing" }, "sasl.kerberos.krb5.conf", "cannot read the Kerberos configuration"},
 		{"service with host", func(k *security.Keys) { k.KerberosServiceName = "kafka/broker1" }, "sasl.kerberos.service.name", "is not a service name"},
 		{"password too", func(k *security.Keys) { k.SASLPassword = auth.NewSecret(secret) }, "sasl.password", "does not apply to GSSAPI"},
-		{"auth plugin", func(k *security.Keys) { k.KerberosPrincipal, k.KerberosKeytab, k.SASLCredentialsPlugin = "", "", "vault" }, "sasl.credentials.plugin", "GSSAPI logs in with a keytab"},
+		{"auth plugin", func(k *security.Keys) {
+			k.KerberosPrincipal, k.KerberosKeytab, k.SASLCredentialsPlugin = "", "", "vault"
+		}, "sasl.credentials.plugin", "GSSAPI logs in with a keytab"},
 		{"ticket cache", func(k *security.Keys) {
 			k.KerberosPrincipal, k.KerberosKeytab = "", ""
 			k.SASLJAASConfig = auth.NewSecret(`com.sun.security.auth.module.Krb5LoginModule required useTicketCache=true principal="kmirror";`)
