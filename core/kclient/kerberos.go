@@ -12,6 +12,8 @@ import (
 	krbclient "github.com/jcmturner/gokrb5/v8/client"
 	krbconfig "github.com/jcmturner/gokrb5/v8/config"
 	"github.com/jcmturner/gokrb5/v8/keytab"
+	"github.com/jcmturner/gokrb5/v8/krberror"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/kerberos"
 
@@ -63,7 +65,7 @@ func (g *gssapi) Authenticate(ctx context.Context, host string) (sasl.Session, [
 	s, first, err := m.Authenticate(ctx, host)
 	if err != nil {
 		svc := g.k.ServiceName + "/" + hostOnly(host)
-		return nil, nil, fmt.Errorf("%v: GSSAPI as %s: no ticket for the broker's principal %s (it must exist in the KDC, and sasl.kerberos.service.name name its first part): %w", g.req, g.k.Principal, svc, err)
+		return nil, nil, rejected(fmt.Errorf("%v: GSSAPI as %s: no ticket for the broker's principal %s (it must exist in the KDC, and sasl.kerberos.service.name name its first part): %w", g.req, g.k.Principal, svc, err), err)
 	}
 	return s, first, nil
 }
@@ -128,7 +130,7 @@ func (g *gssapi) login() (*krbclient.Client, error) {
 	c := krbclient.NewWithKeytab(user, realm, kt, conf, krbclient.DisablePAFXFAST(true))
 	if err := c.Login(); err != nil {
 		c.Destroy()
-		return nil, fail("%v (check that %s holds the principal's current keys: a new ktadd changes them, and that the KDC of realm %s in %s answers)", err, g.k.KeytabFile, realm, g.k.Krb5ConfFile)
+		return nil, rejected(fail("%v (check that %s holds the principal's current keys: a new ktadd changes them, and that the KDC of realm %s in %s answers)", err, g.k.KeytabFile, realm, g.k.Krb5ConfFile), err)
 	}
 	if g.client != nil {
 		g.client.Destroy()
@@ -136,6 +138,29 @@ func (g *gssapi) login() (*krbclient.Client, error) {
 	g.client, g.sum = c, sum
 	return c, nil
 }
+
+// rejected marks err as a refused authentication (errors.Is
+// kerr.SaslAuthenticationFailed, as a broker's refusal is) unless cause,
+// gokrb5's error, is a network failure: a KDC that answered no (wrong keys,
+// unknown principal, clock skew) needs an operator, so the fetcher fails the
+// partitions with the reason; a KDC that did not answer is retried like an
+// unreachable broker.
+func rejected(err, cause error) error {
+	var ke krberror.Krberror
+	if errors.As(cause, &ke) && ke.RootCause == krberror.NetworkingError {
+		return err
+	}
+	return authRejected{err}
+}
+
+// authRejected is a Kerberos failure that counts as a SASL authentication
+// failure; its text is the wrapped error's alone.
+type authRejected struct{ error }
+
+func (e authRejected) Unwrap() error { return e.error }
+
+// Is makes errors.Is(err, kerr.SaslAuthenticationFailed) true.
+func (e authRejected) Is(target error) bool { return target == kerr.SaslAuthenticationFailed }
 
 // splitPrincipal splits user[/instance]@REALM at its last '@'.
 func splitPrincipal(p string) (user, realm string) {

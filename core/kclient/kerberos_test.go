@@ -14,6 +14,7 @@ import (
 
 	"github.com/jcmturner/gokrb5/v8/iana/etypeID"
 	"github.com/jcmturner/gokrb5/v8/keytab"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/sasl"
 
 	"github.com/kmirror/kmirror/core/kclient"
@@ -47,8 +48,9 @@ func kerberosCluster(t *testing.T, kdc string) (yaml string, keytabBytes []byte)
 
 // GSSAPI needs no credentials source: the mechanism logs in with the
 // keytab. A KDC that does not answer fails the authentication with
-// ErrKerberosLogin, naming the request and the principal, and neither the
-// keytab's bytes nor its key appear in the error.
+// ErrKerberosLogin, naming the request and the principal, is not taken for
+// refused credentials (it is retried like an unreachable broker), and
+// neither the keytab's bytes nor its key appear in the error.
 func TestGSSAPILogsInWithTheKeytab(t *testing.T) {
 	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -74,6 +76,9 @@ func TestGSSAPILogsInWithTheKeytab(t *testing.T) {
 	_, _, err = m.Authenticate(t.Context(), "127.0.0.1:9092")
 	if !errors.Is(err, kclient.ErrKerberosLogin) {
 		t.Fatalf("Authenticate with no KDC: %v; want ErrKerberosLogin", err)
+	}
+	if errors.Is(err, kerr.SaslAuthenticationFailed) {
+		t.Errorf("an unreachable KDC counts as refused credentials (the partitions would fail rather than wait): %v", err)
 	}
 	for _, want := range []string{"destination (GSSAPI)", "kmirror", "kmirror.keytab"} {
 		if !strings.Contains(err.Error(), want) {
