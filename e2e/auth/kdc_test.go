@@ -1,4 +1,4 @@
-package kerberos
+package auth
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package kerberos
+package auth
 
 import (
 	"bufio"
@@ -36,7 +36,7 @@ func kmirrorBinary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		_, file, _, _ := runtime.Caller(0)
-		dir, err := os.MkdirTemp("", "kmirror-kerberos-bin")
+		dir, err := os.MkdirTemp("", "kmirror-auth-bin")
 		if err != nil {
 			buildErr = err
 			return

@@ -1,7 +1,9 @@
-package kerberos
+package auth
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"log"
 	"os"
@@ -20,6 +22,16 @@ var (
 	// clientKeytab holds kmirror's current keys; staleKeytab the keys
 	// kmirror had before the last ktadd, which the KDC no longer accepts.
 	clientKeytab, staleKeytab string
+	// userPassword is the PLAIN and SCRAM-SHA-256 password of user on
+	// both clusters.
+	userPassword string
+)
+
+// user is kmirror's PLAIN and SCRAM user; certName names the client
+// certificate both clusters issue it (CN=kmirror, User:kmirror).
+const (
+	user     = "alice"
+	certName = "kmirror"
 )
 
 // clientPrincipal is the principal kmirror logs in as: User:kmirror to the
@@ -40,22 +52,30 @@ func runMain(m *testing.M) int {
 	var err error
 	kdcSrv, err = startKDC(ctx)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "kerberos: starting the KDC: %v\n", err)
+		fmt.Fprintf(os.Stderr, "auth: starting the KDC: %v\n", err)
 		return 1
 	}
 	defer kdcSrv.close()
 	brokerKeytab, err := principals(ctx)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "kerberos: %v\n", err)
+		fmt.Fprintf(os.Stderr, "auth: %v\n", err)
 		return 1
 	}
+	pw := make([]byte, 12)
+	_, _ = rand.Read(pw)
+	userPassword = "pw-" + hex.EncodeToString(pw)
+	// Every listener: PLAINTEXT (the tests' own clients), SASL_PLAINTEXT
+	// and SASL_SSL with GSSAPI, PLAIN and SCRAM-SHA-256, and SSL that
+	// requires a client certificate.
 	opts := func(name string) kafkatest.Options {
 		return kafkatest.Options{
 			Name: name,
 			SASL: &kafkatest.SASLOptions{
-				Mechanisms: []kafkatest.Mechanism{kafkatest.GSSAPI},
+				Mechanisms: []kafkatest.Mechanism{kafkatest.GSSAPI, kafkatest.Plain, kafkatest.ScramSHA256},
 				Kerberos:   &kafkatest.KerberosOptions{Krb5Conf: kdcSrv.krb5conf, Keytab: brokerKeytab, Principal: "kafka/127.0.0.1@" + realm},
+				Users:      map[string]string{user: userPassword},
 			},
+			TLS: &kafkatest.TLSOptions{ClientAuth: true, ClientCerts: []string{certName}},
 			BrokerConfig: map[string]string{"connections.max.reauth.ms": strconv.Itoa(int(reauth.Milliseconds()))},
 		}
 	}
@@ -69,16 +89,16 @@ func runMain(m *testing.M) int {
 		if c != nil {
 			defer func() {
 				if err := c.Close(); err != nil {
-					log.Printf("kerberos: %v", err)
+					log.Printf("auth: %v", err)
 				}
 			}()
 		}
 	}
 	if srcErr != nil || dstErr != nil {
-		fmt.Fprintf(os.Stderr, "kerberos: starting the clusters: source: %v; destination: %v\n", srcErr, dstErr)
+		fmt.Fprintf(os.Stderr, "auth: starting the clusters: source: %v; destination: %v\n", srcErr, dstErr)
 		return 1
 	}
-	log.Printf("kerberos: KDC of %s and two Apache Kafka %s clusters with GSSAPI listeners", realm, source.Version())
+	log.Printf("auth: KDC of %s and two Apache Kafka %s clusters with GSSAPI, PLAIN, SCRAM-SHA-256 and mTLS listeners", realm, source.Version())
 	return m.Run()
 }
 
