@@ -75,7 +75,7 @@ func runMain(m *testing.M) int {
 				Kerberos:   &kafkatest.KerberosOptions{Krb5Conf: kdcSrv.krb5conf, Keytab: brokerKeytab, Principal: "kafka/127.0.0.1@" + realm},
 				Users:      map[string]string{user: userPassword},
 			},
-			TLS: &kafkatest.TLSOptions{ClientAuth: true, ClientCerts: []string{certName}},
+			TLS:          &kafkatest.TLSOptions{ClientAuth: true, ClientCerts: []string{certName}},
 			BrokerConfig: map[string]string{"connections.max.reauth.ms": strconv.Itoa(int(reauth.Milliseconds()))},
 		}
 	}
