@@ -298,8 +298,12 @@ func (c *Keys) Describe() []string {
 				mech += " client " + id
 			}
 		case c.SASLMechanism == MechanismGSSAPI:
-			if k, _ := c.resolveKerberos(c.kerberosJAAS()); k.Principal != "" {
-				mech += " principal " + k.Principal
+			p := c.KerberosPrincipal
+			if p == "" {
+				p = c.kerberosJAAS().options["principal"]
+			}
+			if p != "" {
+				mech += " principal " + p
 			}
 		case c.SASLUsername != "":
 			mech += " user " + c.SASLUsername
