@@ -74,7 +74,8 @@ fuzz-quick:
 	FUZZTIME=5s scripts/fuzz.sh
 
 ## e2e: every package under e2e/ against real Apache Kafka brokers, the
-## source compatibility matrix (e2e/compat, every version) included.
+## authentication mechanisms against a real KDC (e2e/auth) and the source
+## compatibility matrix (e2e/compat, every version) included.
 e2e:
 	$(GO) test -count=1 -timeout $(E2E_TIMEOUT) -v ./e2e/...
 

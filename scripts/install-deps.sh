@@ -3,7 +3,8 @@
 # Go modules, etcd (for the etcd state store's tests), a Java 17+ runtime and
 # Maven (for the real Apache Kafka brokers of the e2e tests), the Kafka jars
 # themselves (through Maven Central), headless Chromium (the status page's
-# e2e test), and the Python filter plugin's
+# e2e test), MIT Kerberos's KDC and tools (the GSSAPI e2e tests), and the
+# Python filter plugin's
 # virtualenv with its pinned packages (from PyPI).
 # Idempotent: it only installs what is missing.
 set -euo pipefail
@@ -20,6 +21,11 @@ command -v etcd >/dev/null 2>&1 || need_apt+=(etcd-server)
 # python3 with venv, for the Python filter plugin (plugins/filters/python-groups).
 command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
 if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then need_apt+=(python3-venv); fi
+# MIT Kerberos (a KDC, its admin tools and the client tools), which the
+# GSSAPI e2e tests run (e2e/kerberos: krb5kdc, kdb5_util, kadmin.local).
+if ! command -v krb5kdc >/dev/null 2>&1 && [ ! -x /usr/sbin/krb5kdc ]; then need_apt+=(krb5-kdc); fi
+if ! command -v kadmin.local >/dev/null 2>&1 && [ ! -x /usr/sbin/kadmin.local ]; then need_apt+=(krb5-admin-server); fi
+command -v klist >/dev/null 2>&1 || need_apt+=(krb5-user)
 # headless Chromium, which the status page's e2e test loads the page in.
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 if [ "${#need_apt[@]}" -gt 0 ]; then

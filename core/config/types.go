@@ -24,6 +24,7 @@ const (
 	MechanismSCRAMSHA256 = security.MechanismSCRAMSHA256
 	MechanismSCRAMSHA512 = security.MechanismSCRAMSHA512
 	MechanismOAuthBearer = security.MechanismOAuthBearer
+	MechanismGSSAPI      = security.MechanismGSSAPI
 )
 
 // Values of state.type: the built-in file store, or a statestore plugin

@@ -2,7 +2,8 @@
 // client keys of the destination or of a mirror's source) into franz-go
 // client options: seed brokers and client.id, the crypto/tls client
 // configuration built from the ssl.* keys, the SASL mechanism of the sasl.*
-// keys (PLAIN and SCRAM; OAUTHBEARER tokens come from the auth plugin), and
+// keys (PLAIN and SCRAM; OAUTHBEARER tokens come from the auth plugin;
+// GSSAPI logs in to the KDC with a keytab through gokrb5), and
 // kmirror's own dialer, which applies the socket keys (buffer sizes and the
 // connection setup timeout) before the TLS handshake. ClusterOpts adds what
 // depends on the client's role (source or destination) and on the

@@ -42,6 +42,8 @@ func ImplicitAuth(cl *config.Cluster, req auth.Request) (name, builtin string, c
 			cfg["scope"] = s.OAuth.Scope
 		}
 		return name, BuiltinAuthOAuth, cfg, nil
+	case config.MechanismGSSAPI:
+		return "", "", nil, fmt.Errorf("%v: GSSAPI logs in with the keytab of sasl.kerberos.keytab; no auth plugin serves it", req)
 	case "":
 		return "", "", nil, fmt.Errorf("%v: the cluster does not use SASL", req)
 	}

@@ -127,15 +127,27 @@ func TLSConfig(cl *config.Cluster) (*tls.Config, error) {
 
 // Mechanism returns the franz-go SASL mechanism of cl, or nil when its
 // security.protocol does not use SASL. The provider comes from creds now;
-// its credentials are asked for at every connection.
+// its credentials are asked for at every connection. GSSAPI needs no
+// provider: it logs in with the keytab of the sasl.kerberos.* keys (and
+// re-reads it at every connection), so creds may be nil for it.
 func Mechanism(ctx context.Context, cl *config.Cluster, creds Credentials, req auth.Request) (sasl.Mechanism, error) {
 	if !cl.UsesSASL() {
 		return nil, nil
 	}
+	req.Mechanism = cl.SASLMechanism
+	if cl.SASLMechanism == config.MechanismGSSAPI {
+		// Kerberos logs in with a keytab, not with credentials an auth
+		// provider hands out per connection (docs/configuration.md,
+		// "Kerberos").
+		s, err := cl.SASL()
+		if err != nil {
+			return nil, fmt.Errorf("%v: %w", req, err)
+		}
+		return newGSSAPI(s.Kerberos, req), nil
+	}
 	if creds == nil {
 		return nil, ErrNoCredentials
 	}
-	req.Mechanism = cl.SASLMechanism
 	p, err := creds(ctx, cl, req)
 	if err != nil {
 		return nil, fmt.Errorf("credentials for %v: %w", req, err)

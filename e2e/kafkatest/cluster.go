@@ -290,6 +290,9 @@ func (c *Cluster) jvmArgs(n *node) []string {
 		// Kafka 4 reads no JWKS URL that this property does not allow.
 		args = append(args, "-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls="+c.opts.SASL.OAuth.JWKSURL)
 	}
+	if c.opts.SASL != nil && c.opts.SASL.Kerberos != nil {
+		args = append(args, "-Djava.security.krb5.conf="+c.opts.SASL.Kerberos.Krb5Conf)
+	}
 	args = append(args, c.dist.logFlags(false)...)
 	args = append(args, c.opts.JVMOptions...)
 	return append(args, "-cp", filepath.Join(c.dist.LibsDir, "*"), "kafka.Kafka", n.config)

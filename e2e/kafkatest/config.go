@@ -141,6 +141,10 @@ func (s *clusterSpec) nodeConfig(id int) map[string]string {
 				switch {
 				case m.scram():
 					cfg[mp] = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+				case m == GSSAPI:
+					k := o.SASL.Kerberos
+					cfg[mp] = fmt.Sprintf(`com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true storeKey=true keyTab="%s" principal="%s";`, k.Keytab, k.Principal)
+					cfg["sasl.kerberos.service.name"] = k.ServiceName
 				case m == OAuthBearer:
 					cfg[mp] = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;"
 					cfg[p+"oauthbearer.sasl.server.callback.handler.class"] = "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"

@@ -264,3 +264,25 @@ func TestBootstrapOfTheProxiedListenerIsTheProxies(t *testing.T) {
 		t.Errorf("Bootstrap(PROXIED) without FaultProxies = %v, want nil", got)
 	}
 }
+
+// GSSAPI renders a Krb5LoginModule line for the SASL listener and the
+// service name; the JVM gets the krb5.conf.
+func TestGSSAPIListenerConfig(t *testing.T) {
+	k := &KerberosOptions{Krb5Conf: "/k/krb5.conf", Keytab: "/k/kafka.keytab", Principal: "kafka/127.0.0.1@KMIRROR.TEST"}
+	s := specFor(t, Options{SASL: &SASLOptions{Mechanisms: []Mechanism{GSSAPI, Plain}, Kerberos: k, Users: map[string]string{"alice": "pw"}}})
+	cfg := s.nodeConfig(0)
+	if got := cfg["listener.name.sasl_plaintext.sasl.enabled.mechanisms"]; got != "GSSAPI,PLAIN" {
+		t.Errorf("mechanisms %q", got)
+	}
+	want := `com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true storeKey=true keyTab="/k/kafka.keytab" principal="kafka/127.0.0.1@KMIRROR.TEST";`
+	if got := cfg["listener.name.sasl_plaintext.gssapi.sasl.jaas.config"]; got != want {
+		t.Errorf("JAAS %q; want %q", got, want)
+	}
+	if got := cfg["sasl.kerberos.service.name"]; got != "kafka" {
+		t.Errorf("service name %q", got)
+	}
+	c := &Cluster{opts: s.opts, dist: &Dist{LibsDir: "/libs"}}
+	if args := strings.Join(c.jvmArgs(&node{config: "/n.properties"}), " "); !strings.Contains(args, "-Djava.security.krb5.conf=/k/krb5.conf") {
+		t.Errorf("JVM args %s lack the krb5.conf", args)
+	}
+}

@@ -51,6 +51,9 @@ const (
 	// OAuthBearerValidatorCallbackHandler); it needs SASLOptions.OAuth and
 	// is not in AllMechanisms.
 	OAuthBearer Mechanism = "OAUTHBEARER"
+	// GSSAPI is Kerberos: the broker logs in with a keytab to a KDC the
+	// test runs; it needs SASLOptions.Kerberos and is not in AllMechanisms.
+	GSSAPI Mechanism = "GSSAPI"
 )
 
 // AllMechanisms lists every mechanism, the default of SASLOptions.Mechanisms.
@@ -111,6 +114,21 @@ type SASLOptions struct {
 	Users map[string]string
 	// OAuth configures OAUTHBEARER; required when Mechanisms holds it.
 	OAuth *OAuthOptions
+	// Kerberos configures GSSAPI; required when Mechanisms holds it.
+	Kerberos *KerberosOptions
+}
+
+// KerberosOptions configure GSSAPI on the SASL listeners: the brokers log in
+// (Krb5LoginModule, in the listener's sasl.jaas.config) as Principal with
+// the keys of Keytab, against the KDC that Krb5Conf names (the
+// java.security.krb5.conf system property). Clients ask for a ticket to
+// ServiceName/127.0.0.1, the host brokers advertise, so Principal is
+// ServiceName/127.0.0.1@REALM. The KDC is the test's to run.
+type KerberosOptions struct {
+	Krb5Conf    string // path of krb5.conf
+	Keytab      string // path of the brokers' keytab
+	Principal   string // e.g. kafka/127.0.0.1@KMIRROR.TEST
+	ServiceName string // sasl.kerberos.service.name; default "kafka"
 }
 
 // OAuthOptions configure how brokers validate OAUTHBEARER tokens: signed
@@ -178,9 +196,22 @@ func (o Options) withDefaults() (Options, error) {
 			s.Mechanisms = AllMechanisms
 		}
 		for _, m := range s.Mechanisms {
-			if !slices.Contains(AllMechanisms, m) && m != OAuthBearer {
-				return bad("SASL mechanism %q is not one of %v or %s", m, AllMechanisms, OAuthBearer)
+			if !slices.Contains(AllMechanisms, m) && m != OAuthBearer && m != GSSAPI {
+				return bad("SASL mechanism %q is not one of %v, %s or %s", m, AllMechanisms, OAuthBearer, GSSAPI)
 			}
+		}
+		if slices.Contains(s.Mechanisms, GSSAPI) != (s.Kerberos != nil) {
+			return bad("SASL mechanism %s and SASLOptions.Kerberos go together", GSSAPI)
+		}
+		if k := s.Kerberos; k != nil {
+			if k.Krb5Conf == "" || k.Keytab == "" || k.Principal == "" {
+				return bad("SASLOptions.Kerberos needs Krb5Conf, Keytab and Principal")
+			}
+			kk := *k
+			if kk.ServiceName == "" {
+				kk.ServiceName = "kafka"
+			}
+			s.Kerberos = &kk
 		}
 		if slices.Contains(s.Mechanisms, OAuthBearer) != (s.OAuth != nil) {
 			return bad("SASL mechanism %s and SASLOptions.OAuth go together", OAuthBearer)

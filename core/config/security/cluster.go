@@ -27,6 +27,7 @@ const (
 	MechanismSCRAMSHA256 = "SCRAM-SHA-256"
 	MechanismSCRAMSHA512 = "SCRAM-SHA-512"
 	MechanismOAuthBearer = "OAUTHBEARER"
+	MechanismGSSAPI      = "GSSAPI"
 )
 
 // Keys holds the security keys of one cluster (security.protocol, sasl.*,
@@ -49,6 +50,11 @@ type Keys struct {
 	OAuthClientID         string      // sasl.oauthbearer.client.id
 	OAuthClientSecret     auth.Secret // sasl.oauthbearer.client.secret
 	OAuthScope            string      // sasl.oauthbearer.scope
+
+	KerberosServiceName string // sasl.kerberos.service.name
+	KerberosPrincipal   string // sasl.kerberos.principal
+	KerberosKeytab      string // sasl.kerberos.keytab (path)
+	KerberosKrb5Conf    string // sasl.kerberos.krb5.conf (path)
 
 	TruststoreLocation              string      // ssl.truststore.location (PEM file)
 	TruststoreType                  string      // ssl.truststore.type (PEM)
@@ -91,6 +97,8 @@ type SASL struct {
 	Password auth.Secret
 	// OAuth is set for OAUTHBEARER.
 	OAuth OAuth
+	// Kerberos is set for GSSAPI.
+	Kerberos Kerberos
 }
 
 // OAuth holds the client-credentials settings of an OAUTHBEARER cluster.
@@ -147,15 +155,35 @@ func (c *Keys) ResolveSASL() (SASL, []Problem) {
 			"sasl.username": c.SASLUsername != "", "sasl.password": c.SASLPassword.IsSet(), "sasl.password.file": c.SASLPasswordFile != "",
 			"sasl.jaas.config": c.SASLJAASConfig.IsSet(), "sasl.oauthbearer.token.endpoint.url": c.OAuthTokenEndpointURL != "",
 			"sasl.oauthbearer.client.id": c.OAuthClientID != "", "sasl.oauthbearer.client.secret": c.OAuthClientSecret.IsSet(),
-			"sasl.oauthbearer.scope": c.OAuthScope != "",
+			"sasl.oauthbearer.scope": c.OAuthScope != "", "sasl.kerberos.principal": c.KerberosPrincipal != "", "sasl.kerberos.keytab": c.KerberosKeytab != "",
 		}); k != "" {
 			add(k, "set together with sasl.credentials.plugin, which supplies the credentials; remove one of them")
 			return SASL{}, probs
 		}
+		if s.Mechanism == MechanismGSSAPI {
+			add("sasl.credentials.plugin", "GSSAPI logs in with a keytab (sasl.kerberos.keytab and sasl.kerberos.principal), not through an auth plugin, which serves PLAIN, SCRAM and OAUTHBEARER; remove sasl.credentials.plugin")
+			return SASL{}, probs
+		}
 		return s, nil
+	}
+	kerberosKeys := c.KerberosPrincipal != "" || c.KerberosKeytab != ""
+	if kerberosKeys && s.Mechanism != MechanismGSSAPI {
+		add(firstSet(map[string]bool{"sasl.kerberos.principal": c.KerberosPrincipal != "", "sasl.kerberos.keytab": c.KerberosKeytab != ""}),
+			"applies to GSSAPI only, but sasl.mechanism is %s", s.Mechanism)
 	}
 
 	switch s.Mechanism {
+	case MechanismGSSAPI:
+		if k := firstSet(map[string]bool{
+			"sasl.username": c.SASLUsername != "", "sasl.password": c.SASLPassword.IsSet(), "sasl.password.file": c.SASLPasswordFile != "",
+			"sasl.oauthbearer.token.endpoint.url": c.OAuthTokenEndpointURL != "", "sasl.oauthbearer.client.id": c.OAuthClientID != "",
+			"sasl.oauthbearer.client.secret": c.OAuthClientSecret.IsSet(), "sasl.oauthbearer.scope": c.OAuthScope != "",
+		}); k != "" {
+			add(k, "does not apply to GSSAPI, which logs in with sasl.kerberos.principal and sasl.kerberos.keytab")
+		}
+		var kp []Problem
+		s.Kerberos, kp = c.resolveKerberos(jaas)
+		probs = append(probs, kp...)
 	case MechanismOAuthBearer:
 		if userKeys {
 			add(firstSet(map[string]bool{"sasl.username": c.SASLUsername != "", "sasl.password": c.SASLPassword.IsSet(), "sasl.password.file": c.SASLPasswordFile != ""}),
@@ -268,6 +296,14 @@ func (c *Keys) Describe() []string {
 		case c.SASLMechanism == MechanismOAuthBearer:
 			if id := c.OAuthClientID; id != "" {
 				mech += " client " + id
+			}
+		case c.SASLMechanism == MechanismGSSAPI:
+			p := c.KerberosPrincipal
+			if p == "" {
+				p = c.kerberosJAAS().options["principal"]
+			}
+			if p != "" {
+				mech += " principal " + p
 			}
 		case c.SASLUsername != "":
 			mech += " user " + c.SASLUsername

@@ -11,6 +11,7 @@ const (
 	jaasPlain  = "PlainLoginModule"
 	jaasScram  = "ScramLoginModule"
 	jaasOAuth  = "OAuthBearerLoginModule"
+	jaasKrb5   = "Krb5LoginModule"
 	jaasFormat = `<LoginModule class> required key="value" ... ;`
 )
 
@@ -26,6 +27,8 @@ func jaasModuleFor(mechanism string) string {
 		return jaasPlain
 	case MechanismOAuthBearer:
 		return jaasOAuth
+	case MechanismGSSAPI:
+		return jaasKrb5
 	}
 	return jaasScram
 }
@@ -46,10 +49,10 @@ func parseJAAS(s string) (jaasConfig, error) {
 	}
 	simple := class[strings.LastIndex(class, ".")+1:]
 	switch simple {
-	case jaasPlain, jaasScram, jaasOAuth:
+	case jaasPlain, jaasScram, jaasOAuth, jaasKrb5:
 	default:
 		// The class is not echoed: a pasted password would be shown.
-		return jaasConfig{}, fmt.Errorf("the login module is not supported; use org.apache.kafka.common.security.plain.PlainLoginModule, org.apache.kafka.common.security.scram.ScramLoginModule or org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule")
+		return jaasConfig{}, fmt.Errorf("the login module is not supported; use org.apache.kafka.common.security.plain.PlainLoginModule, org.apache.kafka.common.security.scram.ScramLoginModule, org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule or com.sun.security.auth.module.Krb5LoginModule")
 	}
 	p.space()
 	flag := p.word()
@@ -152,15 +155,16 @@ func (p *jaasParser) value() (string, error) {
 // names are shown: an unknown "name" may be a password typed without its key.
 func optionName(key string) string {
 	switch key {
-	case "username", "password", "clientId", "clientSecret", "scope", "tokenauth", "unsecuredLoginStringClaim_sub":
+	case "username", "password", "clientId", "clientSecret", "scope", "tokenauth", "unsecuredLoginStringClaim_sub",
+		"useKeyTab", "keyTab", "principal", "serviceName", "storeKey", "useTicketCache", "doNotPrompt", "debug":
 		return "option " + key
 	}
 	return "an option"
 }
 
 // ParseJAAS parses a sasl.jaas.config value as kmirror reads it: the login
-// module's simple class name (PlainLoginModule, ScramLoginModule or
-// OAuthBearerLoginModule) and its options. The options hold the password:
+// module's simple class name (PlainLoginModule, ScramLoginModule,
+// OAuthBearerLoginModule or Krb5LoginModule) and its options. The options hold the password:
 // the caller keeps them out of logs and output. Errors never quote the
 // text. `kmirror config migrate` uses it to turn MirrorMaker 2's JAAS
 // lines into sasl.username and a password file.

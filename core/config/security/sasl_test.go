@@ -250,7 +250,7 @@ func TestJAASErrors(t *testing.T) {
 	}{
 		{"empty", security.MechanismPlain, "  ", "expected a login module class name; " + format},
 		{"unsupported module", security.MechanismPlain, `com.example.` + secret + ` required username="u" password="p";`,
-			"the login module is not supported; use org.apache.kafka.common.security.plain.PlainLoginModule, org.apache.kafka.common.security.scram.ScramLoginModule or org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"},
+			"the login module is not supported; use org.apache.kafka.common.security.plain.PlainLoginModule, org.apache.kafka.common.security.scram.ScramLoginModule, org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule or com.sun.security.auth.module.Krb5LoginModule"},
 		{"no control flag", security.MechanismPlain, `PlainLoginModule username="u" password="` + secret + `";`,
 			"expected a control flag (required) after the login module at offset 25; " + format},
 		{"no terminating semicolon", security.MechanismPlain, `PlainLoginModule required username="u" password="` + secret + `"`,

@@ -68,6 +68,8 @@ func (r *clusterRun) principal() string {
 	if r.cl.UsesSASL() {
 		if s, err := r.cl.SASL(); err == nil && s.Username != "" {
 			return "User:" + s.Username
+		} else if err == nil && s.Kerberos.Principal != "" {
+			return "Kerberos principal " + s.Kerberos.Principal
 		}
 		return "kmirror's principal on this cluster"
 	}
@@ -165,6 +167,9 @@ func (r *clusterRun) connect(ctx context.Context, mirror *config.Mirror) bool {
 			users = "the cluster must hold this user's " + r.cl.SASLMechanism + " credentials (kafka-configs.sh --alter --add-config '" + r.cl.SASLMechanism + "=[password=...]' --entity-type users --entity-name <user>)"
 		}
 		fix := "check " + r.key("sasl.username") + " and its password (" + r.key("sasl.password.file") + " or " + r.key("sasl.jaas.config") + "); " + users
+		if r.cl.SASLMechanism == config.MechanismGSSAPI {
+			fix = "check that " + r.key("sasl.kerberos.keytab") + " holds the current keys of " + r.key("sasl.kerberos.principal") + " (klist -kt <keytab>; a new ktadd changes them), that the KDC " + r.key("sasl.kerberos.krb5.conf") + " names answers, and that the brokers' principal <" + r.key("sasl.kerberos.service.name") + ">/<broker host>@REALM exists"
+		}
 		if errors.Is(err, kerr.UnsupportedSaslMechanism) || errors.Is(err, kerr.IllegalSaslState) {
 			fix = "the broker's listener does not enable " + r.cl.SASLMechanism + " (sasl.enabled.mechanisms): use one it enables in " + r.key("sasl.mechanism")
 		}

@@ -462,14 +462,18 @@ func (t *translator) sasl(alias, setPrefix string, m *mapping) error {
 		mech = strings.ToUpper(v)
 	}
 	switch mech {
-	case config.MechanismPlain, config.MechanismSCRAMSHA256, config.MechanismSCRAMSHA512, config.MechanismOAuthBearer:
+	case config.MechanismPlain, config.MechanismSCRAMSHA256, config.MechanismSCRAMSHA512, config.MechanismOAuthBearer, config.MechanismGSSAPI:
 	default:
-		return fmt.Errorf("cluster %s uses SASL mechanism %s, which kmirror does not support (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER are); give kmirror a listener with one of those", alias, mech)
+		return fmt.Errorf("cluster %s uses SASL mechanism %s, which kmirror does not support (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER and GSSAPI are); give kmirror a listener with one of those", alias, mech)
 	}
 	m.add("sasl.mechanism", mech, "")
 	jaas, jaasKey, ok := t.clusterSetting(alias, "sasl.jaas.config")
 	if !ok {
-		t.todo(alias+".sasl.jaas.config", 0, fmt.Sprintf("cluster %s has no sasl.jaas.config: set its sasl.username and sasl.password.file (or the sasl.oauthbearer.* keys) by hand", alias))
+		what := "its sasl.username and sasl.password.file (or the sasl.oauthbearer.* keys)"
+		if mech == config.MechanismGSSAPI {
+			what = "its sasl.kerberos.principal and sasl.kerberos.keytab (kmirror logs in with a keytab)"
+		}
+		t.todo(alias+".sasl.jaas.config", 0, fmt.Sprintf("cluster %s has no sasl.jaas.config: set %s by hand", alias, what))
 		return nil
 	}
 	if strings.Contains(jaas, "${") {
@@ -479,6 +483,10 @@ func (t *translator) sasl(alias, setPrefix string, m *mapping) error {
 	module, opts, err := security.ParseJAAS(jaas)
 	if err != nil {
 		t.todo(jaasKey, t.p.Line(jaasKey), "cannot read the JAAS line ("+err.Error()+"): set the cluster's credentials by hand")
+		return nil
+	}
+	if mech == config.MechanismGSSAPI {
+		t.kerberos(alias, jaasKey, module, opts, m)
 		return nil
 	}
 	if mech == config.MechanismOAuthBearer {
@@ -821,6 +829,33 @@ func (t *translator) involved(alias string, flows []flow) bool {
 		}
 	}
 	return false
+}
+
+// kerberos maps a Krb5LoginModule JAAS line to the sasl.kerberos.* keys
+// (docs/configuration.md, "Kerberos (GSSAPI)"). The keytab is named, not
+// copied; what the JVM took from elsewhere (krb5.conf) is a to-do.
+func (t *translator) kerberos(alias, jaasKey, module string, opts map[string]string, m *mapping) {
+	line := t.p.Line(jaasKey)
+	if module != "Krb5LoginModule" {
+		t.todo(jaasKey, line, "the JAAS login module is "+module+" but sasl.mechanism is GSSAPI: set sasl.kerberos.principal and sasl.kerberos.keytab by hand")
+		return
+	}
+	if !strings.EqualFold(opts["useKeyTab"], "true") || opts["keyTab"] == "" {
+		t.todo(jaasKey, line, fmt.Sprintf("cluster %s logs in without a keytab (a ticket cache, kinit): kmirror logs in with a keytab only; make one (kadmin ktadd -k FILE PRINCIPAL) and set sasl.kerberos.keytab", alias))
+	} else {
+		m.add("sasl.kerberos.keytab", opts["keyTab"], "keyTab of the JAAS line; readable by kmirror only")
+	}
+	if p := opts["principal"]; p != "" {
+		m.add("sasl.kerberos.principal", p, "")
+	} else {
+		t.todo(jaasKey, line, fmt.Sprintf("cluster %s's JAAS line has no principal: set sasl.kerberos.principal", alias))
+	}
+	if sn := opts["serviceName"]; sn != "" {
+		if _, _, set := t.clusterSetting(alias, "sasl.kerberos.service.name"); !set {
+			m.add("sasl.kerberos.service.name", sn, "serviceName of the JAAS line")
+		}
+	}
+	t.todo(jaasKey, line, fmt.Sprintf("cluster %s: MirrorMaker 2's JVM read krb5.conf from -Djava.security.krb5.conf (default /etc/krb5.conf); if it was elsewhere, set sasl.kerberos.krb5.conf", alias))
 }
 
 func knownSecurityKey(k string) bool {

@@ -224,7 +224,7 @@ func TestRefusals(t *testing.T) {
 		{"a.bootstrap.servers=x:1\n", "no clusters key"},
 		{"clusters=a,b\na.bootstrap.servers=x:1\nb.bootstrap.servers=y:1\n", "no flow is enabled"},
 		{"clusters=a,b\na.bootstrap.servers=x:1\na->b.enabled=true\n", "cluster b has no b.bootstrap.servers"},
-		{"clusters=a,b\na.bootstrap.servers=x:1\nb.bootstrap.servers=y:1\na->b.enabled=true\nsecurity.protocol=SASL_PLAINTEXT\n", "SASL mechanism GSSAPI, which kmirror does not support"},
+		{"clusters=a,b\na.bootstrap.servers=x:1\nb.bootstrap.servers=y:1\na->b.enabled=true\nsecurity.protocol=SASL_PLAINTEXT\nsasl.mechanism=AWS_MSK_IAM\n", "SASL mechanism AWS_MSK_IAM, which kmirror does not support"},
 	} {
 		p, err := ParseProperties(tc.props)
 		if err != nil {
@@ -298,5 +298,33 @@ func TestRunWritesSecretsAndConfiguration(t *testing.T) {
 	}
 	if strings.Contains(stderr, "write the SASL password") {
 		t.Errorf("the report still asks for password files that were written:\n%s", stderr)
+	}
+}
+
+// A Krb5LoginModule JAAS line becomes the sasl.kerberos.* keys; the keytab
+// is named, not copied, and where krb5.conf was is a to-do.
+func TestGSSAPIBecomesKerberosKeys(t *testing.T) {
+	t.Parallel()
+	p, err := ParseProperties("clusters=a,b\na.bootstrap.servers=x:1\nb.bootstrap.servers=y:1\na->b.enabled=true\n" +
+		"a.security.protocol=SASL_PLAINTEXT\na.sasl.mechanism=GSSAPI\n" +
+		`a.sasl.jaas.config=com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true storeKey=true keyTab="/etc/mm2/mm2.keytab" principal="mm2@EXAMPLE.COM" serviceName="kafka";` + "\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Translate(p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"sasl.mechanism: GSSAPI", "sasl.kerberos.keytab: /etc/mm2/mm2.keytab", "sasl.kerberos.principal: mm2@EXAMPLE.COM", "sasl.kerberos.service.name: kafka"} {
+		if !strings.Contains(string(res.YAML), want) {
+			t.Errorf("the result lacks %q:\n%s", want, res.YAML)
+		}
+	}
+	var noted bool
+	for _, n := range res.ToDo {
+		noted = noted || strings.Contains(n.Text, "sasl.kerberos.krb5.conf")
+	}
+	if !noted {
+		t.Errorf("no to-do about krb5.conf: %v", res.ToDo)
 	}
 }
