@@ -235,10 +235,19 @@ func produceInterleaved(t testing.TB, ctx context.Context, topic string, partiti
 // with SIGKILL five times while plain records and transactions stream in, and
 // restarted each time; the destination ends identical, markers included.
 func TestDaemonKilledRepeatedlyLosesAndDuplicatesNothing(t *testing.T) {
+	killRepeatedly(t, nil)
+}
+
+// killRepeatedly is the data-path check: a daemon with the configuration
+// lines extra (a state store, say) mirrors a new two-partition topic while
+// plain records and transactions stream in, and is killed with SIGKILL five
+// times and restarted; the destination ends identical, markers included.
+// It returns the daemon.
+func killRepeatedly(t *testing.T, extra []string) *daemon {
 	ctx := testContext(t, 6*time.Minute)
 	topic := topicName(t, "")
 	createTopic(t, ctx, superAdmin(t, source), topic, 2, 3, nil)
-	d := startKmirror(t, topic)
+	d := startKmirrorWith(t, topic, extra)
 	produced := make(chan struct{})
 	go func() { // owned by the test: it waits on produced below.
 		defer close(produced)
@@ -252,6 +261,7 @@ func TestDaemonKilledRepeatedlyLosesAndDuplicatesNothing(t *testing.T) {
 	<-produced
 	d.waitMirrored(ctx, topic, 2)
 	verifyTopic(t, ctx, topic, 2)
+	return d
 }
 
 // TestSourceLogStartIsAlignedWithFiller: records deleted on the source
