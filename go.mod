@@ -60,7 +60,7 @@ require (
 	github.com/hashicorp/go-plugin v1.8.0
 	github.com/jcmturner/gokrb5/v8 v8.4.4
 	github.com/klauspost/compress v1.20.3
-	github.com/kmirror/kmirror/sdk v0.0.0-20261201204402-b8318bdc8219
+	github.com/kmirror/kmirror/sdk v0.0.0-20261202004703-ace2a4713b68
 	github.com/knadh/koanf/parsers/toml/v2 v2.1.0
 	github.com/knadh/koanf/providers/rawbytes v1.0.0
 	github.com/knadh/koanf/v2 v2.4.1

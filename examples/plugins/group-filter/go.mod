@@ -5,7 +5,7 @@ go 1.26.0
 require (
 	github.com/hashicorp/go-hclog v1.6.3
 	github.com/hashicorp/go-plugin v1.8.0
-	github.com/kmirror/kmirror/sdk v0.0.0-20261201204402-b8318bdc8219
+	github.com/kmirror/kmirror/sdk v0.0.0-20261202004703-ace2a4713b68
 )
 
 require (

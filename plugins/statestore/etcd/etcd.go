@@ -256,11 +256,9 @@ type Store struct {
 	cfg    Config
 	name   string // "etcd state store [endpoints] prefix "p"", for errors
 
-	// closeMu is held shared by every operation and exclusively by
-	// Close, so that an operation either runs on an open client or fails
-	// with ErrClosed.
-	closeMu sync.RWMutex
-	closed  bool
+	// gate is held by every operation and closed by Close, so that an
+	// operation either runs on an open client or fails with ErrClosed.
+	gate *statestore.Gate
 
 	mu   sync.Mutex
 	seen map[string]observation // lease key → a record without an etcd lease, as first seen
@@ -317,6 +315,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		kv:     namespace.NewKV(client.KV, cfg.Prefix),
 		cfg:    cfg,
 		name:   name,
+		gate:   &statestore.Gate{Name: name, Timeout: cfg.RequestTimeout},
 		seen:   make(map[string]observation),
 	}
 	// The client connects lazily: one read proves that etcd answers and
@@ -359,27 +358,10 @@ func (s *Store) Info() statestore.Info {
 	}
 }
 
-// begin starts an operation on key: it holds closeMu shared (the caller
-// calls the returned done), validates key unless it is a prefix, and
-// returns the request's context.
+// begin starts an operation on key (statestore.Gate.Begin): the caller
+// calls the returned done; the context is bounded by Config.RequestTimeout.
 func (s *Store) begin(ctx context.Context, op, key string, isKey bool) (context.Context, func(), error) {
-	s.closeMu.RLock()
-	if s.closed {
-		s.closeMu.RUnlock()
-		return nil, nil, fmt.Errorf("%s: %s %q: %w", s.name, op, key, statestore.ErrClosed)
-	}
-	if isKey {
-		if err := statestore.ValidateKey(key); err != nil {
-			s.closeMu.RUnlock()
-			return nil, nil, fmt.Errorf("%s: %s: %w", s.name, op, err)
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		s.closeMu.RUnlock()
-		return nil, nil, fmt.Errorf("%s: %s %q: %w", s.name, op, key, err)
-	}
-	rctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
-	return rctx, func() { cancel(); s.closeMu.RUnlock() }, nil
+	return s.gate.Begin(ctx, op, key, isKey)
 }
 
 // fail wraps an error of etcd for op on key. When the caller's context
@@ -542,16 +524,12 @@ func (s *Store) ListPage(ctx context.Context, prefix, after string, limit int) (
 // Close implements statestore.Store: it waits for operations in flight
 // (each bounded by Config.RequestTimeout) and closes the client.
 func (s *Store) Close() error {
-	s.closeMu.Lock()
-	defer s.closeMu.Unlock()
-	if s.closed {
+	return s.gate.Close(func() error {
+		if err := s.client.Close(); err != nil && !errors.Is(err, context.Canceled) {
+			return fmt.Errorf("%s: close: %w", s.name, err)
+		}
 		return nil
-	}
-	s.closed = true
-	if err := s.client.Close(); err != nil && !errors.Is(err, context.Canceled) {
-		return fmt.Errorf("%s: close: %w", s.name, err)
-	}
-	return nil
+	})
 }
 
 // leaseRecord is the value of a lease key, the JSON of the generic leases

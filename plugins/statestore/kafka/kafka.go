@@ -107,11 +107,9 @@ type Store struct {
 	qmu   sync.Mutex
 	queue []*writeOp
 
-	// closeMu is held shared by every operation and exclusively by
-	// Close, so that an operation either runs on an open store or fails
-	// with ErrClosed.
-	closeMu sync.RWMutex
-	closed  bool
+	// gate is held by every operation and closed by Close, so that an
+	// operation either runs on an open store or fails with ErrClosed.
+	gate *statestore.Gate
 }
 
 var (
@@ -137,7 +135,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	s := &Store{cfg: cfg, name: name, cl: cl, adm: kadm.NewClient(cl)}
+	s := &Store{cfg: cfg, name: name, cl: cl, adm: kadm.NewClient(cl), gate: &statestore.Gate{Name: name, Timeout: cfg.RequestTimeout}}
 	octx, cancel := context.WithTimeout(ctx, cfg.RequestTimeout)
 	defer cancel()
 	meta, err := s.ensureTopic(octx)
@@ -171,27 +169,10 @@ func (s *Store) partition(key string) int32 {
 	return int32(h.Sum32() % uint32(s.cfg.Partitions))
 }
 
-// begin starts an operation: it holds closeMu shared (the caller calls the
-// returned done), validates key when isKey, and returns the operation's
-// context, bounded by the request timeout.
+// begin starts an operation (statestore.Gate.Begin): the caller calls the
+// returned done; the context is bounded by the request timeout.
 func (s *Store) begin(ctx context.Context, op, key string, isKey bool) (context.Context, func(), error) {
-	s.closeMu.RLock()
-	if s.closed {
-		s.closeMu.RUnlock()
-		return nil, nil, fmt.Errorf("%s: %s %q: %w", s.name, op, key, statestore.ErrClosed)
-	}
-	if isKey {
-		if err := statestore.ValidateKey(key); err != nil {
-			s.closeMu.RUnlock()
-			return nil, nil, fmt.Errorf("%s: %s: %w", s.name, op, err)
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		s.closeMu.RUnlock()
-		return nil, nil, fmt.Errorf("%s: %s %q: %w", s.name, op, key, err)
-	}
-	rctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
-	return rctx, func() { cancel(); s.closeMu.RUnlock() }, nil
+	return s.gate.Begin(ctx, op, key, isKey)
 }
 
 // fail wraps err of op on key. When the caller's context ended it wraps
@@ -295,18 +276,14 @@ func (s *Store) writeFail(ctx, rctx context.Context, op, key string, err error) 
 // (each bounded by the request timeout) and closes the clients. A
 // transaction cannot be open then: each write ends its own.
 func (s *Store) Close() error {
-	s.closeMu.Lock()
-	defer s.closeMu.Unlock()
-	if s.closed {
+	return s.gate.Close(func() error {
+		s.wmu.Lock()
+		if s.producer != nil {
+			s.producer.Close()
+			s.producer = nil
+		}
+		s.wmu.Unlock()
+		s.cl.Close()
 		return nil
-	}
-	s.closed = true
-	s.wmu.Lock()
-	if s.producer != nil {
-		s.producer.Close()
-		s.producer = nil
-	}
-	s.wmu.Unlock()
-	s.cl.Close()
-	return nil
+	})
 }
