@@ -421,6 +421,7 @@ func (m *Member) heartbeat(ctx context.Context, gen int32, memberID string, out 
 			m.ack(sent)
 		case errors.Is(err, kerr.RebalanceInProgress):
 			m.ack(sent)
+			m.log.Debug("the group rebalances", "member", memberID, "generation", gen)
 			out <- nil
 			return
 		case errors.Is(err, kerr.UnknownMemberID), errors.Is(err, kerr.IllegalGeneration):
@@ -476,6 +477,7 @@ func (m *Member) joinAndSync(ctx context.Context) (groupAssignment, outcome, err
 		break
 	}
 	m.memberID, m.generation = join.MemberID, join.Generation
+	m.log.Debug("joined", "member", m.memberID, "generation", join.Generation, "leader", join.LeaderID, "skip_assignment", join.SkipAssignment)
 
 	req := kmsg.NewPtrSyncGroupRequest()
 	req.Group, req.Generation, req.MemberID, req.InstanceID = m.group, join.Generation, m.memberID, m.instanceID()
@@ -613,9 +615,26 @@ func mergeWeights(cands []Candidate, metas map[string]joinMetadata) map[string]f
 // that it must rejoin for the item's new owner to get it).
 func (m *Member) apply(ga groupAssignment) (mustRejoin bool) {
 	var mine []string
+	found := false
 	for _, mi := range ga.Members {
 		if mi.MemberID == m.memberID {
-			mine = mi.Items
+			mine, found = mi.Items, true
+		}
+	}
+	if !found && m.cfg.static {
+		// A static member that restarted within the session timeout
+		// got its predecessor's assignment (KIP-345) under a new member
+		// id: the entry of its daemon id (its instance id, unique in
+		// the group) is its own.
+		ga.Members = slices.Clone(ga.Members)
+		for i, mi := range ga.Members {
+			if mi.DaemonID == m.self.DaemonID {
+				if ga.Leader == mi.MemberID {
+					ga.Leader = m.memberID
+				}
+				ga.Members[i].MemberID = m.memberID
+				mine = mi.Items
+			}
 		}
 	}
 	want := make(map[string]bool, len(mine))

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -141,6 +142,13 @@ func (h *harness) client() *kgo.Client {
 	return cl
 }
 
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(b)))
+	return len(b), nil
+}
+
 type running struct {
 	m      *Member
 	cancel context.CancelFunc
@@ -151,7 +159,7 @@ type running struct {
 func (h *harness) start(name string, opts ...Opt) *running {
 	h.t.Helper()
 	cl := h.client()
-	opts = append([]Opt{WithSessionTimeout(testSession), WithHeartbeatInterval(testHeartbeat), WithRebalanceTimeout(testRebalance)}, opts...)
+	opts = append([]Opt{WithLogger(hclog.New(&hclog.LoggerOptions{Name: name, Level: hclog.Debug, Output: testWriter{h.t}})), WithSessionTimeout(testSession), WithHeartbeatInterval(testHeartbeat), WithRebalanceTimeout(testRebalance)}, opts...)
 	m, err := New(cl, h.group, Metadata{DaemonID: name, Host: name + ".example", AdminAddress: name + ":8080", Items: h.items}, recHandler{h.rec, name}, opts...)
 	if err != nil {
 		h.t.Fatal(err)
