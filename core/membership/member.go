@@ -294,7 +294,7 @@ func (m *Member) Run(ctx context.Context) error {
 type outcome int
 
 const (
-	rejoinNow outcome = iota // rejoin at once, keeping the items
+	rejoinNow  outcome = iota // rejoin at once, keeping the items
 	retryLater                // transient: back off, keep the items while the session lasts
 	lost                      // the session is gone: revoke everything, then rejoin
 	fatal                     // return the error
