@@ -16,16 +16,19 @@
 //
 // # One member's states
 //
-//	           ┌───────────────── rebalance (heartbeat), SetItems ──────────────┐
-//	           ▼                                                                │
-//	 ──► join ──► sync ──► apply: OnRevoked(lost items), OnAssigned(new) ──► stable (heartbeats)
-//	      ▲ │MEMBER_ID_REQUIRED: join again with the given id (KIP-394)           │
-//	      │ └─ NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, …: back off, keep items │
-//	      │                                                                      │
-//	      ├── revoked an item the group moves: rejoin at once ◄──── apply ───────┤
-//	      │                                                                      │
-//	      └── UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, no answer within the ◄──────┘
-//	          session timeout: OnRevoked(every item), then join again
+//	join ──► sync ──► apply ──► stable (heartbeat every interval)
+//	 ▲                   │            │
+//	 │◄── rejoin at once ┘            │  apply: OnRevoked(items lost), then
+//	 │    (revoked an item            │  OnAssigned(items gained)
+//	 │    the group moves)            │
+//	 │◄── rejoin, keep items ─────────┤  REBALANCE_IN_PROGRESS, SetItems
+//	 │◄── OnRevoked(every item) ──────┘  UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION,
+//	                                     no answer within the session timeout
+//
+// JoinGroup answered MEMBER_ID_REQUIRED is sent again at once with the
+// member id the broker gave (KIP-394); a request refused with
+// NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE or another transient error is
+// retried after a backoff, the items kept while the session lasts.
 //
 // Run's goroutine runs the loop and calls the handler; a heartbeat goroutine,
 // started after each SyncGroup and waited for before the next JoinGroup,
