@@ -235,7 +235,7 @@ func checkScenario(t *testing.T, n, m int, leaver int) {
 func TestAssignProperties(t *testing.T) {
 	t.Parallel()
 	r := rand.New(rand.NewPCG(1, 2))
-	for range 300 {
+	for range 150 {
 		n, m := r.IntN(200), 1+r.IntN(12)
 		checkScenario(t, n, m, r.IntN(m))
 	}
@@ -248,7 +248,7 @@ func TestAssignProperties(t *testing.T) {
 func TestAssignWeightsBound(t *testing.T) {
 	t.Parallel()
 	r := rand.New(rand.NewPCG(3, 4))
-	for range 300 {
+	for range 150 {
 		n, m := 1+r.IntN(150), 1+r.IntN(8)
 		items := itemsN(n)
 		w := map[string]float64{}
@@ -335,4 +335,17 @@ func FuzzAssign(f *testing.F) {
 			t.Fatal("Assign is not deterministic")
 		}
 	})
+}
+
+// BenchmarkAssign10000: a rebalance of 10,000 items when a fourth member
+// joins three (the leader's work in one generation).
+func BenchmarkAssign10000(b *testing.B) {
+	items := itemsN(10000)
+	ids := []string{"a", "b", "c"}
+	first := Assign(candidates(ids, items, nil), nil)
+	joined := candidates(append(ids, "d"), items, first)
+	b.ReportAllocs()
+	for b.Loop() {
+		Assign(joined, nil)
+	}
 }

@@ -224,7 +224,10 @@ func New(cl *kgo.Client, group string, self Metadata, h Handler, opts ...Opt) (*
 }
 
 // SetItems changes the items this daemon can run and their weights (nil:
-// none); the member rejoins so that the group assigns them again.
+// none); the member rejoins so that the group assigns them again. Every
+// call costs the group a rebalance (cheap: cooperative, nothing that stays
+// put pauses), so weights are worth updating when they changed a lot, not
+// on every measurement.
 func (m *Member) SetItems(items []string, weights map[string]float64) {
 	m.mu.Lock()
 	m.self.Items = sortedSet(items)
@@ -242,6 +245,9 @@ func (m *Member) Members() View {
 	defer m.mu.Unlock()
 	v := m.view
 	v.Members = slices.Clone(v.Members)
+	for i := range v.Members {
+		v.Members[i].Items = slices.Clone(v.Members[i].Items)
+	}
 	v.Moving = slices.Clone(v.Moving)
 	return v
 }
