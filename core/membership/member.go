@@ -395,9 +395,6 @@ func (m *Member) wait(ctx context.Context, hbOut <-chan error) error {
 	}
 }
 
-// errRebalance is the heartbeat's report of a rebalance.
-var errRebalance = errors.New("rebalance in progress")
-
 // heartbeat heartbeats every interval until ctx ends or the coordinator
 // answers something else than "carry on": it sends nil for a rebalance,
 // the error when the membership is lost, on out.
