@@ -44,7 +44,7 @@ var (
 	// ErrGroupInUse: the group exists with another protocol type or
 	// protocol (a consumer group, a Connect cluster, an incompatible
 	// kmirror).
-	ErrGroupInUse = errors.New("the group is used by another kind of member (protocol type or protocol differs): choose another group id")
+	ErrGroupInUse = errors.New("the group is used by another kind of member (a consumer group, a Connect cluster, or kmirror daemons of an incompatible version): choose another group id")
 	// ErrNotAuthorized: the destination refuses kmirror's principal on
 	// the group.
 	ErrNotAuthorized = errors.New("not authorized on the group: grant kmirror's principal READ on the group")
@@ -345,7 +345,8 @@ func (m *Member) loop(ctx context.Context) error {
 		hbCtx, hbCancel := context.WithCancel(ctx)
 		hbOut := make(chan error, 1)
 		var hb sync.WaitGroup
-		hb.Go(func() { m.heartbeat(hbCtx, ga.Generation, m.memberID, hbOut) })
+		gen, memberID := ga.Generation, m.memberID
+		hb.Go(func() { m.heartbeat(hbCtx, gen, memberID, hbOut) })
 		stop := func() { hbCancel(); hb.Wait() }
 
 		if m.apply(ga) {
