@@ -347,29 +347,35 @@ func TestSilentMemberLosesItsItemsAfterTheSessionTimeout(t *testing.T) {
 }
 
 // TestCoordinatorErrorsAreRetried: joins refused with
-// COORDINATOR_NOT_AVAILABLE and NOT_COORDINATOR, and heartbeats refused
-// with NOT_COORDINATOR, are retried; a stable member keeps its items through
-// them.
+// COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR (retried by franz-go, which
+// finds the coordinator again) or UNKNOWN_SERVER_ERROR (retried by the
+// member after a backoff), and heartbeats refused with NOT_COORDINATOR, are
+// retried; a stable member keeps its items through them.
 func TestCoordinatorErrorsAreRetried(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, 30)
 	var joins atomic.Int32
 	h.c.ControlKey(int16(kmsg.JoinGroup), func(req kmsg.Request) (kmsg.Response, error, bool) {
-		if joins.Add(1) > 4 {
+		n := joins.Add(1)
+		if n > 6 {
 			return nil, nil, false
 		}
 		h.c.KeepControl()
 		resp := req.(*kmsg.JoinGroupRequest).ResponseKind().(*kmsg.JoinGroupResponse)
-		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
-		if joins.Load()%2 == 0 {
+		switch n % 3 {
+		case 0: // franz-go looks for the coordinator again and retries
 			resp.ErrorCode = kerr.NotCoordinator.Code
+		case 1:
+			resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		case 2: // not franz-go's to retry: the member backs off and retries
+			resp.ErrorCode = kerr.UnknownServerError.Code
 		}
 		return resp, nil, true
 	})
 	a, b := h.start("a"), h.start("b")
 	h.waitEven("two members own 15 items each", []*running{a, b}, "a", "b")
-	if joins.Load() < 5 {
-		t.Fatalf("%d joins, want the 4 refused ones and more", joins.Load())
+	if joins.Load() < 7 {
+		t.Fatalf("%d joins, want the 6 refused ones and more", joins.Load())
 	}
 
 	revokedBefore := h.rec.revokedTotal()
