@@ -31,6 +31,7 @@
 //   - kclient/kclienttest: a kclient.Credentials for tests: credentials straight from a cluster's sasl.* keys, no plugin host
 //   - livestatus:       the status page (GET /, one self-contained HTML file) and its data: each mirror's recent throughput and lag, and the progress and estimate of the partitions catching up
 //   - logging:          hclog construction from configuration, and WithFields (a child logger that holds only its fields)
+//   - membership:       several daemons sharing work items through a Kafka group on the destination (protocol type kmirror): the member (join, sync, heartbeat, leave, cooperative handover) and the sticky assignor
 //   - metrics:          the OpenTelemetry meter provider exported to Prometheus, and the instruments of the engine, the data paths, the cluster clients (franz-go hooks) and the admin API
 //   - mirror:           the mirroring engine: wiring, reload, topic claims, the operator API's entry points, status
 //   - offsetmap:        the exact source→destination offset map of a partition in map mode
@@ -65,4 +66,6 @@
 // which calls them while it loads, and never import it; kclient imports
 // only config and what config imports. pluginhost reaches plugins through
 // the sdk's protocols only: it never imports plugins, runner or mirror.
+// membership imports only backoff (it knows work items as strings, not
+// the engine).
 package core

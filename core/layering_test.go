@@ -182,6 +182,12 @@ var layeringRules = []layeringRule{
 		},
 		"cmd/kmirror/internal/... must never import core/mirror or core/supervisor (only cmd/kmirror's run and demo build the engine)",
 		module + "/cmd/kmirror"},
+	// Group membership is a building block the engine will use: it
+	// knows work items as strings and imports nothing of ours but the
+	// retry policy (and franz-go, hclog).
+	{module + "/core/...", func(pkg string) bool { return within(pkg, module+"/core/membership") },
+		func(dep string) bool { return within(dep, module+"/core/backoff") },
+		"core/membership may import only core/backoff", module + "/core/supervisor"},
 	// The MirrorMaker 2 translation reads a file and writes a
 	// configuration: it needs the configuration's declarations and its
 	// validation, nothing that talks to a cluster.
