@@ -365,8 +365,10 @@ func TestOperationsRunOutOfTimeWith504(t *testing.T) {
 	if code != http.StatusGatewayTimeout || !strings.Contains(errorOf(t, body), "did not finish in time") {
 		t.Fatalf("blocked resume: %d %s", code, body)
 	}
-	if took := time.Since(began); took < 2*time.Second || took > 5*time.Second {
-		t.Errorf("504 after %s; want about the 2 s operation timeout", took)
+	// The 504 comes from the operation timeout, not before it, and not from
+	// something much later (the upper bound leaves room for a loaded machine).
+	if took := time.Since(began); took < 2*time.Second || took > 30*time.Second {
+		t.Errorf("504 after %s; want it at the 2 s operation timeout", took)
 	}
 	// A failover's wait for catch-up extends its deadline.
 	began = time.Now()
