@@ -264,3 +264,26 @@ func TestBootstrapOfTheProxiedListenerIsTheProxies(t *testing.T) {
 		t.Errorf("Bootstrap(PROXIED) without FaultProxies = %v, want nil", got)
 	}
 }
+
+// NodeConfig changes only the node it names, after BrokerConfig.
+func TestNodeConfigOverridesOneNode(t *testing.T) {
+	s := specFor(t, Options{Brokers: 3,
+		BrokerConfig: map[string]string{"num.partitions": "4"},
+		NodeConfig:   map[int]map[string]string{2: {"log.dirs": "/tiny", "metadata.log.dir": "/meta/2", "num.partitions": "2"}},
+	})
+	for id, want := range []map[string]string{
+		{"log.dirs": "/data/0", "num.partitions": "4"},
+		{"log.dirs": "/data/1", "num.partitions": "4"},
+		{"log.dirs": "/tiny", "metadata.log.dir": "/meta/2", "num.partitions": "2"},
+	} {
+		cfg := s.nodeConfig(id)
+		for k, v := range want {
+			if cfg[k] != v {
+				t.Errorf("node %d: %s = %q, want %q", id, k, cfg[k], v)
+			}
+		}
+		if _, ok := cfg["metadata.log.dir"]; ok != (id == 2) {
+			t.Errorf("node %d: metadata.log.dir set: %v", id, ok)
+		}
+	}
+}
