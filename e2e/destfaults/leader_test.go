@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,6 +47,14 @@ func TestDestinationLeaderMovedMidTransactionLosesAndDuplicatesNothing(t *testin
 		want := endOffsets(t, ctx, source, topic, partitions)
 		d.waitProgress(ctx, topic, want)
 	}
+
+	// Test premise: appends met the moves (the old leader refused them and
+	// kmirror sent them again to the new one).
+	moved := slices.DeleteFunc(retryErrors(d.log()), func(e string) bool { return !strings.Contains(e, "NOT_LEADER") })
+	if len(moved) == 0 {
+		t.Fatal("no append was refused by a former leader: the leader moves did not reach an append (test premise)")
+	}
+	t.Logf("appends retried after the moves on %q", moved)
 
 	d.waitProgress(ctx, topic, endOffsets(t, ctx, source, topic, partitions))
 	tr.stop()
