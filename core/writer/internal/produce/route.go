@@ -72,6 +72,9 @@ func (ss *Sinks) Close() {
 type Route struct {
 	// Leader is the destination broker leading the partition, -1 unknown.
 	Leader int32
+	// OnRetry, when set, is told of each retriable error before the append
+	// is retried, and nil once an append that was retried lands.
+	OnRetry func(err error)
 
 	sinks *Sinks
 	dest  *cluster.Client
@@ -149,6 +152,9 @@ func (r *Route) Produce(ctx context.Context, b []byte, txnID string) (op *Op, in
 			r.Leader = -1 // the broker may be gone: look the leader up again
 			retryErr = op.Err
 		case op.ErrCode == 0:
+			if r.OnRetry != nil && rt.Retries() > 0 {
+				r.OnRetry(nil)
+			}
 			return op, false, nil
 		default:
 			kerrE := withBrokerMessage(kerr.ErrorForCode(op.ErrCode), op.ErrMsg)
@@ -161,6 +167,9 @@ func (r *Route) Produce(ctx context.Context, b []byte, txnID string) (op *Op, in
 			retryErr = kerrE
 		}
 		r.log.Debug("retrying append", "error", retryErr, "attempt", rt.Retries()+1)
+		if r.OnRetry != nil {
+			r.OnRetry(retryErr)
+		}
 		if err := rt.Backoff(ctx, retryErr); err != nil {
 			return nil, false, r.where.Errorf("produce", err)
 		}
