@@ -30,8 +30,9 @@ const (
 // transactions, plain records and large records stream into the source.
 // Kafka takes the full log directory offline; with no other log directory
 // left the broker stops (docs/operations.md, "Destination disk full"). kmirror
-// keeps the copy waiting — no partition FAILED for good, the produce errors
-// counted in its metrics — and when there is room again (the volume grown)
+// keeps the copy waiting — the produce errors counted in its metrics,
+// describe saying what the appends are retried on, no partition FAILED for
+// good — and when there is room again (the volume grown)
 // and the broker restarted, it catches up, and the destination is the
 // source's copy, offset by offset.
 func TestDestinationDiskFullWaitsAndResumesWhenSpaceReturns(t *testing.T) {
@@ -79,6 +80,10 @@ func TestDestinationDiskFullWaitsAndResumesWhenSpaceReturns(t *testing.T) {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+	// describe says why the partitions wait (what their appends are
+	// retried on), and none FAILED for good.
+	waiting := d.waitRetrying(ctx, topic, partitions)
+	t.Logf("describe while the disk is full: %s", waiting)
 	d.logPartitions()
 	for p := range int32(partitions) {
 		if ps, _ := d.partitionStatus(topic, p); ps.Retry == "NonRetryable" {
@@ -105,6 +110,11 @@ func TestDestinationDiskFullWaitsAndResumesWhenSpaceReturns(t *testing.T) {
 	d.logPartitions()
 	tr.stop()
 	d.waitMirrored(ctx, topic, partitions)
+	for p := range int32(partitions) {
+		if ps, _ := d.partitionStatus(topic, p); ps.LastError != "" {
+			t.Errorf("%s[%d] caught up and still says %q", topic, p, ps.LastError)
+		}
+	}
 	records, aborted, markers := verifyCopy(t, ctx, d, topic, partitions)
 	if markers == 0 || aborted == 0 || records == 0 {
 		t.Fatalf("verified %d records (%d aborted) and %d markers; the scenario needs all three", records, aborted, markers)
@@ -200,6 +210,24 @@ func brokerLines(blog []byte, subs ...string) string {
 		}
 	}
 	return strings.Join(out, " | ")
+}
+
+// waitRetrying waits until describe shows a partition of topic MIRRORING
+// with the error its appends are retried on, and returns its status line.
+func (d *daemon) waitRetrying(ctx context.Context, topic string, partitions int32) string {
+	d.t.Helper()
+	for {
+		for p := range partitions {
+			if ps, _ := d.partitionStatus(topic, p); ps.State == "MIRRORING" && strings.HasPrefix(ps.LastError, "destination appends retrying since ") {
+				return fmt.Sprintf("%s[%d] %s lag %d: %s", topic, p, ps.State, ps.Lag, ps.LastError)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			d.t.Fatalf("describe never said why %s waits", topic)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // produceErrors returns kmirror's count of failed produce requests to the

@@ -223,16 +223,6 @@ func (d *daemon) metric(name string, labels ...string) (sum float64, ok bool) {
 	return sum, ok
 }
 
-// running reports whether the process is still running.
-func (d *daemon) running() bool {
-	select {
-	case <-d.done:
-		return false
-	default:
-		return true
-	}
-}
-
 // waitProgress waits until kmirror has copied every partition of topic to
 // at least want[p] (next source offsets).
 func (d *daemon) waitProgress(ctx context.Context, topic string, want []int64) {
