@@ -1240,7 +1240,7 @@ func (r *Runner) Status() Status {
 			st.Lag = max(r.srcHW-r.next, 0)
 		}
 	}
-	if r.waitErr != "" && rec.State != partition.Failed {
+	if r.waitErr != "" && (rec.State == partition.Mirroring || rec.State == partition.Preparing) {
 		st.LastError = fmt.Sprintf("destination appends retrying since %s: %s", r.waitSince.UTC().Format(time.RFC3339), r.waitErr)
 	}
 	if rec.State == partition.Failed {

@@ -23,8 +23,8 @@ type Status struct {
 	Lag int64 `json:"lag"`
 	// LastMirroredOffset is the last source offset copied (-1: none).
 	LastMirroredOffset int64 `json:"last_mirrored_offset"`
-	// LastError is the reason of the failure of a FAILED partition; in
-	// another state, while its destination appends are being retried,
+	// LastError is the reason of the failure of a FAILED partition; while
+	// a MIRRORING or PREPARING partition's destination appends are retried,
 	// what they wait for ("destination appends retrying since <time>:
 	// <error>", e.g. KAFKA_STORAGE_ERROR from a full disk); "" otherwise.
 	LastError string `json:"last_error,omitempty"`
