@@ -355,7 +355,7 @@ func (r *Runner) refreshSourceEnd(ctx context.Context) {
 }
 
 func (r *Runner) fail(ctx context.Context, cause error) {
-	r.retrying(nil) // the failure's reason replaces what the appends waited for
+	r.retrying(nil) // the failure's reason replaces what the appends waited for (when not cleared yet)
 	if err := r.state.Fail(ctx, cause); err != nil {
 		r.log.Error("cannot record the failure", "failure", cause, "error", err)
 		r.backoff(ctx)
@@ -1255,8 +1255,8 @@ func (r *Runner) Status() Status {
 }
 
 // retrying is the destination writer's OnRetry hook: it keeps the error the
-// partition's appends are retried on, shown by Status until an append lands
-// (err nil) or the partition fails.
+// partition's appends are retried on, shown by Status until the retried
+// append ends (err nil: landed, gave up, cancelled) or the partition fails.
 func (r *Runner) retrying(err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -60,7 +60,7 @@ func New(path Path, state *partition.Partition, mirror, topic string, p int32, l
 
 // OnRetry sets the hook every partition writer created from now on is
 // given (writer.Partition.OnRetry): told of each retriable error an append
-// meets while it is retried, and nil once it lands.
+// meets while it is retried, and nil once that append ends.
 func (w *Writer) OnRetry(fn func(error)) { w.onRetry = fn }
 
 // errorf builds an error that names the mirror, topic and partition.
