@@ -45,11 +45,14 @@ func TestMain(m *testing.M) {
 }
 
 func runMain(m *testing.M) int {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	began := time.Now()
 
-	dstOpts := kafkatest.Options{Name: "destination", Brokers: 3}
+	// A busy CI machine runs this package's four JVMs next to the other
+	// e2e packages' brokers: give them longer than the default to serve.
+	const startTimeout = 4 * time.Minute
+	dstOpts := kafkatest.Options{Name: "destination", Brokers: 3, StartTimeout: startTimeout}
 	if os.Geteuid() == 0 {
 		vol, meta, cleanup, err := mountTinyVolume()
 		if err != nil {
@@ -67,7 +70,7 @@ func runMain(m *testing.M) int {
 		into **kafkatest.Cluster
 		opts kafkatest.Options
 	}{
-		{&source, kafkatest.Options{Name: "source", Brokers: 1}},
+		{&source, kafkatest.Options{Name: "source", Brokers: 1, StartTimeout: startTimeout}},
 		{&destination, dstOpts},
 	}
 	errs := make([]error, len(specs))
