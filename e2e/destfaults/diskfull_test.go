@@ -143,9 +143,10 @@ func createOnBroker(t testing.TB, ctx context.Context, topic string, partitions 
 	if err != nil {
 		t.Fatalf("creating %s on destination broker %d: %v", topic, broker, err)
 	}
+	adm := adminOf(t, destination)
 	for { // its partitions get their leader a moment later
-		ls := leaders(t, ctx, adminOf(t, destination), topic)
-		ok := len(ls) == int(partitions)
+		ls, err := tryLeaders(ctx, adm, topic)
+		ok := err == nil && len(ls) == int(partitions)
 		for _, l := range ls {
 			ok = ok && l == broker
 		}
@@ -154,7 +155,7 @@ func createOnBroker(t testing.TB, ctx context.Context, topic string, partitions 
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("%s on the destination has leaders %v, want broker %d", topic, ls, broker)
+			t.Fatalf("%s on the destination has leaders %v (%v), want broker %d", topic, ls, err, broker)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}

@@ -79,15 +79,28 @@ func replicationFactor(t testing.TB, ctx context.Context, adm *kadm.Client, topi
 // leaders returns the leader of each partition of topic (-1: none).
 func leaders(t testing.TB, ctx context.Context, adm *kadm.Client, topic string) []int32 {
 	t.Helper()
+	out, err := tryLeaders(ctx, adm, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// tryLeaders is leaders, with an error when topic cannot be described
+// (yet: a topic just created is in the brokers' metadata a moment later).
+func tryLeaders(ctx context.Context, adm *kadm.Client, topic string) ([]int32, error) {
 	td, err := adm.ListTopics(ctx, topic)
-	if err != nil || td[topic].Err != nil {
-		t.Fatalf("describe %s: %v %v", topic, err, td[topic].Err)
+	if err == nil {
+		err = td[topic].Err
+	}
+	if err != nil {
+		return nil, fmt.Errorf("describe %s: %w", topic, err)
 	}
 	out := make([]int32, len(td[topic].Partitions))
 	for _, p := range td[topic].Partitions.Sorted() {
 		out[p.Partition] = p.Leader
 	}
-	return out
+	return out, nil
 }
 
 // moveLeaders makes, for each partition of topic, the replica after its
