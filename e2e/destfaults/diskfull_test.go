@@ -105,11 +105,12 @@ func TestDestinationDiskFullWaitsAndResumesWhenSpaceReturns(t *testing.T) {
 	if err := destination.RestartBroker(ctx, tinyBroker); err != nil {
 		t.Fatal(err)
 	}
-	d.waitProgress(ctx, topic, endOffsets(t, ctx, source, topic, partitions))
-	t.Logf("caught up with the source %s after the broker was restarted", time.Since(began).Round(time.Millisecond))
-	d.logPartitions()
+	d.waitProgress(ctx, topic, d.mirroredPlus(topic, partitions, 20))
+	t.Logf("mirroring again %s after the broker was restarted", time.Since(began).Round(time.Millisecond))
 	tr.stop()
 	d.waitMirrored(ctx, topic, partitions)
+	t.Logf("caught up with the source %s after the broker was restarted", time.Since(began).Round(time.Millisecond))
+	d.logPartitions()
 	for p := range int32(partitions) {
 		if ps, _ := d.partitionStatus(topic, p); ps.LastError != "" {
 			t.Errorf("%s[%d] caught up and still says %q", topic, p, ps.LastError)

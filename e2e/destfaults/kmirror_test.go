@@ -248,6 +248,17 @@ func (d *daemon) waitProgress(ctx context.Context, topic string, want []int64) {
 	}
 }
 
+// mirroredPlus returns, per partition of topic, the next source offset
+// kmirror has copied up to plus n: a progress target a little ahead.
+func (d *daemon) mirroredPlus(topic string, partitions int32, n int64) []int64 {
+	out := make([]int64, partitions)
+	for p := range partitions {
+		ps, _ := d.partitionStatus(topic, p)
+		out[p] = ps.LastMirroredOffset + 1 + n
+	}
+	return out
+}
+
 // waitMirrored waits until every partition of topic is MIRRORING and
 // mirrored up to the source's end offset.
 func (d *daemon) waitMirrored(ctx context.Context, topic string, partitions int32) {
