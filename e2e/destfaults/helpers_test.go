@@ -226,16 +226,21 @@ func waitOpenTransaction(t testing.TB, ctx context.Context) {
 // records. A partition in map mode because the destination wrote a
 // transaction marker twice (its coordinator failed over while writing it:
 // docs/design/datapath.md, "A marker the destination writes twice") is
-// compared through its offset map, read from the stopped daemon's state.
+// compared through its offset map, read from the stopped daemon's state,
+// when remap allows it (a scenario that moves a coordinator); otherwise it
+// fails the test.
 // It returns the counts of records (aborted ones included), aborted
 // records and markers compared.
-func verifyCopy(t testing.TB, ctx context.Context, d *daemon, topic string, partitions int32) (records, aborted, markers int) {
+func verifyCopy(t testing.TB, ctx context.Context, d *daemon, topic string, partitions int32, remap bool) (records, aborted, markers int) {
 	t.Helper()
 	var remapped []int32
 	for p := range partitions {
 		ps, _ := d.partitionStatus(topic, p)
 		if ps.Mode != "map" {
 			continue
+		}
+		if !remap {
+			t.Fatalf("%s[%d] runs in map mode (%s); this scenario must keep offsets identical", topic, p, strings.Join(ps.Notes, "; "))
 		}
 		if notes := strings.Join(ps.Notes, "; "); !strings.Contains(notes, "wrote the transaction marker") {
 			t.Fatalf("%s[%d] runs in map mode for another reason than a marker written twice: %q", topic, p, notes)
