@@ -101,6 +101,11 @@ func runMain(m *testing.M) int {
 	}
 	log.Printf("destfaults: Apache Kafka %s: source (1 broker) and destination (3 brokers; broker %d's log dir on tmpfs %q) up in %s",
 		source.Version(), tinyBroker, tinyVolume, time.Since(began).Round(100*time.Millisecond))
+	defer func() { // the kmirror binary the tests built
+		if binary != "" {
+			os.RemoveAll(filepath.Dir(binary))
+		}
+	}()
 	return m.Run()
 }
 
