@@ -74,8 +74,15 @@ fuzz-quick:
 	FUZZTIME=5s scripts/fuzz.sh
 
 ## e2e: every package under e2e/ against real Apache Kafka brokers, the
+<<<<<<< HEAD
 ## authentication mechanisms against a real KDC (e2e/auth) and the source
 ## compatibility matrix (e2e/compat, every version) included.
+=======
+## source compatibility matrix (e2e/compat, every version) and the
+## destination faults on a 3-broker destination (e2e/destfaults; its
+## disk-full test mounts a tmpfs, so it needs root and skips without)
+## included; go test runs the packages in parallel.
+>>>>>>> destfaults
 e2e:
 	$(GO) test -count=1 -timeout $(E2E_TIMEOUT) -v ./e2e/...
 

@@ -94,6 +94,11 @@ type Runner struct {
 	srcLS  int64
 	dstEnd int64
 	notes  []string
+	// waitErr is the error the destination appends are being retried on
+	// ("" when none), since waitSince: a full disk, a leader gone (the
+	// writer's OnRetry hook, retrying).
+	waitErr   string
+	waitSince time.Time
 }
 
 // New returns the runner of the partition d.Partition holds. It does not
@@ -106,6 +111,7 @@ func New(d Deps) *Runner {
 	r.landedFn = r.landed
 	r.maps = mapstore.New(d.Store, d.Mirror, d.Topic, p, d.DestAdmin, r.log)
 	r.dest = destination.New(d.Path, d.Partition, d.Mirror, d.Topic, p, r.log)
+	r.dest.OnRetry(r.retrying)
 	r.proof = r.newProof()
 	return r
 }
@@ -389,6 +395,7 @@ func (r *Runner) refreshSourceEnd(ctx context.Context) {
 }
 
 func (r *Runner) fail(ctx context.Context, cause error) {
+	r.retrying(nil) // the failure's reason replaces what the appends waited for (when not cleared yet)
 	if err := r.state.Fail(ctx, cause); err != nil {
 		r.log.Error("cannot record the failure", "failure", cause, "error", err)
 		r.backoff(ctx)
@@ -1288,6 +1295,9 @@ func (r *Runner) Status() Status {
 			st.Lag = max(r.srcHW-r.next, 0)
 		}
 	}
+	if r.waitErr != "" && (rec.State == partition.Mirroring || rec.State == partition.Preparing) {
+		st.LastError = fmt.Sprintf("destination appends retrying since %s: %s", r.waitSince.UTC().Format(time.RFC3339), r.waitErr)
+	}
 	if rec.State == partition.Failed {
 		st.LastError = rec.Reason
 		if rec.NeedsOperator() {
@@ -1297,6 +1307,22 @@ func (r *Runner) Status() Status {
 		}
 	}
 	return st
+}
+
+// retrying is the destination writer's OnRetry hook: it keeps the error the
+// partition's appends are retried on, shown by Status until the retried
+// append ends (err nil: landed, gave up, cancelled) or the partition fails.
+func (r *Runner) retrying(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case err == nil:
+		r.waitErr = ""
+	case r.waitErr == "":
+		r.waitErr, r.waitSince = err.Error(), time.Now()
+	default:
+		r.waitErr = err.Error()
+	}
 }
 
 // retryPolicy paces the runner's retries of its own steps (a state store

@@ -23,7 +23,10 @@ type Status struct {
 	Lag int64 `json:"lag"`
 	// LastMirroredOffset is the last source offset copied (-1: none).
 	LastMirroredOffset int64 `json:"last_mirrored_offset"`
-	// LastError is the reason of the last failure, if any.
+	// LastError is the reason of the failure of a FAILED partition; while
+	// a MIRRORING or PREPARING partition's destination appends are retried,
+	// what they wait for ("destination appends retrying since <time>:
+	// <error>", e.g. KAFKA_STORAGE_ERROR from a full disk); "" otherwise.
 	LastError string `json:"last_error,omitempty"`
 	// Retry is "attempt/max" for a retryable failure, "NonRetryable" for
 	// one that waits for an operator, "" otherwise.

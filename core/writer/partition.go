@@ -116,6 +116,15 @@ func TransactionalID(mirror, topic string, partition int32, sourceProducerID int
 	return txn.ID(mirror, topic, partition, sourceProducerID)
 }
 
+// OnRetry sets fn to be told of each retriable error an append of the
+// partition meets before it is sent again (a leader change, a broker gone,
+// KAFKA_STORAGE_ERROR from a full disk), and of nil once an append that was
+// retried ends (it landed, gave up or was cancelled): what the partition is
+// waiting for, while it waits. Set it
+// before the partition's first use; fn runs on the appending goroutine and
+// must not block. Default none.
+func (p *Partition) OnRetry(fn func(err error)) { p.route.OnRetry = fn }
+
 // Close releases the partition in its Writer. Open destination transactions
 // stay open (AbortAll first to end them); a later Partition for the same
 // destination partition must Resume them.

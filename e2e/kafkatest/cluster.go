@@ -370,11 +370,27 @@ func (c *Cluster) killAll() {
 	}
 }
 
-// resetNodes removes every node's data directory (before a new attempt).
+// resetNodes removes every node's data directory (before a new attempt),
+// and empties the log directories Options.NodeConfig gives a node instead
+// (the caller's, perhaps mount points: kept themselves).
 func (c *Cluster) resetNodes() error {
 	for _, d := range c.spec.dataDirs {
 		if err := os.RemoveAll(d); err != nil {
 			return fmt.Errorf("kafkatest: reset %s: %w", d, err)
+		}
+	}
+	for _, cfg := range c.opts.NodeConfig {
+		dirs := strings.Split(cfg["log.dirs"], ",")
+		for _, d := range append(dirs, cfg["metadata.log.dir"]) {
+			if d == "" {
+				continue
+			}
+			entries, _ := os.ReadDir(d)
+			for _, e := range entries {
+				if err := os.RemoveAll(filepath.Join(d, e.Name())); err != nil {
+					return fmt.Errorf("kafkatest: reset %s: %w", d, err)
+				}
+			}
 		}
 	}
 	return nil

@@ -187,6 +187,7 @@ func (s *clusterSpec) nodeConfig(id int) map[string]string {
 		zooKeeperNode(cfg, id, s.zkConnect)
 	}
 	maps.Copy(cfg, o.BrokerConfig)
+	maps.Copy(cfg, o.NodeConfig[id])
 	return cfg
 }
 

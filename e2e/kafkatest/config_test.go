@@ -286,3 +286,56 @@ func TestGSSAPIListenerConfig(t *testing.T) {
 		t.Errorf("JVM args %s lack the krb5.conf", args)
 	}
 }
+
+// NodeConfig changes only the node it names, after BrokerConfig.
+func TestNodeConfigOverridesOneNode(t *testing.T) {
+	s := specFor(t, Options{Brokers: 3,
+		BrokerConfig: map[string]string{"num.partitions": "4"},
+		NodeConfig:   map[int]map[string]string{2: {"log.dirs": "/tiny", "metadata.log.dir": "/meta/2", "num.partitions": "2"}},
+	})
+	for id, want := range []map[string]string{
+		{"log.dirs": "/data/0", "num.partitions": "4"},
+		{"log.dirs": "/data/1", "num.partitions": "4"},
+		{"log.dirs": "/tiny", "metadata.log.dir": "/meta/2", "num.partitions": "2"},
+	} {
+		cfg := s.nodeConfig(id)
+		for k, v := range want {
+			if cfg[k] != v {
+				t.Errorf("node %d: %s = %q, want %q", id, k, cfg[k], v)
+			}
+		}
+		if _, ok := cfg["metadata.log.dir"]; ok != (id == 2) {
+			t.Errorf("node %d: metadata.log.dir set: %v", id, ok)
+		}
+	}
+}
+
+// A new start attempt (after a port clash) empties the log directories
+// NodeConfig names and keeps them (they may be mount points), and removes
+// the harness's own data directories.
+func TestResetNodesEmptiesNodeConfigLogDirs(t *testing.T) {
+	root := t.TempDir()
+	own, tiny, meta := filepath.Join(root, "data"), filepath.Join(root, "tiny"), filepath.Join(root, "meta")
+	for _, d := range []string{own, tiny, meta} {
+		if err := os.MkdirAll(filepath.Join(d, "topic-0"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "meta.properties"), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := &Cluster{opts: Options{NodeConfig: map[int]map[string]string{0: {"log.dirs": tiny, "metadata.log.dir": meta}}}}
+	c.spec.dataDirs = []string{own}
+	if err := c.resetNodes(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(own); !os.IsNotExist(err) {
+		t.Errorf("the harness's data directory is still there (%v)", err)
+	}
+	for _, d := range []string{tiny, meta} {
+		entries, err := os.ReadDir(d)
+		if err != nil || len(entries) > 0 {
+			t.Errorf("%s: %d entries left (%v); want it empty and kept", d, len(entries), err)
+		}
+	}
+}

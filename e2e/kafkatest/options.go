@@ -86,6 +86,10 @@ type Options struct {
 	// BrokerConfig overrides or adds broker properties on every node, applied
 	// after the harness's defaults (e.g. "transaction.max.timeout.ms").
 	BrokerConfig map[string]string
+	// NodeConfig overrides or adds broker properties on one node, by node
+	// id, applied after BrokerConfig: e.g. a node whose log.dirs is a small
+	// volume the test mounted (its metadata.log.dir elsewhere).
+	NodeConfig map[int]map[string]string
 	// JVMOptions are appended to the harness's JVM flags (-Xmx512m,
 	// -XX:+UseSerialGC, -XX:TieredStopAtLevel=1, ...); HotSpot takes the
 	// last occurrence of a flag, so they override.

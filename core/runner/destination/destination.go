@@ -43,6 +43,8 @@ type Writer struct {
 	topic     string
 	partition int32
 	log       hclog.Logger
+	// onRetry is every partition writer's writer.Partition.OnRetry hook.
+	onRetry func(error)
 
 	mu sync.Mutex // guards pw
 	// pw is the partition's destination writer (nil until first used);
@@ -55,6 +57,11 @@ type Writer struct {
 func New(path Path, state *partition.Partition, mirror, topic string, p int32, log hclog.Logger) *Writer {
 	return &Writer{path: path, state: state, mirror: mirror, topic: topic, partition: p, log: log}
 }
+
+// OnRetry sets the hook every partition writer created from now on is
+// given (writer.Partition.OnRetry): told of each retriable error an append
+// meets while it is retried, and nil once that append ends.
+func (w *Writer) OnRetry(fn func(error)) { w.onRetry = fn }
 
 // errorf builds an error that names the mirror, topic and partition.
 func (w *Writer) errorf(format string, args ...any) error {
@@ -102,6 +109,9 @@ func (w *Writer) Partition() (*writer.Partition, error) {
 	})
 	if err != nil {
 		return nil, err
+	}
+	if w.onRetry != nil {
+		pw.OnRetry(w.onRetry)
 	}
 	w.mu.Lock()
 	w.pw = pw

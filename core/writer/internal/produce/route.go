@@ -72,6 +72,10 @@ func (ss *Sinks) Close() {
 type Route struct {
 	// Leader is the destination broker leading the partition, -1 unknown.
 	Leader int32
+	// OnRetry, when set, is told of each retriable error before the append
+	// is retried, and nil once an append that was retried ends (landed,
+	// gave up or cancelled).
+	OnRetry func(err error)
 
 	sinks *Sinks
 	dest  *cluster.Client
@@ -106,6 +110,12 @@ func (r *Route) Produce(ctx context.Context, b []byte, txnID string) (op *Op, in
 		}
 	}()
 	rt := r.dest.NewRetrier()
+	retried := false
+	defer func() {
+		if retried {
+			r.OnRetry(nil)
+		}
+	}()
 	for {
 		var retryErr error
 		if r.Leader < 0 {
@@ -113,6 +123,10 @@ func (r *Route) Produce(ctx context.Context, b []byte, txnID string) (op *Op, in
 			if err != nil {
 				if !cluster.IsRetriable(err) {
 					return nil, false, r.where.Errorf("find the partition leader", err)
+				}
+				if r.OnRetry != nil {
+					r.OnRetry(fmt.Errorf("finding the partition leader: %w", err))
+					retried = true
 				}
 				if err := rt.Backoff(ctx, err); err != nil {
 					return nil, false, r.where.Errorf("find the partition leader", err)
@@ -161,6 +175,10 @@ func (r *Route) Produce(ctx context.Context, b []byte, txnID string) (op *Op, in
 			retryErr = kerrE
 		}
 		r.log.Debug("retrying append", "error", retryErr, "attempt", rt.Retries()+1)
+		if r.OnRetry != nil {
+			r.OnRetry(retryErr)
+			retried = true
+		}
 		if err := rt.Backoff(ctx, retryErr); err != nil {
 			return nil, false, r.where.Errorf("produce", err)
 		}
