@@ -30,9 +30,9 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/kmirror/kmirror/core/config"
-	"github.com/kmirror/kmirror/core/memlimit"
 	"github.com/kmirror/kmirror/core/livestatus"
 	"github.com/kmirror/kmirror/core/logging"
+	"github.com/kmirror/kmirror/core/memlimit"
 	"github.com/kmirror/kmirror/core/metrics"
 	"github.com/kmirror/kmirror/core/version"
 )
