@@ -17,10 +17,12 @@
 // A soft limit below what the process needs would make the collector run
 // almost constantly (the runtime caps it at about half of the CPU). So every
 // Interval the guard reads the memory the process cannot give back (the live
-// heap, stacks and the runtime's own) and, when that passes 7/8 of the
-// limit, raises the limit to twice it: the headroom GOGC=100 would give. It
-// logs each raise, naming the key to change. It never lowers the limit below
-// what it set last.
+// heap, stacks and the runtime's own) and, while that is above 7/8 of the
+// configured limit, sets the limit to twice it: the headroom GOGC=100 would
+// give. Once the live memory falls back (start-up's transient peak is over),
+// the configured limit applies again. It logs when it first raises the
+// limit, naming the key to change, and when the configured limit applies
+// again.
 //
 // GOMEMLIMIT in the environment wins: the operator (or a Kubernetes manifest
 // that sets it from the container's limit) already chose, and the guard does
@@ -50,6 +52,8 @@ type Limit struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
+	configured int64
+
 	mu      sync.Mutex
 	current int64
 }
@@ -70,7 +74,7 @@ func Start(limit int64, what string, log hclog.Logger) *Limit {
 		return nil
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	l := &Limit{cancel: cancel, current: limit}
+	l := &Limit{cancel: cancel, configured: limit, current: limit}
 	debug.SetMemoryLimit(limit)
 	l.wg.Add(1)
 	go func() { // owned by l: Stop waits for it
@@ -84,9 +88,13 @@ func Start(limit int64, what string, log hclog.Logger) *Limit {
 				return
 			case <-t.C:
 			}
-			if raised, from, to, used := l.check(samples); raised {
-				log.Warn("live memory is near the soft memory limit; raising the limit so that the collector does not run constantly: raise "+what+" (or set GOMEMLIMIT) to what the process needs",
+			from, to, used := l.check(samples)
+			switch {
+			case from == l.configured && to != from:
+				log.Warn("live memory is near the soft memory limit; raising the limit so that the collector does not run constantly: raise "+what+" (or set GOMEMLIMIT) if the process needs this much for good",
 					"live_bytes", used, "limit_bytes", from, "new_limit_bytes", to)
+			case from != l.configured && to == l.configured:
+				log.Info("live memory fell back; the configured soft memory limit applies again", "live_bytes", used, "limit_bytes", to)
 			}
 		}
 	}()
@@ -113,24 +121,23 @@ func (l *Limit) Stop() {
 	l.wg.Wait()
 }
 
-// check raises the limit when the live memory passes 7/8 of it.
-func (l *Limit) check(s []metrics.Sample) (raised bool, from, to, used int64) {
+// check sets the limit Raise gives for the live memory.
+func (l *Limit) check(s []metrics.Sample) (from, to, used int64) {
 	used = Live(s)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	from = l.current
-	to = Raise(from, used)
-	if to == from {
-		return false, from, to, used
+	to = Raise(l.configured, used)
+	if to != from {
+		l.current = to
+		debug.SetMemoryLimit(to)
 	}
-	l.current = to
-	debug.SetMemoryLimit(to)
-	return true, from, to, used
+	return from, to, used
 }
 
 // Raise returns the limit the guard sets when the process needs used bytes
-// under limit: limit itself while used is at most 7/8 of it, else twice
-// used.
+// and limit is configured: limit itself while used is at most 7/8 of it,
+// else twice used.
 func Raise(limit, used int64) int64 {
 	if used <= limit/8*7 {
 		return limit

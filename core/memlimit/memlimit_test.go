@@ -81,6 +81,46 @@ func TestStartSetsTheLimitAndRaisesItAboveLiveMemory(t *testing.T) {
 	}
 }
 
+// Not parallel: the soft limit is the process's.
+func TestTheConfiguredLimitAppliesAgainWhenLiveMemoryFalls(t *testing.T) {
+	t.Setenv(EnvVar, "")
+	old := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetMemoryLimit(old) })
+	base := Live(nil)
+	limit := base + 64<<20 // room for the process as it is, not for 64 MiB more
+	var logs syncBuffer
+	l := Start(limit, "memory.soft.limit.bytes", hclog.New(&hclog.LoggerOptions{Output: &logs}))
+	defer l.Stop()
+	keep := make([]byte, 64<<20)
+	for i := range keep {
+		keep[i] = 1 // touched: counted however the runtime backs it
+	}
+	runtime.GC()
+	waitFor(t, "the limit raised above the configured one", func() bool { return l.Current() > limit })
+	runtime.KeepAlive(keep)
+	keep = nil
+	runtime.GC()
+	waitFor(t, "the configured limit back", func() bool { return l.Current() == limit })
+	if got := debug.SetMemoryLimit(-1); got != limit {
+		t.Errorf("runtime limit %d, want the configured %d", got, limit)
+	}
+	if !strings.Contains(logs.String(), "configured soft memory limit applies again") {
+		t.Errorf("no line saying the configured limit applies again: %q", logs.String())
+	}
+}
+
+// waitFor polls cond until it holds, or fails the test after 10 intervals.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * Interval)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s after %s; live memory %d", what, 10*Interval, Live(nil))
+		}
+		time.Sleep(Interval / 10)
+	}
+}
+
 func TestGOMEMLIMITWins(t *testing.T) {
 	t.Setenv(EnvVar, "300MiB")
 	old := debug.SetMemoryLimit(-1)
