@@ -259,7 +259,7 @@ func (b *bench) startClusters(ctx context.Context) error {
 	var wg sync.WaitGroup
 	for i, s := range specs {
 		wg.Go(func() {
-			*s.into, errs[i] = kafkatest.Start(ctx, kafkatest.Options{Name: s.name, Brokers: 1, JVMOptions: brokerJVM, FaultProxies: true})
+			*s.into, errs[i] = kafkatest.Start(ctx, kafkatest.Options{Name: s.name, Brokers: 1, JVMOptions: brokerJVM, FaultProxies: true, StartTimeout: 5 * time.Minute})
 		})
 	}
 	wg.Wait()

@@ -32,6 +32,7 @@
 //   - livestatus:       the status page (GET /, one self-contained HTML file) and its data: each mirror's recent throughput and lag, and the progress and estimate of the partitions catching up
 //   - logging:          hclog construction from configuration, and WithFields (a child logger that holds only its fields)
 //   - membership:       several daemons sharing work items through a Kafka group on the destination (protocol type kmirror): the member (join, sync, heartbeat, leave, cooperative handover) and the sticky assignor
+//   - memlimit:         the Go runtime's soft memory limit of a kmirror process (memory.soft.limit.bytes) and the guard that raises it when live memory nears it
 //   - metrics:          the OpenTelemetry meter provider exported to Prometheus, and the instruments of the engine, the data paths, the cluster clients (franz-go hooks) and the admin API
 //   - mirror:           the mirroring engine: wiring, reload, topic claims, the operator API's entry points, status
 //   - offsetmap:        the exact source→destination offset map of a partition in map mode

@@ -90,6 +90,10 @@ var layeringRules = []layeringRule{
 	{module + "/core/...", func(pkg string) bool { return within(pkg, module+"/core/backoff") },
 		func(string) bool { return false }, "core/backoff must import nothing of kmirror's",
 		module + "/core/writer"},
+	// The soft memory limit is the process's, set by cmd and the daemon.
+	{module + "/core/...", func(pkg string) bool { return within(pkg, module+"/core/memlimit") },
+		func(string) bool { return false }, "core/memlimit must import nothing of kmirror's",
+		module + "/core/daemon"},
 	// The data path's layers never reach up into the engine, its operator
 	// API or the command line; within covers their sub-packages too
 	// (core/runner/prove, core/writer/internal/produce, …).

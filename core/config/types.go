@@ -69,6 +69,7 @@ type Config struct {
 	LogFormat                 string        // log.format
 	HTTPAddress               string        // http.address; "" = no HTTP listener
 	HTTPPprofEnable           bool          // http.pprof.enable: /debug/pprof/ on http.address
+	MemorySoftLimit           int64         // memory.soft.limit.bytes: the Go runtime's soft memory limit (0: none)
 	HTTPStatusEnable          bool          // http.status.enable: the status page, /v1/live and /v1/describe on http.address
 	MetricsPartitionSeries    bool          // metrics.partition.series.enable: per-partition metric series
 	ReadyzClusterUnreachable  time.Duration // http.readyz.cluster.unreachable.ms; 0 = off

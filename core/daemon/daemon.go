@@ -32,6 +32,7 @@ import (
 	"github.com/kmirror/kmirror/core/config"
 	"github.com/kmirror/kmirror/core/livestatus"
 	"github.com/kmirror/kmirror/core/logging"
+	"github.com/kmirror/kmirror/core/memlimit"
 	"github.com/kmirror/kmirror/core/metrics"
 	"github.com/kmirror/kmirror/core/version"
 )
@@ -166,6 +167,9 @@ func (d *Daemon) Run(ctx context.Context, reload <-chan struct{}) error {
 	}
 	d.cfg.Store(cfg)
 	d.applyLogLevel(cfg)
+	// Set before anything allocates much: start-up is when the heap grows.
+	limit := memlimit.Start(cfg.MemorySoftLimit, "memory.soft.limit.bytes", d.log)
+	defer limit.Stop()
 
 	srv, srvErr, err := d.startHTTP(cfg)
 	if err != nil {
@@ -228,6 +232,9 @@ func (d *Daemon) Reload(ctx context.Context) {
 	}
 	if cfg.LogFormat != old.LogFormat {
 		d.log.Warn("log.format changed; the new format takes effect after a restart", "running", old.LogFormat, "configured", cfg.LogFormat)
+	}
+	if cfg.MemorySoftLimit != old.MemorySoftLimit {
+		d.log.Warn("memory.soft.limit.bytes changed; the new limit takes effect after a restart", "running", old.MemorySoftLimit, "configured", cfg.MemorySoftLimit)
 	}
 	d.mu.Lock()
 	started := append([]Component(nil), d.started...)

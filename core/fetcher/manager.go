@@ -540,5 +540,7 @@ func (m *Manager) assign(ctx context.Context, p *session.Cursor, leader, epoch i
 	} else {
 		s.Signal()
 	}
-	p.Logger(m.sh.Log).Debug("partition placed", "leader", leader, "leader_epoch", epoch, "fetcher", key.Fetcher, "offset", p.Offset)
+	if m.sh.Log.IsDebug() {
+		p.Logger(m.sh.Log).Debug("partition placed", "leader", leader, "leader_epoch", epoch, "fetcher", key.Fetcher, "offset", p.Offset)
+	}
 }

@@ -54,16 +54,39 @@ func (h *Host) StateStore(name string) (statestore.Store, error) {
 
 type storeHandle struct{ r ref }
 
+// MaxStoreCalls bounds the Get, Put and Delete calls in flight to one
+// state-store plugin; more wait in the daemon (or until their context
+// ends). When 10,000 partitions start, their records are written at once:
+// unbounded, each call was a gRPC stream in the daemon and a goroutine with
+// its buffers in the plugin's process, all waiting there for the disk. The
+// file store fsyncs 32 at a time; a networked store gains nothing from more
+// than this in flight either. Leases, List and ListPage are not bounded: a
+// lease renewal never waits behind writes.
+const MaxStoreCalls = 64
+
+// bounded runs f with one of s's store-call tokens, waiting for one until
+// ctx ends.
+func bounded[R any](ctx context.Context, s *supervised, f func(statestore.Store) (R, error)) (R, error) {
+	select {
+	case s.storeCalls <- struct{}{}:
+	case <-ctx.Done():
+		var zero R
+		return zero, ctx.Err()
+	}
+	defer func() { <-s.storeCalls }()
+	return call(s, f)
+}
+
 func (h storeHandle) Get(ctx context.Context, key string) (statestore.Entry, error) {
-	return call(h.r.sv(), func(st statestore.Store) (statestore.Entry, error) { return st.Get(ctx, key) })
+	return bounded(ctx, h.r.sv(), func(st statestore.Store) (statestore.Entry, error) { return st.Get(ctx, key) })
 }
 
 func (h storeHandle) Put(ctx context.Context, key string, value []byte, expect int64) (int64, error) {
-	return call(h.r.sv(), func(st statestore.Store) (int64, error) { return st.Put(ctx, key, value, expect) })
+	return bounded(ctx, h.r.sv(), func(st statestore.Store) (int64, error) { return st.Put(ctx, key, value, expect) })
 }
 
 func (h storeHandle) Delete(ctx context.Context, key string, expect int64) error {
-	_, err := call(h.r.sv(), func(st statestore.Store) (struct{}, error) { return struct{}{}, st.Delete(ctx, key, expect) })
+	_, err := bounded(ctx, h.r.sv(), func(st statestore.Store) (struct{}, error) { return struct{}{}, st.Delete(ctx, key, expect) })
 	return err
 }
 

@@ -143,6 +143,8 @@ func (h *Host) newSupervised(s Spec) *supervised {
 		spec: s,
 		log:  onlyName{h.opts.Logger.ResetNamed(s.label())},
 		down: &UnavailableError{Kind: s.Kind, Name: s.Name, Reason: "not started"},
+
+		storeCalls: make(chan struct{}, MaxStoreCalls),
 	}
 	sv.ctx, sv.cancel = context.WithCancel(h.ctx)
 	return sv

@@ -45,6 +45,10 @@ type supervised struct {
 	launches int
 	authInfo auth.Info   // last Info of an auth plugin, served while down
 	filtInfo filter.Info // same for a filter
+
+	// storeCalls holds a token for each state-store read or write in
+	// flight to the plugin (at most MaxStoreCalls); see storeHandle.
+	storeCalls chan struct{}
 }
 
 // instance is one running plugin: a process (client set), or a built-in

@@ -70,8 +70,10 @@ func Create(ctx context.Context, adm *kadm.Client, topic string, partitions int)
 	}
 	// CreateTopics answers before every partition's leader serves it; a
 	// producer started now would wait for metadata, and time out on a
-	// busy broker with thousands of partitions.
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	// busy broker with thousands of partitions. A one-broker cluster on a
+	// loaded machine took more than 2 minutes for 10,000.
+	const serveWait = 5 * time.Minute
+	ctx, cancel := context.WithTimeout(ctx, serveWait)
 	defer cancel()
 	for {
 		ends, err := EndOffsets(ctx, adm, topic)
@@ -80,7 +82,7 @@ func Create(ctx context.Context, adm *kadm.Client, topic string, partitions int)
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("topic %s: %d of %d partitions serve after 2 minutes (%v)", topic, len(ends), partitions, err)
+			return fmt.Errorf("topic %s: %d of %d partitions serve after %s (%v)", topic, len(ends), partitions, serveWait, err)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}

@@ -109,7 +109,18 @@ type Store struct {
 
 	highMu    sync.Mutex // serializes HIGHWATER writes
 	highwater int64      // last value written to HIGHWATER
+
+	// io holds a token for each write in progress (at most maxWrites).
+	io chan struct{}
 }
+
+// maxWrites bounds the writes (and deletes) that run their fsyncs at once.
+// A goroutine blocked in fsync holds an OS thread, and the Go runtime never
+// ends the threads it made: when 10,000 partitions start, an unbounded
+// store made 700 threads (about 30 MiB of thread and signal stacks, kept
+// for the life of the process). ext4 merges concurrent journal commits
+// well below this bound, so start-up is no slower (docs/benchmarks.md).
+const maxWrites = 32
 
 // keyState serializes writes to one key and caches its current version, so
 // a compare-and-set needs no read of the file.
@@ -150,6 +161,7 @@ func Open(dir string) (*Store, error) {
 		dataDir: filepath.Join(abs, dataDirName),
 		lock:    lock,
 		keys:    make(map[string]*keyState),
+		io:      make(chan struct{}, maxWrites),
 	}
 	if err := s.init(); err != nil {
 		s.release()
@@ -383,6 +395,10 @@ func (s *Store) Put(ctx context.Context, key string, value []byte, expect int64)
 	if err := statestore.CheckVersion(key, ks.version, expect); err != nil {
 		return 0, fmt.Errorf("file state store %s: put: %w", s.dir, err)
 	}
+	if err := s.acquire(ctx); err != nil {
+		return 0, fmt.Errorf("file state store %s: put %q: %w", s.dir, key, err)
+	}
+	defer s.releaseIO()
 	version := s.counter.Add(1)
 	renamed, err := s.writeKey(key, encodeEntry(key, value, version))
 	if renamed {
@@ -395,6 +411,19 @@ func (s *Store) Put(ctx context.Context, key string, value []byte, expect int64)
 	}
 	return version, nil
 }
+
+// acquire waits for a write token (see maxWrites), or for ctx to end.
+func (s *Store) acquire(ctx context.Context) error {
+	select {
+	case s.io <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// releaseIO returns the token acquire took.
+func (s *Store) releaseIO() { <-s.io }
 
 // writeKey atomically replaces the file of key with content. renamed
 // reports whether the new content became visible.
@@ -449,6 +478,10 @@ func (s *Store) Delete(ctx context.Context, key string, expect int64) error {
 	if err := statestore.CheckVersion(key, ks.version, expect); err != nil {
 		return fmt.Errorf("file state store %s: delete: %w", s.dir, err)
 	}
+	if err := s.acquire(ctx); err != nil {
+		return fmt.Errorf("file state store %s: delete %q: %w", s.dir, key, err)
+	}
+	defer s.releaseIO()
 	// Persist the high-water mark first: once the file is gone, its version
 	// must still be known to the counter of the next Open.
 	if err := s.raiseHighwater(ks.version); err != nil {

@@ -345,6 +345,13 @@ func (c *Client) topicLeaders(ctx context.Context, k leaderKey, parts []int32) (
 	if err != nil {
 		return nil, err
 	}
+	// Only the partitions asked for: a topic of 10,000 partitions would
+	// otherwise cost a map of all of them per call, and partitions
+	// starting one after another make hundreds of calls.
+	want := make(map[int32]bool, len(parts))
+	for _, p := range parts {
+		want[p] = true
+	}
 	out := make(map[int32]coalesce.Result[int32], len(parts))
 	for _, t := range resp.Topics {
 		if t.Topic == nil || *t.Topic != topic {
@@ -354,6 +361,9 @@ func (c *Client) topicLeaders(ctx context.Context, k leaderKey, parts []int32) (
 			return nil, err
 		}
 		for _, p := range t.Partitions {
+			if !want[p.Partition] {
+				continue
+			}
 			switch err := kerr.ErrorForCode(p.ErrorCode); {
 			case err != nil:
 				out[p.Partition] = coalesce.Result[int32]{Value: -1, Err: err}
