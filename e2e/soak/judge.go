@@ -43,9 +43,10 @@ type Criteria struct {
 	// window needs to be judged: the whole run (every instance's judged
 	// samples in time order) and one daemon process.
 	RunSamples, InstanceSamples int
-	// QuietFrom is when the last fault ended; LagBound is the total lag
-	// the median of the last half of the samples after QuietFrom must not
-	// exceed (the lag came back down).
+	// QuietFrom is when the last fault ended; LagBound is what the median
+	// of the last half of the samples after QuietFrom must not exceed, for
+	// the lag kmirror reports and for the end-offset gap (both came back
+	// down).
 	QuietFrom time.Duration
 	LagBound  int64
 }
@@ -100,7 +101,8 @@ func Judge(samples []Sample, c Criteria) []Verdict {
 			}
 		}
 	}
-	return append(out, lagRecovered(samples, c))
+	out = append(out, recovered("lag", func(s Sample) int64 { return s.Lag }, samples, c))
+	return append(out, recovered("gap", func(s Sample) int64 { return s.Gap }, samples, c))
 }
 
 // growth compares the medians of the first and last thirds of window; ok
@@ -118,26 +120,26 @@ func growth(f Figure, scope string, window []Sample, min int) (Verdict, bool) {
 	return v, true
 }
 
-// lagRecovered checks that the lag came back down after the last fault:
-// the median total lag of the last half of the samples taken after
-// QuietFrom is at most LagBound.
-func lagRecovered(samples []Sample, c Criteria) Verdict {
+// recovered checks that a lag figure (get; negative: unknown) came back
+// down after the last fault: the median of the last half of the samples
+// taken after QuietFrom is at most LagBound.
+func recovered(name string, get func(Sample) int64, samples []Sample, c Criteria) Verdict {
 	var lags []float64
 	for _, s := range samples {
-		if s.At >= c.QuietFrom && s.Lag >= 0 {
-			lags = append(lags, float64(s.Lag))
+		if s.At >= c.QuietFrom && get(s) >= 0 {
+			lags = append(lags, float64(get(s)))
 		}
 	}
-	v := Verdict{Figure: "lag", Scope: "after the last fault", Samples: len(lags), First: float64(c.LagBound), Unit: "offsets"}
+	v := Verdict{Figure: name, Scope: "after the last fault", Samples: len(lags), First: float64(c.LagBound), Unit: "offsets"}
 	if len(lags) < 2 {
 		v.Failed = true
-		v.Why = fmt.Sprintf("%d lag samples after the last fault; need at least 2", len(lags))
+		v.Why = fmt.Sprintf("%d %s samples after the last fault; need at least 2", len(lags), name)
 		return v
 	}
 	tail := lags[len(lags)/2:]
 	v.Last = medianOf(tail)
 	v.Failed = v.Last > float64(c.LagBound)
-	v.Why = fmt.Sprintf("median total lag of the last %d samples %.0f offsets (bound %d)", len(tail), v.Last, c.LagBound)
+	v.Why = fmt.Sprintf("median total %s of the last %d samples %.0f offsets (bound %d)", name, len(tail), v.Last, c.LagBound)
 	return v
 }
 

@@ -7,13 +7,14 @@ import (
 )
 
 // steady builds samples every 5 s for n samples of one daemon process
-// started at start, with RSS rss(i) MiB, 60 goroutines, 30 fds and lag 10.
+// started at start, with RSS rss(i) MiB, 60 goroutines, 30 fds, lag 10
+// and end-offset gap 12.
 func steady(inst int, start time.Duration, n int, rss func(i int) float64) []Sample {
 	var out []Sample
 	for i := range n {
 		since := time.Duration(i) * 5 * time.Second
 		out = append(out, Sample{At: start + since, Instance: inst, Since: since, PID: 100 + inst,
-			RSS: int64(rss(i) * (1 << 20)), Goroutines: 60, FDs: 30, Lag: 10})
+			RSS: int64(rss(i) * (1 << 20)), Goroutines: 60, FDs: 30, Lag: 10, Gap: 12})
 	}
 	return out
 }
@@ -99,8 +100,9 @@ func TestSmallRisesWithinToleranceAbsOrRelPass(t *testing.T) {
 	}
 }
 
-// The lag must come back below the bound after the last fault; samples
-// during the fault do not count, only the last half of those after it.
+// The lag kmirror reports and the end-offset gap must both come back below
+// the bound after the last fault; samples during the fault do not count,
+// only the last half of those after it.
 func TestLagMustComeBackDownAfterTheLastFault(t *testing.T) {
 	t.Parallel()
 	ss := steady(1, 0, 40, func(int) float64 { return 80 })
@@ -118,8 +120,17 @@ func TestLagMustComeBackDownAfterTheLastFault(t *testing.T) {
 		ss[i].Lag = 2_000
 	}
 	f := failed(Judge(ss, c))
-	if len(f) != 1 || !strings.Contains(f[0], "lag") {
+	if len(f) != 1 || !strings.HasPrefix(f[0], "lag ") {
 		t.Fatalf("failed verdicts %q; want lag", f)
+	}
+	// kmirror's lag back down, but the destination still behind (a lag
+	// metric that does not see it).
+	for i := 30; i < len(ss); i++ {
+		ss[i].Lag, ss[i].Gap = 0, 3_000
+	}
+	f = failed(Judge(ss, c))
+	if len(f) != 1 || !strings.HasPrefix(f[0], "gap ") {
+		t.Fatalf("failed verdicts %q; want gap", f)
 	}
 }
 

@@ -29,7 +29,7 @@ var Plots = []struct{ File, Title string }{
 	{"rss.png", "RSS of the daemon and its state-store plugin"},
 	{"goroutines.png", "Goroutines of the daemon"},
 	{"open-fds.png", "Open file descriptors of the daemon"},
-	{"lag.png", "Total lag over every mirrored partition"},
+	{"lag.png", "Lag over every mirrored partition"},
 }
 
 // WritePlots draws one PNG per figure into dir: the samples over time in
@@ -41,7 +41,7 @@ func WritePlots(dir string, samples []Sample, events []Event) error {
 	for _, e := range events {
 		marks = append(marks, chart.Mark{X: e.At.Minutes(), Label: markLabels[e.Kind]})
 	}
-	series := func(name string, get func(Sample) (float64, bool)) []chart.Series {
+	series := func(name string, get func(Sample) (float64, bool)) chart.Series {
 		var pts []chart.Point
 		inst := 0
 		for _, s := range samples {
@@ -53,13 +53,16 @@ func WritePlots(dir string, samples []Sample, events []Event) error {
 				pts = append(pts, chart.Point{X: s.At.Minutes(), Y: v})
 			}
 		}
-		return []chart.Series{{Name: name, Points: pts}}
+		return chart.Series{Name: name, Points: pts}
 	}
 	charts := []chart.Line{
-		{YUnit: "MiB", Series: series("RSS (MiB)", func(s Sample) (float64, bool) { return float64(s.RSS) / (1 << 20), s.RSS > 0 })},
-		{YUnit: "goroutines", Series: series("goroutines", func(s Sample) (float64, bool) { return float64(s.Goroutines), s.Goroutines > 0 })},
-		{YUnit: "fds", Series: series("open file descriptors", func(s Sample) (float64, bool) { return float64(s.FDs), s.FDs > 0 })},
-		{YUnit: "offsets", Series: series("total lag (offsets)", func(s Sample) (float64, bool) { return float64(s.Lag), s.Lag >= 0 })},
+		{YUnit: "MiB", Series: []chart.Series{series("RSS (MiB)", func(s Sample) (float64, bool) { return float64(s.RSS) / (1 << 20), s.RSS > 0 })}},
+		{YUnit: "goroutines", Series: []chart.Series{series("goroutines", func(s Sample) (float64, bool) { return float64(s.Goroutines), s.Goroutines > 0 })}},
+		{YUnit: "fds", Series: []chart.Series{series("open file descriptors", func(s Sample) (float64, bool) { return float64(s.FDs), s.FDs > 0 })}},
+		{YUnit: "offsets", Series: []chart.Series{
+			series("lag kmirror reports (sum of kmirror_consumer_lag)", func(s Sample) (float64, bool) { return float64(s.Lag), s.Lag >= 0 }),
+			series("end-offset gap (source end - destination end, summed)", func(s Sample) (float64, bool) { return float64(s.Gap), s.Gap >= 0 }),
+		}},
 	}
 	for i, c := range charts {
 		c.Title = Plots[i].Title + " (K daemon killed, B source broker restarted, S/D source/destination cut)"

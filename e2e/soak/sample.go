@@ -32,9 +32,15 @@ type Sample struct {
 	Goroutines int
 	// FDs is the daemon's open file descriptors (/proc/<pid>/fd).
 	FDs int
-	// Lag is the total lag in offsets over every mirrored partition (sum of
-	// kmirror_consumer_lag); -1 when the daemon did not answer.
+	// Lag is the total lag in offsets over every mirrored partition as
+	// kmirror reports it (sum of kmirror_consumer_lag); -1 when the daemon
+	// did not answer.
 	Lag int64
+	// Gap is the soak's own measure of what is not yet on the
+	// destination: the sum over every partition of the source's end offset
+	// minus the destination's, read through the clusters' plain listeners
+	// (no fault touches them); -1 when either could not be read.
+	Gap int64
 	// Fault names the fault in effect when the sample was taken ("" none).
 	Fault string
 }
@@ -183,7 +189,7 @@ func openFDs(pid int) int {
 }
 
 // csvHeader names the columns WriteCSV writes.
-var csvHeader = []string{"seconds", "instance", "instance_seconds", "pid", "rss_bytes", "goroutines", "open_fds", "lag", "fault"}
+var csvHeader = []string{"seconds", "instance", "instance_seconds", "pid", "rss_bytes", "goroutines", "open_fds", "lag", "end_offset_gap", "fault"}
 
 // WriteCSV writes the samples with a header line.
 func WriteCSV(w io.Writer, samples []Sample) error {
@@ -201,6 +207,7 @@ func WriteCSV(w io.Writer, samples []Sample) error {
 			strconv.Itoa(s.Goroutines),
 			strconv.Itoa(s.FDs),
 			strconv.FormatInt(s.Lag, 10),
+			strconv.FormatInt(s.Gap, 10),
 			s.Fault,
 		}
 		if err := cw.Write(rec); err != nil {

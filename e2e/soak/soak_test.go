@@ -137,7 +137,12 @@ func TestSoak(t *testing.T) {
 	t.Cleanup(func() { d.stop(syscall.SIGTERM) })
 	tr := startTraffic(t, ctx, source, names, cfg.seed)
 
-	smp := startSampler(ctx, d, began, cfg.sampleEvery)
+	dstAdm, err := destination.Admin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dstAdm.Close()
+	smp := startSampler(ctx, d, began, cfg.sampleEvery, func(ctx context.Context) int64 { return endOffsetGap(ctx, srcAdm, dstAdm, names) })
 	var events []Event
 	var mu sync.Mutex // guards events and written
 	written := false
@@ -204,13 +209,18 @@ func TestSoak(t *testing.T) {
 	t.Logf("soak: every partition identical on both clusters: %d records, %d transaction markers; traffic: %s", entries, markers, tr.summary())
 
 	// Judge the figures.
-	var warm []float64
+	var warmLag, warmGap []float64
 	for _, s := range samples {
-		if s.At >= cfg.warmup/2 && s.At < cfg.warmup && s.Lag >= 0 {
-			warm = append(warm, float64(s.Lag))
+		if s.At >= cfg.warmup/2 && s.At < cfg.warmup {
+			if s.Lag >= 0 {
+				warmLag = append(warmLag, float64(s.Lag))
+			}
+			if s.Gap >= 0 {
+				warmGap = append(warmGap, float64(s.Gap))
+			}
 		}
 	}
-	lagBound := max(int64(3*Percentile(warm, 90)), 500)
+	lagBound := max(int64(3*Percentile(warmLag, 90)), int64(3*Percentile(warmGap, 90)), 500)
 	verdicts := Judge(samples, Criteria{
 		InstanceWarmup:  cfg.instanceWarmup,
 		RunSamples:      12,
@@ -337,7 +347,7 @@ func writeArtifacts(t *testing.T, cfg settings, samples []Sample, events []Event
 			verdict = "**failed**"
 		}
 		first, last := fmt.Sprintf("%.1f %s", v.First, v.Unit), fmt.Sprintf("%.1f %s", v.Last, v.Unit)
-		if v.Figure == "lag" {
+		if v.Figure == "lag" || v.Figure == "gap" {
 			first = fmt.Sprintf("bound %.0f", v.First)
 			last = fmt.Sprintf("%.0f %s", v.Last, v.Unit)
 		}
@@ -644,7 +654,7 @@ type sampler struct {
 	once  sync.Once
 }
 
-func startSampler(ctx context.Context, d *daemon, began time.Time, every time.Duration) *sampler {
+func startSampler(ctx context.Context, d *daemon, began time.Time, every time.Duration, gap func(context.Context) int64) *sampler {
 	s := &sampler{halt: make(chan struct{}), done: make(chan struct{})}
 	r := Reader{HTTPAddr: d.httpAddr, Client: &http.Client{Timeout: every}}
 	go func() { // owned by s: stop waits for it
@@ -666,6 +676,9 @@ func startSampler(ctx context.Context, d *daemon, began time.Time, every time.Du
 			now := time.Now()
 			smp := Sample{At: now.Sub(began), Instance: inst, Since: now.Sub(since)}
 			r.Read(ctx, pid, &smp)
+			gctx, cancel := context.WithTimeout(ctx, every)
+			smp.Gap = gap(gctx)
+			cancel()
 			s.mu.Lock()
 			smp.Fault = s.fault
 			s.all = append(s.all, smp)
@@ -673,6 +686,35 @@ func startSampler(ctx context.Context, d *daemon, began time.Time, every time.Du
 		}
 	}()
 	return s
+}
+
+// endOffsetGap sums, over every partition of the topics, the source's end
+// offset minus the destination's; -1 when an end offset could not be read.
+func endOffsetGap(ctx context.Context, src, dst *kadm.Client, topics []string) int64 {
+	se, err := src.ListEndOffsets(ctx, topics...)
+	if err != nil || se.Error() != nil {
+		return -1
+	}
+	de, err := dst.ListEndOffsets(ctx, topics...)
+	if err != nil {
+		return -1
+	}
+	var gap int64
+	for _, topic := range topics {
+		for p := range int32(partitions) {
+			s, sok := se.Lookup(topic, p)
+			d, dok := de.Lookup(topic, p)
+			switch {
+			case !sok || s.Err != nil:
+				return -1
+			case !dok || d.Err != nil:
+				gap += s.Offset // not created on the destination yet
+			default:
+				gap += max(s.Offset-d.Offset, 0)
+			}
+		}
+	}
+	return gap
 }
 
 func (s *sampler) setFault(kind string) {
