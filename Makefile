@@ -9,7 +9,7 @@ PKGS := ./... github.com/kmirror/kmirror/sdk/...
 UNIT_PKGS = $(shell $(GO) list $(PKGS) | grep -v '/e2e')
 E2E_TIMEOUT ?= 20m
 
-.PHONY: all build deps generate pyfilter tidy modules-check tutorial-check deploy-check test unit fuzz fuzz-quick e2e compat lint bench bench-quick bench-go bench-e2e demo docs man clean
+.PHONY: all build deps generate pyfilter tidy modules-check tutorial-check deploy-check test unit fuzz fuzz-quick e2e compat soak soak-quick lint bench bench-quick bench-go bench-e2e demo docs man clean
 
 all: build
 
@@ -74,15 +74,12 @@ fuzz-quick:
 	FUZZTIME=5s scripts/fuzz.sh
 
 ## e2e: every package under e2e/ against real Apache Kafka brokers, the
-<<<<<<< HEAD
-## authentication mechanisms against a real KDC (e2e/auth) and the source
-## compatibility matrix (e2e/compat, every version) included.
-=======
-## source compatibility matrix (e2e/compat, every version) and the
-## destination faults on a 3-broker destination (e2e/destfaults; its
-## disk-full test mounts a tmpfs, so it needs root and skips without)
-## included; go test runs the packages in parallel.
->>>>>>> destfaults
+## authentication mechanisms against a real KDC (e2e/auth), the source
+## compatibility matrix (e2e/compat, every version), the destination faults
+## on a 3-broker destination (e2e/destfaults; its disk-full test mounts a
+## tmpfs, so it needs root and skips without), the group membership on a
+## real coordinator (e2e/membership) and the 2-minute soak (e2e/soak,
+## SOAK_DURATION unset) included; go test runs the packages in parallel.
 e2e:
 	$(GO) test -count=1 -timeout $(E2E_TIMEOUT) -v ./e2e/...
 
@@ -94,6 +91,25 @@ e2e:
 COMPAT_VERSIONS ?= 2.8.2,3.6.2,3.9.1,4.4.0
 compat: deps
 	KMIRROR_COMPAT_VERSIONS=$(COMPAT_VERSIONS) $(GO) test -count=1 -timeout $(E2E_TIMEOUT) -v ./e2e/compat/
+
+## soak: kmirror under mixed traffic (transactions committed and aborted,
+## plain records) with daemon kills, source broker restarts and network cuts
+## for DURATION (e2e/soak; docs/reliability.md); samples RSS, goroutines,
+## open files and lag, plots them and fails on growth without bound or a
+## record that differs. SOAK_SEED repeats a run's schedule (its log prints
+## the seed); SOAK_OUT is where samples.csv, summary.md, the PNG plots and
+## kmirror.log go. The test bounds itself (DURATION + 25 minutes), hence no
+## go test timeout.
+DURATION ?= 10m
+SOAK_SEED ?=
+SOAK_OUT ?= e2e/artifacts/soak
+soak: deps
+	SOAK_DURATION=$(DURATION) SOAK_SEED=$(SOAK_SEED) SOAK_OUT=$(abspath $(SOAK_OUT)) $(GO) test -count=1 -timeout 0 -run '^TestSoak$$' -v ./e2e/soak/
+
+## soak-quick: the soak for 2 minutes (about 4 with the clusters' start and
+## the final check); `make e2e` runs it too, as part of ./e2e/...
+soak-quick:
+	$(MAKE) soak DURATION=2m
 
 lint:
 	scripts/gen-proto.sh --check
