@@ -54,6 +54,11 @@ type Mirror struct {
 	// next topics round starts the partition again as a new one. On an
 	// error the runner keeps running with its record.
 	Forget func(ctx context.Context, r *runner.Runner) error
+	// StatusOf is a runner's status as the mirror shows it (its lag
+	// corrected with what the mirror knows of the source); nil: the
+	// runner's own. Wait uses it, so that a wait for catch-up never takes a
+	// stale end offset for "caught up".
+	StatusOf func(*runner.Runner) runner.Status
 	// Topics returns the topics the mirror knows, sorted: those with a
 	// runner or a recorded partition. A request's patterns must each
 	// match one of them (CheckMatches).
@@ -109,7 +114,7 @@ func Wait(ctx context.Context, m Mirror, what string, match func(string) bool, d
 			pending []string
 		)
 		for _, r := range m.Runners(match) {
-			st := r.Status()
+			st := m.statusOf(r)
 			out = append(out, st)
 			if !done(r, st) {
 				pending = append(pending, fmt.Sprintf("%s/%d is %s", st.Topic, st.Partition, st.State))
@@ -124,6 +129,14 @@ func Wait(ctx context.Context, m Mirror, what string, match func(string) bool, d
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// statusOf is r's status through StatusOf, or r's own.
+func (m Mirror) statusOf(r *runner.Runner) runner.Status {
+	if m.StatusOf != nil {
+		return m.StatusOf(r)
+	}
+	return r.Status()
 }
 
 // SetPaused records a pause (or resume) rule for the topics matching the

@@ -37,6 +37,7 @@ func (m *Mirror) Operated() control.Mirror {
 		InScope:   func(t string) bool { return inScope(&m.cfg, t) },
 		NoReverse: func(rs []*runner.Runner) error { return m.d.NoReverse(m, rs) },
 		Topics:    m.knownTopics,
+		StatusOf:  m.PartitionStatus,
 		Forget: func(ctx context.Context, r *runner.Runner) error {
 			return m.removeRunner(ctx, topicPartition{r.Topic(), r.Partition()}, func(r *runner.Runner) error { return r.Forget(ctx) })
 		}}

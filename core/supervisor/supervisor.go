@@ -84,7 +84,10 @@ type Mirror struct {
 	dp      *datapath.Path
 	runners map[topicPartition]*runner.Runner
 	halts   map[topicPartition]halt // how to end each runner alone (an operator's reset)
-	errs    map[string]string       // sync loop → why its last round failed
+	// srcEnds are the source's end offsets of the mirroring partitions as
+	// the source-ends loop last read them (refreshSourceEnds).
+	srcEnds map[topicPartition]int64
+	errs    map[string]string // sync loop → why its last round failed
 	groups  *groupsync.Syncer
 	acls    *aclsync.Syncer
 	topics  *topicsync.Syncer
@@ -327,6 +330,8 @@ func (m *Mirror) supervise() {
 		syncloop.NewLoop("groups", cfg.MetadataRefreshInterval, m.syncGroups, m.loopDone).Gated(lease.Held),
 		syncloop.NewLoop("acls", cfg.MetadataRefreshInterval, m.syncACLs, m.loopDone).Gated(lease.Held),
 		syncloop.NewLoop("read-only", cfg.MetadataRefreshInterval, m.SyncReadOnly, m.loopDone).Gated(lease.Held),
+		// Every daemon, lease or not: its partitions' lag.
+		syncloop.NewLoop("source-ends", cfg.MetadataRefreshInterval, m.refreshSourceEnds, m.sourceEndsDone),
 	}
 	m.mu.Lock()
 	m.loops = loops
@@ -351,6 +356,87 @@ func (m *Mirror) supervise() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	lease.Release(ctx)
+}
+
+// sourceDownSince returns since when the source cluster does not answer;
+// zero while it does.
+func sourceDownSince(cs []admin.ClusterStatus) time.Time {
+	for _, c := range cs {
+		if c.Cluster == "source" && !c.Reachable && !c.Since.IsZero() {
+			return c.Since
+		}
+	}
+	return time.Time{}
+}
+
+// withSourceView corrects a partition's status with what the mirror knows
+// of the source besides the partition's fetches: a larger end offset read
+// by the source-ends loop (the partition's own is stale while its appends
+// stall), and, while the source does not answer, a lag that is unknown
+// (-1), not the 0 it was when the source went away.
+func withSourceView(st runner.Status, srcEnds map[topicPartition]int64, srcDown bool) runner.Status {
+	if e, ok := srcEnds[topicPartition{st.Topic, st.Partition}]; ok && st.State == partition.Mirroring.String() && st.Lag >= 0 && e > st.SourceHighWatermark {
+		st.Lag += e - st.SourceHighWatermark
+		st.SourceHighWatermark = e
+	}
+	if srcDown && st.Lag >= 0 {
+		st.Lag = -1
+	}
+	return st
+}
+
+// PartitionStatus is r's status as the mirror's Status shows it
+// (withSourceView): what an operator's wait for catch-up must see.
+func (m *Mirror) PartitionStatus(r *runner.Runner) runner.Status {
+	m.mu.Lock()
+	srcEnds := m.srcEnds
+	m.mu.Unlock()
+	return withSourceView(r.Status(), srcEnds, !sourceDownSince(m.Clusters()).IsZero())
+}
+
+// refreshSourceEnds reads the source's end offsets of the topics of the
+// mirror's MIRRORING partitions (one ListOffsets per source broker). A
+// partition learns its source's end from its fetches, but one whose
+// appends stall (the destination cut, or full) stops fetching, and the end
+// it knows goes stale: its lag would stay flat while the source moves on.
+// Status takes the larger of the two ends.
+func (m *Mirror) refreshSourceEnds(ctx context.Context) error {
+	seen := map[string]bool{}
+	var topics []string
+	for _, r := range m.RunnersOf(func(string) bool { return true }) {
+		if t := r.Topic(); !seen[t] && r.Record().State == partition.Mirroring {
+			seen[t] = true
+			topics = append(topics, t)
+		}
+	}
+	m.mu.Lock()
+	adm := m.srcAdm
+	m.mu.Unlock()
+	ends := map[topicPartition]int64{}
+	if len(topics) > 0 && adm != nil {
+		listed, err := adm.ListEndOffsets(ctx, topics...)
+		if err != nil {
+			return fmt.Errorf("mirror %s: reading the source's end offsets: %w", m.name, err)
+		}
+		listed.Each(func(o kadm.ListedOffset) {
+			if o.Err == nil {
+				ends[topicPartition{o.Topic, o.Partition}] = o.Offset
+			}
+		})
+	}
+	m.mu.Lock()
+	m.srcEnds = ends
+	m.mu.Unlock()
+	return nil
+}
+
+// sourceEndsDone logs a failed source-ends round at debug level: the lag
+// then stays what the partitions know, and an unreachable source is
+// reported by the cluster's health, not as a sync loop error.
+func (m *Mirror) sourceEndsDone(_ string, err error) {
+	if err != nil {
+		m.log.Debug("the source's end offsets were not read this round", "error", err)
+	}
 }
 
 // loopDone records a sync round's outcome and counts its failure.
@@ -570,15 +656,7 @@ func (m *Mirror) Status() admin.MirrorStatus {
 	lease := m.lease
 	m.mu.Unlock()
 	ms.Clusters = m.Clusters()
-	// While the source does not answer, a partition's last known source
-	// end says nothing of what was written since: its lag is unknown (-1),
-	// not the 0 it was when the source went away.
-	var srcDown time.Time
-	for _, c := range ms.Clusters {
-		if c.Cluster == "source" && !c.Reachable && !c.Since.IsZero() {
-			srcDown = c.Since
-		}
-	}
+	srcDown := sourceDownSince(ms.Clusters)
 	if !srcDown.IsZero() {
 		ms.Notes = append(ms.Notes, fmt.Sprintf("the source cluster has not answered since %s: lag is unknown (-1) until it does", srcDown.UTC().Format(time.RFC3339)))
 	}
@@ -604,11 +682,11 @@ func (m *Mirror) Status() admin.MirrorStatus {
 		lines = append(lines, e.Loop+": "+e.Message)
 	}
 	ms.Error = strings.Join(lines, "; ")
+	m.mu.Lock()
+	srcEnds := m.srcEnds
+	m.mu.Unlock()
 	for _, r := range rs {
-		st := r.Status()
-		if !srcDown.IsZero() && st.Lag >= 0 {
-			st.Lag = -1
-		}
+		st := withSourceView(r.Status(), srcEnds, !srcDown.IsZero())
 		ms.Partitions = append(ms.Partitions, st)
 		if st.LastError != "" && (st.State == partition.Failed.String() || st.Retry != "") {
 			ms.Errors = append(ms.Errors, admin.LoopError{Loop: fmt.Sprintf("partition %s/%d", st.Topic, st.Partition),
