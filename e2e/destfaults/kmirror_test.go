@@ -3,84 +3,40 @@ package destfaults
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/kmirror/kmirror/core/admin"
 	"github.com/kmirror/kmirror/e2e/kafkatest"
+	"github.com/kmirror/kmirror/e2e/kmirrortest"
 )
 
-// The kmirror binary, built once per test process.
-var (
-	buildOnce sync.Once
-	binary    string
-	buildErr  error
-)
-
-func kmirrorBinary(t testing.TB) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		_, file, _, _ := runtime.Caller(0)
-		root := filepath.Join(filepath.Dir(file), "..", "..")
-		dir, err := os.MkdirTemp("", "kmirror-destfaults-bin")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binary = filepath.Join(dir, "kmirror")
-		cmd := exec.Command("go", "build", "-o", binary, "./cmd/kmirror")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/kmirror: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binary
-}
-
-// daemon is one `kmirror run` process of a test, mirroring topics of source
-// to destination; the test's cleanup stops it.
+// daemon is one `kmirror run` process of a test (e2e/kmirrortest),
+// mirroring topics of source to destination; the test's cleanup stops it.
 type daemon struct {
+	*kmirrortest.Process
 	t        testing.TB
-	httpAddr string
 	mirror   string
 	stateDir string
-
-	mu   sync.Mutex
-	logs strings.Builder
-	done chan struct{}
-	cmd  *exec.Cmd
 }
 
 // startKmirror runs `kmirror run` mirroring the topics matching include,
 // with the file state store in a directory of the test.
 func startKmirror(t testing.TB, include string) *daemon {
 	t.Helper()
-	dir := t.TempDir()
-	d := &daemon{t: t, httpAddr: freeAddr(t), done: make(chan struct{}), stateDir: filepath.Join(dir, "state"),
-		mirror: "m" + strings.ToLower(regexp.MustCompile(`[^A-Za-z0-9]`).ReplaceAllString(strings.TrimPrefix(t.Name(), "Test"), ""))}
+	d := &daemon{t: t, mirror: "m" + strings.ToLower(regexp.MustCompile(`[^A-Za-z0-9]`).ReplaceAllString(strings.TrimPrefix(t.Name(), "Test"), ""))}
 	if len(d.mirror) > 40 {
 		d.mirror = d.mirror[:40]
 	}
-	cfg := fmt.Sprintf(`log.level: debug
+	d.Process = kmirrortest.Start(t, kmirrortest.Options{Config: func(dir string) string {
+		d.stateDir = filepath.Join(dir, "state")
+		return fmt.Sprintf(`log.level: debug
 log.format: json
-http.address: %s
-http.status.enable: true
-admin.address: %s
 mirror.metadata.refresh.interval.ms: 2000
 mirror.failed.retry.initial.backoff.ms: 200
 mirror.failed.retry.max.backoff.ms: 2000
@@ -93,96 +49,20 @@ mirrors:
   - name: %s
     bootstrap.servers: %s
     mirror.topics.include: %q
-`, d.httpAddr, freeAddr(t), destination.BootstrapServers(kafkatest.Plaintext), d.stateDir, d.mirror, source.BootstrapServers(kafkatest.Plaintext), include)
-	path := filepath.Join(dir, "kmirror.yaml")
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	d.cmd = exec.Command(kmirrorBinary(t), "run", "--config", path)
-	// The daemon reads KMIRROR_* variables as configuration and refuses
-	// unknown ones: the harness's own stay out.
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "KMIRROR_") {
-			d.cmd.Env = append(d.cmd.Env, kv)
-		}
-	}
-	stderr, err := d.cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := d.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { // owned by the daemon: ends when the process exits
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			d.mu.Lock()
-			d.logs.WriteString(sc.Text() + "\n")
-			d.mu.Unlock()
-		}
-		_ = d.cmd.Wait()
-		close(d.done)
-	}()
-	t.Cleanup(func() {
-		d.stop()
-		if t.Failed() {
-			t.Logf("kmirror log (tail):\n%s", tail(d.log(), 80))
-		}
-	})
+`, destination.BootstrapServers(kafkatest.Plaintext), d.stateDir, d.mirror, source.BootstrapServers(kafkatest.Plaintext), include)
+	}})
 	return d
 }
 
 // stop sends SIGTERM and waits for the process to exit (SIGKILL after 30 s).
-func (d *daemon) stop() {
-	_ = d.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-d.done:
-	case <-time.After(30 * time.Second):
-		_ = d.cmd.Process.Kill()
-		<-d.done
-	}
-}
+func (d *daemon) stop() { d.Stop() }
 
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
+func (d *daemon) log() string { return d.Log() }
 
-func (d *daemon) log() string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.logs.String()
-}
-
-func tail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
+var tail = kmirrortest.Tail
 
 // status reads /v1/describe; ok is false while the daemon does not answer.
-func (d *daemon) status() (admin.Status, bool) {
-	resp, err := http.Get("http://" + d.httpAddr + "/v1/describe")
-	if err != nil {
-		return admin.Status{}, false
-	}
-	defer resp.Body.Close()
-	var out struct {
-		Mirrors admin.Status `json:"mirrors"`
-	}
-	if json.NewDecoder(resp.Body).Decode(&out) != nil {
-		return admin.Status{}, false
-	}
-	return out.Mirrors, true
-}
+func (d *daemon) status() (admin.Status, bool) { return d.Describe() }
 
 // partitionStatus returns the status of topic/partition in the daemon's
 // mirror, if it runs it.
@@ -204,7 +84,7 @@ func (d *daemon) partitionStatus(topic string, p int32) (admin.PartitionStatus, 
 // metric reads the daemon's /metrics: the sum of the samples of metric
 // name whose line holds every one of labels (e.g. `result="error"`).
 func (d *daemon) metric(name string, labels ...string) (sum float64, ok bool) {
-	resp, err := http.Get("http://" + d.httpAddr + "/metrics")
+	resp, err := http.Get("http://" + d.HTTPAddr + "/metrics")
 	if err != nil {
 		return 0, false
 	}
@@ -241,7 +121,7 @@ func (d *daemon) waitProgress(ctx context.Context, topic string, want []int64) {
 		select {
 		case <-ctx.Done():
 			d.t.Fatalf("%s not copied up to %v: %v", topic, want, behind)
-		case <-d.done:
+		case <-d.Exited():
 			d.t.Fatalf("the daemon exited while %s was copied up to %v: %v\n%s", topic, want, behind, tail(d.log(), 20))
 		case <-time.After(200 * time.Millisecond):
 		}

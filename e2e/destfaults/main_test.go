@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kmirror/kmirror/e2e/kafkatest"
+	"github.com/kmirror/kmirror/e2e/kmirrortest"
 )
 
 // Clusters of every test of the package, started by TestMain.
@@ -101,11 +102,7 @@ func runMain(m *testing.M) int {
 	}
 	log.Printf("destfaults: Apache Kafka %s: source (1 broker) and destination (3 brokers; broker %d's log dir on tmpfs %q) up in %s",
 		source.Version(), tinyBroker, tinyVolume, time.Since(began).Round(100*time.Millisecond))
-	defer func() { // the kmirror binary the tests built
-		if binary != "" {
-			os.RemoveAll(filepath.Dir(binary))
-		}
-	}()
+	defer kmirrortest.RemoveBinary() // the kmirror binary the tests built
 	return m.Run()
 }
 
