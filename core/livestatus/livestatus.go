@@ -267,9 +267,9 @@ func (t *Tracker) Live(now time.Time, st admin.Status, interval time.Duration) L
 func (t *Tracker) partition(mirror string, ps admin.PartitionStatus) LivePartition {
 	lp := LivePartition{Topic: ps.Topic, Partition: ps.Partition, State: ps.State, Mode: ps.Mode, Lag: ps.Lag,
 		Mirrored: ps.LastMirroredOffset, HighWatermark: ps.SourceHighWatermark, Progress: -1, ETASeconds: -1, Retry: ps.Retry}
-	if ps.State == "FAILED" {
-		lp.Reason = ps.LastError
-	}
+	// FAILED: why; MIRRORING or PREPARING: what its retried appends wait
+	// for (a cut or full destination), when they do.
+	lp.Reason = ps.LastError
 	if hw, start := ps.SourceHighWatermark, max(ps.SourceLogStart, 0); hw >= 0 && ps.Lag >= 0 {
 		if span := hw - start; span > 0 {
 			lp.Progress = min(1, max(0, float64(span-ps.Lag)/float64(span)))

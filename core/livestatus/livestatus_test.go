@@ -82,6 +82,8 @@ func TestFailedFirstAndCaps(t *testing.T) {
 	failed.LastError = "mirror m: topic big partition 7: batch appended at another offset"
 	failed.Retry = "NonRetryable"
 	ps[7] = failed
+	// A MIRRORING partition whose appends are retrying shows why.
+	ps[0].LastError = "destination appends retrying since 2026-12-01T10:00:00Z: NOT_ENOUGH_REPLICAS"
 	st := admin.Status{Mirrors: []admin.MirrorStatus{{Name: "m", Partitions: ps}}}
 	none := func(string) Counters { return Counters{} }
 	now := time.Unix(1_700_000_000, 0)
@@ -93,6 +95,9 @@ func TestFailedFirstAndCaps(t *testing.T) {
 	}
 	if m.List[0].State != "FAILED" || m.List[0].Reason != failed.LastError || m.List[0].Retry != "NonRetryable" {
 		t.Errorf("first listed: %+v", m.List[0])
+	}
+	if r := m.List[1]; r.Partition != 0 || r.State != "MIRRORING" || r.Reason != ps[0].LastError {
+		t.Errorf("the retrying partition (largest lag, listed after the FAILED one): %+v", r)
 	}
 	if len(m.Failed) != 1 || m.Failed[0].Partition != 7 || m.States["FAILED"] != 1 {
 		t.Errorf("failed: %+v, states %v", m.Failed, m.States)
