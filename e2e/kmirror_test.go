@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -25,38 +24,13 @@ import (
 	"github.com/kmirror/kmirror/core/offsetmap"
 	"github.com/kmirror/kmirror/core/verify"
 	"github.com/kmirror/kmirror/e2e/kafkatest"
+	"github.com/kmirror/kmirror/e2e/kmirrortest"
 	"github.com/kmirror/kmirror/plugins/statestore/file"
 )
 
-// The kmirror binary the e2e tests run, built once per test process.
-var (
-	buildOnce sync.Once
-	binary    string
-	buildErr  error
-)
-
-func kmirrorBinary(t testing.TB) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		_, file, _, _ := runtime.Caller(0)
-		root := filepath.Dir(filepath.Dir(file))
-		dir, err := os.MkdirTemp("", "kmirror-e2e-bin")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binary = filepath.Join(dir, "kmirror")
-		cmd := exec.Command("go", "build", "-o", binary, "./cmd/kmirror")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/kmirror: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binary
-}
+// kmirrorBinary is the kmirror binary the e2e tests run, built once per
+// test process (e2e/kmirrortest).
+var kmirrorBinary = kmirrortest.Binary
 
 // daemon is one `kmirror run` process of a test, mirroring source to
 // destination.
