@@ -122,7 +122,10 @@ func growth(f Figure, scope string, window []Sample, min int) (Verdict, bool) {
 
 // recovered checks that a lag figure (get; negative: unknown) came back
 // down after the last fault: the median of the last half of the samples
-// taken after QuietFrom is at most LagBound.
+// taken after QuietFrom is at most LagBound, or, when the quiet tail was
+// too short for that (a loaded machine replays a cut's backlog slowly), it
+// is below the median of the first half: still falling, not growing. The
+// run's end checks the rest: every partition caught up and identical.
 func recovered(name string, get func(Sample) int64, samples []Sample, c Criteria) Verdict {
 	var lags []float64
 	for _, s := range samples {
@@ -136,10 +139,15 @@ func recovered(name string, get func(Sample) int64, samples []Sample, c Criteria
 		v.Why = fmt.Sprintf("%d %s samples after the last fault; need at least 2", len(lags), name)
 		return v
 	}
-	tail := lags[len(lags)/2:]
+	head, tail := lags[:len(lags)/2], lags[len(lags)/2:]
 	v.Last = medianOf(tail)
-	v.Failed = v.Last > float64(c.LagBound)
+	before := medianOf(head)
+	falling := v.Last < before
+	v.Failed = v.Last > float64(c.LagBound) && !falling
 	v.Why = fmt.Sprintf("median total %s of the last %d samples %.0f offsets (bound %d)", name, len(tail), v.Last, c.LagBound)
+	if v.Last > float64(c.LagBound) {
+		v.Why += fmt.Sprintf("; the %d before: %.0f (%s)", len(head), before, map[bool]string{true: "falling: recovering", false: "not falling"}[falling])
+	}
 	return v
 }
 

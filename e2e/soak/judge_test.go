@@ -132,6 +132,14 @@ func TestLagMustComeBackDownAfterTheLastFault(t *testing.T) {
 	if len(f) != 1 || !strings.HasPrefix(f[0], "gap ") {
 		t.Fatalf("failed verdicts %q; want gap", f)
 	}
+	// Still above the bound at the end of a short quiet tail, but falling
+	// all along: recovering, not growing.
+	for i := 20; i < len(ss); i++ {
+		ss[i].Lag, ss[i].Gap = int64(40_000-1_500*(i-20)), 0
+	}
+	if f := failed(Judge(ss, c)); len(f) > 0 {
+		t.Fatalf("a lag falling through the quiet tail judged as not recovered: %v", f)
+	}
 }
 
 // SumMetric adds every series of one metric and no other metric.

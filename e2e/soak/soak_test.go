@@ -88,7 +88,7 @@ func loadSettings(t *testing.T) settings {
 	d := s.duration
 	s.sampleEvery = clamp(d/240, 2*time.Second, 10*time.Second)
 	s.warmup = clamp(d/8, 15*time.Second, 2*time.Minute)
-	s.tail = clamp(d/6, 25*time.Second, 10*time.Minute)
+	s.tail = clamp(d/6, 35*time.Second, 10*time.Minute)
 	s.faultEvery = clamp(d/16, 10*time.Second, 2*time.Minute)
 	s.killsUntil = d * 6 / 10
 	s.cutMin, s.cutMax = clamp(d/60, 5*time.Second, 20*time.Second), clamp(d/20, 8*time.Second, 60*time.Second)
