@@ -11,6 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/kmirror/kmirror/core/config/raw"
 )
 
 // Execute runs the command line args on root and returns the exit code.
@@ -194,7 +196,7 @@ func suggestFlags(cmd *cobra.Command, name string) []string {
 		if f.Hidden {
 			return
 		}
-		if levenshtein(name, f.Name) <= 2 || (len(name) >= 3 && strings.HasPrefix(f.Name, name)) {
+		if raw.Distance(name, f.Name) <= 2 || (len(name) >= 3 && strings.HasPrefix(f.Name, name)) {
 			out = append(out, "--"+f.Name)
 			return
 		}
@@ -236,27 +238,6 @@ func valueName(f *pflag.Flag) string {
 		name = f.Value.Type()
 	}
 	return name
-}
-
-// levenshtein is the edit distance between a and b.
-func levenshtein(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // Group makes cmd a command of sub-commands (`kmirror mirrors`): without
